@@ -1,6 +1,6 @@
 //! The `wardn` command line: the daemon and its client commands.
 
-mod telemetry;
+use wardn::telemetry;
 
 use clap::{Parser, Subcommand};
 

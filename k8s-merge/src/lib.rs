@@ -1,0 +1,1 @@
+//! Kubernetes merge semantics, shared by wardn's renderer and kubesim.

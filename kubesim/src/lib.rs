@@ -1,0 +1,1 @@
+//! kubesim: a Kubernetes API emulator, the test and demo cluster for wardn.

@@ -1,0 +1,4 @@
+//! wardn: a GitOps reconciler daemon that deploys applications from Git to many Kubernetes
+//! clusters from one control plane. The binary (`src/main.rs`) is a thin CLI over these modules.
+
+pub mod telemetry;
