@@ -1,4 +1,5 @@
 //! wardn: a GitOps reconciler daemon that deploys applications from Git to many Kubernetes
 //! clusters from one control plane. The binary (`src/main.rs`) is a thin CLI over these modules.
 
+pub mod render;
 pub mod telemetry;

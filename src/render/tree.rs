@@ -1,0 +1,251 @@
+//! Read-only access to the files of a source snapshot.
+//!
+//! The renderer never touches the file system directly: it reads through [`Tree`], so the same
+//! code renders a local directory ([`DirTree`]) and a Git commit read straight from a bare
+//! mirror's object database (no worktree). Paths are relative, `/`-separated and normalised
+//! (no `.`, `..` or leading `/`); [`normalize`] produces them and refuses anything that would
+//! leave the tree.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+/// What a path in a tree is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The entry's name within its directory.
+    pub name: String,
+    /// Whether it is a file or a directory (symlinks are resolved, see [`DirTree`]).
+    pub kind: EntryKind,
+}
+
+/// Why a tree could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    /// The path does not exist in the tree.
+    #[error("{0}: no such file or directory")]
+    NotFound(String),
+    /// The path names something the renderer may not read (outside the tree, or a symlink
+    /// leading outside it).
+    #[error("{path}: {reason}")]
+    Forbidden {
+        /// The offending path as given.
+        path: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// The file is larger than the caller's limit.
+    #[error("{path}: file is {size} bytes, over the limit of {limit} bytes")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// An I/O or object-database error.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Read-only access to a snapshot of files: a local directory or a Git tree at one commit.
+pub trait Tree: Send + Sync {
+    /// The kind of the entry at `path`, or `None` when nothing is there.
+    fn kind(&self, path: &str) -> Result<Option<EntryKind>, TreeError>;
+    /// The entries of the directory at `path` (`""` is the root), sorted by name.
+    fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, TreeError>;
+    /// The bytes of the file at `path`; files over `limit` bytes are refused.
+    fn read_file(&self, path: &str, limit: u64) -> Result<Vec<u8>, TreeError>;
+}
+
+/// Normalises `path` relative to the directory `base` (both tree paths): resolves `.` and
+/// `..`, and refuses a result that would climb above the tree root.
+pub fn normalize(base: &str, path: &str) -> Result<String, TreeError> {
+    let mut parts: Vec<&str> = if path.starts_with('/') {
+        Vec::new()
+    } else {
+        base.split('/').filter(|p| !p.is_empty()).collect()
+    };
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(TreeError::Forbidden {
+                        path: join(base, path),
+                        reason: "path leaves the source tree".to_string(),
+                    });
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Joins two tree paths without normalising, for messages.
+fn join(base: &str, path: &str) -> String {
+    if base.is_empty() {
+        path.to_string()
+    } else {
+        format!("{base}/{path}")
+    }
+}
+
+/// A [`Tree`] over a local directory. Symlinks are followed only while their target stays
+/// inside the root; anything resolving outside is [`TreeError::Forbidden`].
+#[derive(Debug, Clone)]
+pub struct DirTree {
+    root: PathBuf,
+}
+
+impl DirTree {
+    /// Opens `root` as a tree. The root itself is canonicalised once, here.
+    pub fn new(root: impl AsRef<Path>) -> Result<Self, TreeError> {
+        let given = root.as_ref();
+        let root = given
+            .canonicalize()
+            .map_err(|e| io_error(&given.display().to_string(), &e))?;
+        Ok(Self { root })
+    }
+
+    /// The canonical root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves a tree path to a real path inside the root, following symlinks.
+    fn resolve(&self, path: &str) -> Result<Option<PathBuf>, TreeError> {
+        let joined = self.root.join(path);
+        match joined.canonicalize() {
+            Ok(real) if real.starts_with(&self.root) => Ok(Some(real)),
+            Ok(_) => Err(TreeError::Forbidden {
+                path: path.to_string(),
+                reason: "symlink resolves outside the source tree".to_string(),
+            }),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(path, &e)),
+        }
+    }
+}
+
+impl Tree for DirTree {
+    fn kind(&self, path: &str) -> Result<Option<EntryKind>, TreeError> {
+        let Some(real) = self.resolve(path)? else {
+            return Ok(None);
+        };
+        let meta = std::fs::metadata(&real).map_err(|e| io_error(path, &e))?;
+        Ok(Some(if meta.is_dir() {
+            EntryKind::Dir
+        } else {
+            EntryKind::File
+        }))
+    }
+
+    fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, TreeError> {
+        let real = self
+            .resolve(path)?
+            .ok_or_else(|| TreeError::NotFound(path.to_string()))?;
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(&real).map_err(|e| io_error(path, &e))? {
+            let entry = entry.map_err(|e| io_error(path, &e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let child = join(path, &name);
+            // Entries whose symlinks leave the tree are skipped in listings; reading them
+            // directly is refused by `resolve`.
+            if let Ok(Some(kind)) = self.kind(&child) {
+                entries.push(DirEntry { name, kind });
+            }
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    fn read_file(&self, path: &str, limit: u64) -> Result<Vec<u8>, TreeError> {
+        let real = self
+            .resolve(path)?
+            .ok_or_else(|| TreeError::NotFound(path.to_string()))?;
+        let size = std::fs::metadata(&real)
+            .map_err(|e| io_error(path, &e))?
+            .len();
+        if size > limit {
+            return Err(TreeError::TooLarge {
+                path: path.to_string(),
+                size,
+                limit,
+            });
+        }
+        std::fs::read(&real).map_err(|e| io_error(path, &e))
+    }
+}
+
+fn io_error(path: &str, error: &std::io::Error) -> TreeError {
+    TreeError::Io {
+        path: path.to_string(),
+        message: error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_resolves_dots_and_refuses_escape() {
+        assert_eq!(normalize("a/b", "../c/./d.yaml").unwrap(), "a/c/d.yaml");
+        assert_eq!(normalize("", "x.yaml").unwrap(), "x.yaml");
+        assert!(matches!(
+            normalize("a", "../../etc/passwd"),
+            Err(TreeError::Forbidden { .. })
+        ));
+    }
+
+    #[test]
+    fn dir_tree_reads_lists_and_refuses_symlinks_out() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/a.yaml"), "a: 1\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("leak")).unwrap();
+        std::os::unix::fs::symlink("sub/a.yaml", dir.path().join("inside")).unwrap();
+
+        let tree = DirTree::new(dir.path()).unwrap();
+        assert_eq!(tree.read_file("sub/a.yaml", 100).unwrap(), b"a: 1\n");
+        assert_eq!(tree.read_file("inside", 100).unwrap(), b"a: 1\n");
+        assert!(matches!(
+            tree.read_file("leak", 100),
+            Err(TreeError::Forbidden { .. })
+        ));
+        assert!(matches!(
+            tree.read_file("sub/a.yaml", 2),
+            Err(TreeError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            tree.read_file("nope", 100),
+            Err(TreeError::NotFound(_))
+        ));
+        let names: Vec<_> = tree
+            .read_dir("")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["inside", "sub"]);
+        assert_eq!(tree.kind("sub").unwrap(), Some(EntryKind::Dir));
+    }
+}
