@@ -1,1 +1,3 @@
 //! kubesim: a Kubernetes API emulator, the test and demo cluster for wardn.
+
+pub mod selectors;
