@@ -1,3 +1,4 @@
 //! kubesim: a Kubernetes API emulator, the test and demo cluster for wardn.
 
+pub mod defaults;
 pub mod selectors;
