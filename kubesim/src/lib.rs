@@ -1,4 +1,5 @@
 //! kubesim: a Kubernetes API emulator, the test and demo cluster for wardn.
 
 pub mod defaults;
+pub mod rbac;
 pub mod selectors;
