@@ -4,5 +4,8 @@
 //! into one bare mirror per [`url::SourceKey`] (shared by every App using the repository) and
 //! read straight from the object database; local directories are read in place.
 
+pub mod credentials;
+pub mod git;
+pub mod snapshot;
 pub mod spec;
 pub mod url;
