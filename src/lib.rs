@@ -2,4 +2,5 @@
 //! clusters from one control plane. The binary (`src/main.rs`) is a thin CLI over these modules.
 
 pub mod render;
+pub mod sources;
 pub mod telemetry;

@@ -1,0 +1,11 @@
+//! Git and local-directory sources: where an App's manifests come from.
+//!
+//! A [`spec::SourceSpec`] is validated into a [`spec::Source`]. Git repositories are fetched
+//! into one bare mirror per [`url::SourceKey`] (shared by every App using the repository) and
+//! read straight from the object database; local directories are read in place.
+
+pub mod credentials;
+pub mod git;
+pub mod snapshot;
+pub mod spec;
+pub mod url;
