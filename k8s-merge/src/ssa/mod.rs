@@ -325,11 +325,16 @@ pub fn apply_subresource(
     let api_version = Some(api_version_of(&config))
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| api_version_of(&live));
+    // As the API server: a no-op apply keeps the entry's previous time.
+    let time = match mine.first().and_then(|e| e.time.clone()) {
+        Some(time) if comparison.is_empty() => time,
+        _ => now_rfc3339.to_owned(),
+    };
     entries.push(Entry {
         manager: manager.to_owned(),
         operation: APPLY.to_owned(),
         api_version,
-        time: Some(now_rfc3339.to_owned()),
+        time: Some(time),
         subresource: subresource.map(str::to_owned),
         set: applied_set,
     });
@@ -389,8 +394,9 @@ pub fn record_update_subresource(
         .as_ref()
         .map_or_else(FieldSet::new, |e| e.set.difference(&comparison.removed))
         .union(&changed);
+    // As the API server: the time moves only when this write changed fields.
     let time = match &previous {
-        Some(previous) if previous.set == set => previous.time.clone(),
+        Some(previous) if changed.is_empty() => previous.time.clone(),
         _ => Some(now_rfc3339.to_owned()),
     };
     entries.push(Entry {

@@ -506,3 +506,70 @@ fn property_field_sets_round_trip() {
         }
     }
 }
+
+#[test]
+fn entry_times_move_only_when_the_object_changes() {
+    let applied = config(Some(1), json!({}), app("a"));
+    let once = apply(None, &applied, "m", false, ty(), T1).unwrap();
+    let again = apply(Some(&once), &applied, "m", false, ty(), T2).unwrap();
+    assert_eq!(entry(&again, "m")["time"], T1);
+    let changed = apply(
+        Some(&once),
+        &config(Some(2), json!({}), app("a")),
+        "m",
+        false,
+        ty(),
+        T2,
+    )
+    .unwrap();
+    assert_eq!(entry(&changed, "m")["time"], T2);
+    let updated = record_update(Some(&changed), &changed, "m", ty(), T2);
+    assert_eq!(managed(&updated).len(), 1, "a no-op update adds no entry");
+}
+
+#[test]
+fn kept_list_items_keep_their_key_fields() {
+    let live = apply(
+        None,
+        &config(None, json!({}), app("a")),
+        "alice",
+        false,
+        ty(),
+        T1,
+    )
+    .unwrap();
+    // Bob takes the image of Alice's container; Alice then stops applying the container.
+    let bob = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "b"}]}}}});
+    let shared = apply(Some(&live), &bob, "bob", true, ty(), T2).unwrap();
+    let out = apply(
+        Some(&shared),
+        &config(None, json!({}), json!([])),
+        "alice",
+        false,
+        ty(),
+        T2,
+    )
+    .unwrap();
+    assert_eq!(
+        out["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "app", "image": "b"}])
+    );
+}
+
+#[test]
+fn maps_emptied_by_removal_are_removed() {
+    let with_tier = config(None, json!({"tier": "x"}), app("a"));
+    let live = apply(None, &with_tier, "alice", false, ty(), T1).unwrap();
+    let mut without = with_tier.clone();
+    without["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("labels");
+    let out = apply(Some(&live), &without, "alice", false, ty(), T2).unwrap();
+    assert!(
+        out["metadata"].get("labels").is_none(),
+        "{}",
+        out["metadata"]
+    );
+}

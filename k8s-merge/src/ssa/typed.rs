@@ -258,6 +258,13 @@ pub(crate) struct Comparison {
     pub(crate) removed: FieldSet,
 }
 
+impl Comparison {
+    /// True when the two values are equal.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
+    }
+}
+
 /// Compares `lhs` (old) and `rhs` (new) objects of type `ty`.
 pub(crate) fn compare(lhs: &Value, rhs: &Value, ty: Option<TypeRef>) -> Comparison {
     let mut out = Comparison::default();
@@ -353,6 +360,15 @@ fn compare_at(
     }
 }
 
+/// True when `rest` names one of a map list's key fields inside an item: an item that stays
+/// keeps its keys even when nobody owns them any more.
+fn is_key_field(list: Option<TypeRef>, rest: &[PathElement]) -> bool {
+    match (list, rest) {
+        (Some(list), [PathElement::Field(name)]) => list.list_map_keys().contains(name),
+        _ => false,
+    }
+}
+
 /// The items of an optional list value (none when absent or not a list).
 fn list_items(value: Option<&Value>) -> &[Value] {
     value.and_then(Value::as_array).map_or(&[], Vec::as_slice)
@@ -376,30 +392,39 @@ fn compare_leaf(
     }
 }
 
-/// Removes the value at `path` from `value` (a field, or a list item by key or value).
-pub(crate) fn remove_path(value: &mut Value, path: &[PathElement], ty: Option<TypeRef>) {
+/// Removes the value at `path` from `value` (a field, or a list item by key or value). Maps
+/// and lists emptied by the removal are removed too, as structured-merge-diff does. Returns
+/// true when `value` itself was emptied.
+pub(crate) fn remove_path(value: &mut Value, path: &[PathElement], ty: Option<TypeRef>) -> bool {
     let Some((first, rest)) = path.split_first() else {
-        return;
+        return false;
     };
     match (first, value) {
         (PathElement::Field(key), Value::Object(map)) => {
-            if rest.is_empty() {
-                remove_key(map, key);
-            } else if let Some(child) = map.get_mut(key) {
-                remove_path(child, rest, member(ty, key));
-            }
+            let removed = if rest.is_empty() {
+                remove_key(map, key).is_some()
+            } else {
+                let emptied = map
+                    .get_mut(key)
+                    .is_some_and(|child| remove_path(child, rest, member(ty, key)));
+                emptied && remove_key(map, key).is_some()
+            };
+            removed && map.is_empty()
         }
         (_, Value::Array(items)) => {
             let list = ty.filter(|t| t.kind() == NodeKind::List);
             let Some(index) = elements(list, items).iter().position(|pe| pe == first) else {
-                return;
+                return false;
             };
-            if rest.is_empty() {
+            // The item goes when it is the target, or when removing inside it emptied it.
+            let remove_item = rest.is_empty()
+                || (!is_key_field(list, rest)
+                    && remove_path(&mut items[index], rest, list.and_then(|l| l.items())));
+            if remove_item {
                 items.remove(index);
-            } else {
-                remove_path(&mut items[index], rest, list.and_then(|l| l.items()));
             }
+            remove_item && items.is_empty()
         }
-        _ => {}
+        _ => false,
     }
 }
