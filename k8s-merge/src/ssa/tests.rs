@@ -345,11 +345,23 @@ fn untyped_objects_merge_maps_and_replace_lists() {
     assert_eq!(out["spec"]["extra"], json!({"a": 1, "b": 2}));
     assert_eq!(
         entry(&out, "two")["fieldsV1"],
-        json!({"f:spec": {"f:extra": {"f:b": {}}, "f:items": {}}})
+        json!({"f:spec": {".": {}, "f:extra": {".": {}, "f:b": {}}, "f:items": {}}})
     );
     assert_eq!(
         entry(&out, "one")["fieldsV1"],
-        json!({"f:spec": {"f:extra": {"f:a": {}}}})
+        json!({"f:spec": {".": {}, "f:extra": {".": {}, "f:a": {}}}})
+    );
+    // Dropping the map removes this manager's keys; the other manager's key stays.
+    let mut without_extra = cr(json!([3]), json!(null));
+    without_extra["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("extra");
+    let out = apply(Some(&out), &without_extra, "two", false, None, T2).unwrap();
+    assert_eq!(out["spec"]["extra"], json!({"a": 1}));
+    assert_eq!(
+        entry(&out, "two")["fieldsV1"],
+        json!({"f:spec": {".": {}, "f:items": {}}})
     );
 }
 

@@ -95,7 +95,8 @@ pub(crate) fn field_set(value: &Value, ty: Option<TypeRef>) -> FieldSet {
     set
 }
 
-/// Adds the fields of an object value below `path`.
+/// Adds the fields of an object value below `path`. Keys that are not declared fields (map
+/// entries, untyped objects) are members themselves too, as structured-merge-diff records them.
 fn visit_object(
     value: &Value,
     ty: Option<TypeRef>,
@@ -105,9 +106,14 @@ fn visit_object(
     let Value::Object(map) = value else {
         return;
     };
+    let is_struct = ty.is_some_and(|t| t.kind() == NodeKind::Struct);
     for (key, child) in map {
         path.push(PathElement::Field(key.clone()));
         visit_value(child, member(ty, key), path, set);
+        let declared = is_struct && ty.is_some_and(|t| t.field(key).is_some());
+        if !declared {
+            set.insert(path);
+        }
         path.pop();
     }
 }
@@ -300,10 +306,12 @@ fn compare_at(
             if empty(l) && empty(r) {
                 return compare_leaf(lhs, rhs, path, out);
             }
+            // A new object is added itself (its `.`) unless it is a struct: the API server compares
+            // against Go objects where absent structs already exist as zero values.
             let granular = object_ty.is_none_or(|t| t.kind() != NodeKind::Struct);
-            if !path.is_empty() && granular {
+            if !path.is_empty() {
                 match (l, r) {
-                    (None, Some(_)) => out.added.insert(path),
+                    (None, Some(_)) if granular => out.added.insert(path),
                     (Some(_), None) => out.removed.insert(path),
                     _ => {}
                 }
@@ -331,6 +339,9 @@ fn compare_at(
                 _ => None,
             };
             let (l, r) = (list_items(lhs), list_items(rhs));
+            if l.is_empty() && r.is_empty() {
+                return compare_leaf(lhs, rhs, path, out);
+            }
             let (lpe, rpe) = (elements(list, l), elements(list, r));
             let mut seen: Vec<&PathElement> = Vec::new();
             for pe in lpe.iter().chain(&rpe) {

@@ -1,18 +1,30 @@
-//! Conformance of strategic merge patch with the real apimachinery implementation: every case
-//! is patched by `kubectl patch --local --type strategic` (kubectl 1.32, which runs
-//! apimachinery's `strategicpatch` with the built-in types' merge keys) and by
-//! `strategic_merge_patch_with_order(.., ListOrder::Server)`, and the results must be equal.
+//! Conformance with the real implementations: every case is patched by `kubectl patch --local`
+//! (kubectl 1.32, which runs apimachinery's `strategicpatch` with the built-in types' merge
+//! keys, and evanphx/json-patch for JSON and merge patches) and by this crate, and the results
+//! (or the refusals) must agree. Strategic merge patch is compared with [`ListOrder::Server`].
 
 use std::path::Path;
 use std::process::Command;
 
-use k8s_merge::{ListOrder, Schema, strategic_merge_patch_with_order};
+use k8s_merge::{
+    ListOrder, Schema, json_merge_patch, json_patch, strategic_merge_patch_with_order,
+};
 use serde_json::{Value, json};
 
 const KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.32";
 
-/// Runs `kubectl patch --local` on `original` with `patch`; `Err` carries kubectl's stderr.
+/// Runs `kubectl patch --local --type strategic` on `original`; `Err` carries kubectl's stderr.
 fn kubectl_patch(dir: &Path, original: &Value, patch: &Value) -> Result<Value, String> {
+    kubectl_patch_type(dir, original, patch, "strategic")
+}
+
+/// Runs `kubectl patch --local --type <kind>` on `original` with `patch`.
+fn kubectl_patch_type(
+    dir: &Path,
+    original: &Value,
+    patch: &Value,
+    kind: &str,
+) -> Result<Value, String> {
     assert!(
         Path::new(KUBECTL).exists(),
         "kubectl 1.32 is required at {KUBECTL}"
@@ -24,7 +36,7 @@ fn kubectl_patch(dir: &Path, original: &Value, patch: &Value) -> Result<Value, S
             "patch",
             "--local",
             "--type",
-            "strategic",
+            kind,
             "-o",
             "json",
             "--kubeconfig",
@@ -249,5 +261,55 @@ fn rejected_patches_match_kubectl() {
             strategic_merge_patch_with_order(&original, &patch, ty, ListOrder::Server).is_err(),
             "{name}: accepted"
         );
+    }
+}
+
+#[test]
+fn json_patch_matches_kubectl() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = deployment();
+    let accepted = [
+        json!([{"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}},
+               {"op": "move", "from": "/metadata/finalizers/0", "path": "/metadata/finalizers/-"},
+               {"op": "copy", "from": "/metadata/name", "path": "/metadata/labels/n"},
+               {"op": "test", "path": "/metadata/name", "value": "web"},
+               {"op": "replace", "path": "/spec/template/spec/containers/1/image", "value": "x"},
+               {"op": "remove", "path": "/spec/template/spec/containers/2"},
+               {"op": "add", "path": "/spec/template/spec/containers/0/args/0", "value": "--first"}]),
+        json!([{"op": "add", "path": "/metadata/labels/a~1b", "value": "slash"},
+               {"op": "replace", "path": "/spec/replicas", "value": 7}]),
+    ];
+    for ops in accepted {
+        let expected = kubectl_patch_type(dir.path(), &original, &ops, "json")
+            .unwrap_or_else(|e| panic!("{ops}: {e}"));
+        assert_eq!(json_patch(&original, &ops).unwrap(), expected, "{ops}");
+    }
+    let refused = [
+        json!([{"op": "remove", "path": "/metadata/nothere"}]),
+        json!([{"op": "test", "path": "/metadata/name", "value": "x"}]),
+        json!([{"op": "add", "path": "/metadata/a/b", "value": 1}]),
+        json!([{"op": "replace", "path": "/spec/template/spec/containers/9/image", "value": 1}]),
+    ];
+    for ops in refused {
+        assert!(
+            kubectl_patch_type(dir.path(), &original, &ops, "json").is_err(),
+            "kubectl accepted {ops}"
+        );
+        assert!(json_patch(&original, &ops).is_err(), "accepted {ops}");
+    }
+}
+
+#[test]
+fn json_merge_patch_matches_kubectl() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = deployment();
+    let patches = [
+        json!({"metadata": {"labels": {"tier": null, "x": "y"}}, "spec": {"replicas": 1}}),
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "only", "image": "o"}]}}}}),
+        json!({"spec": {"strategy": null}}),
+    ];
+    for patch in patches {
+        let expected = kubectl_patch_type(dir.path(), &original, &patch, "merge").unwrap();
+        assert_eq!(json_merge_patch(&original, &patch), expected, "{patch}");
     }
 }
