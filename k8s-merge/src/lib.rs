@@ -6,6 +6,8 @@
 mod error;
 mod json_patch;
 mod merge_patch;
+#[cfg(test)]
+mod robustness;
 mod schema;
 mod strategic;
 #[cfg(test)]

@@ -5,6 +5,8 @@
 mod fieldset;
 mod typed;
 
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value, json};
 
 pub use fieldset::{FieldSet, PathElement, path_string};
@@ -165,7 +167,13 @@ impl Entry {
 }
 
 /// The fields the API server owns and never records for a manager.
-fn server_owned() -> FieldSet {
+fn server_owned() -> &'static FieldSet {
+    static SET: OnceLock<FieldSet> = OnceLock::new();
+    SET.get_or_init(server_owned_set)
+}
+
+/// Builds [`server_owned`].
+fn server_owned_set() -> FieldSet {
     let mut set = FieldSet::new();
     let field = |name: &str| PathElement::Field(name.to_owned());
     set.insert(&[field("apiVersion")]);
@@ -281,16 +289,17 @@ pub fn apply_subresource(
     let entries = live.map(entries_of).unwrap_or_default();
     let live = live.map_or_else(|| json!({}), without_managed_fields);
     let config = without_managed_fields(applied);
-    let applied_set = typed::field_set(&config, ty).difference(&server_owned());
+    let applied_set = typed::field_set(&config, ty).difference(server_owned());
     let (mine, others): (Vec<Entry>, Vec<Entry>) = entries
         .into_iter()
         .partition(|e| e.is(manager, APPLY, subresource));
     let last_set = mine.first().map(|e| e.set.clone()).unwrap_or_default();
 
-    let mut merged = typed::merge(Some(&live), &config, ty).unwrap_or_else(|| json!({}));
-    let owned_elsewhere = others
-        .iter()
-        .fold(applied_set.clone(), |acc, e| acc.union(&e.set));
+    let mut merged = typed::merge(Some(live.clone()), &config, ty).unwrap_or_else(|| json!({}));
+    let mut owned_elsewhere = applied_set.clone();
+    for other in &others {
+        owned_elsewhere.union_with(&other.set);
+    }
     for path in last_set.difference(&owned_elsewhere).paths() {
         if !owned_elsewhere.owns_at_or_below(&path) {
             typed::remove_path(&mut merged, &path, ty);
@@ -377,7 +386,7 @@ pub fn record_update_subresource(
     let changed = comparison
         .added
         .union(&comparison.modified)
-        .difference(&server_owned());
+        .difference(server_owned());
     for entry in &mut entries {
         if !entry.is(manager, UPDATE, subresource) {
             entry.set = entry

@@ -152,39 +152,38 @@ fn visit_value(
 /// Merges the applied configuration `rhs` into the live value `lhs` (structured-merge-diff
 /// `Merge`): objects merge field by field, set and map lists merge item by item, everything
 /// else is taken from `rhs`. `None` means the field is dropped (`rhs` is `null`).
-pub(crate) fn merge(lhs: Option<&Value>, rhs: &Value, ty: Option<TypeRef>) -> Option<Value> {
+pub(crate) fn merge(lhs: Option<Value>, rhs: &Value, ty: Option<TypeRef>) -> Option<Value> {
     if rhs.is_null() {
         return None;
     }
-    match shape(ty, rhs) {
-        Shape::Object(ty) => {
+    match (shape(ty, rhs), rhs) {
+        (Shape::Object(ty), Value::Object(rhs)) => {
             let mut out = match lhs {
-                Some(Value::Object(map)) => map.clone(),
+                Some(Value::Object(map)) => map,
                 _ => Map::new(),
             };
-            if let Value::Object(rhs) = rhs {
-                for (key, value) in rhs {
-                    match merge(out.get(key), value, member(ty, key)) {
-                        Some(merged) => {
-                            out.insert(key.clone(), merged);
-                        }
-                        None => {
-                            remove_key(&mut out, key);
-                        }
+            for (key, value) in rhs {
+                let current = out.get_mut(key).map(Value::take);
+                match merge(current, value, member(ty, key)) {
+                    Some(merged) => {
+                        out.insert(key.clone(), merged);
+                    }
+                    None => {
+                        remove_key(&mut out, key);
                     }
                 }
             }
             Some(Value::Object(out))
         }
-        Shape::SetList => Some(Value::Array(merge_list(lhs, rhs, None, |_, r| r.clone()))),
-        Shape::MapList(list) => {
+        (Shape::SetList, _) => Some(Value::Array(merge_list(lhs, rhs, None, |_, r| r.clone()))),
+        (Shape::MapList(list), _) => {
             let item_ty = list.items();
             let merged = merge_list(lhs, rhs, Some(list), |l, r| {
                 merge(l, r, item_ty).unwrap_or_else(|| r.clone())
             });
             Some(Value::Array(merged))
         }
-        Shape::Leaf => Some(rhs.clone()),
+        _ => Some(rhs.clone()),
     }
 }
 
@@ -192,12 +191,15 @@ pub(crate) fn merge(lhs: Option<&Value>, rhs: &Value, ty: Option<TypeRef>) -> Op
 /// has stay where they are, shared items follow the applied order, new items are placed where
 /// the applied list has them. `list` is the map-list type (sets when `None`).
 fn merge_list(
-    lhs: Option<&Value>,
+    lhs: Option<Value>,
     rhs: &Value,
     list: Option<TypeRef>,
-    merge_item: impl Fn(Option<&Value>, &Value) -> Value,
+    merge_item: impl Fn(Option<Value>, &Value) -> Value,
 ) -> Vec<Value> {
-    let lhs: &[Value] = lhs.and_then(Value::as_array).map_or(&[], Vec::as_slice);
+    let lhs = match lhs {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
     let rhs: &[Value] = rhs.as_array().map_or(&[], Vec::as_slice);
     let element = |items: &[Value]| match list {
         Some(list) => elements(Some(list), items),
@@ -206,9 +208,17 @@ fn merge_list(
             .map(|item| PathElement::Value(item.clone()))
             .collect(),
     };
-    let (lpe, rpe) = (element(lhs), element(rhs));
+    let (lpe, rpe) = (element(&lhs), element(rhs));
+    let mut lhs: Vec<Option<Value>> = lhs.into_iter().map(Some).collect();
     let in_rhs = |pe: &PathElement| rpe.contains(pe);
-    let lhs_item = |pe: &PathElement| lpe.iter().position(|l| l == pe).map(|i| &lhs[i]);
+    // Takes the first live item with this path element that is still available.
+    let take_lhs = |lhs: &mut Vec<Option<Value>>, pe: &PathElement| {
+        let index = lpe
+            .iter()
+            .zip(lhs.iter())
+            .position(|(l, item)| l == pe && item.is_some())?;
+        lhs[index].take()
+    };
     let mut shared = rpe.iter().filter(|pe| lpe.contains(pe));
     let mut next_shared = shared.next();
     let mut merged_rhs: Vec<&PathElement> = Vec::new();
@@ -218,7 +228,8 @@ fn merge_list(
         if li < lhs.len() && ri < rhs.len() {
             if lpe[li] == rpe[ri] {
                 merged_rhs.push(&rpe[ri]);
-                out.push(merge_item(lhs_item(&rpe[ri]), &rhs[ri]));
+                let live = take_lhs(&mut lhs, &rpe[ri]);
+                out.push(merge_item(live, &rhs[ri]));
                 li += 1;
                 ri += 1;
                 next_shared = shared.next();
@@ -231,7 +242,7 @@ fn merge_list(
         }
         if li < lhs.len() {
             if !in_rhs(&lpe[li]) {
-                out.push(lhs[li].clone());
+                out.extend(lhs[li].take());
                 li += 1;
                 continue;
             }
@@ -243,7 +254,8 @@ fn merge_list(
         if ri < rhs.len() {
             let pe = &rpe[ri];
             merged_rhs.push(pe);
-            out.push(merge_item(lhs_item(pe), &rhs[ri]));
+            let live = take_lhs(&mut lhs, pe);
+            out.push(merge_item(live, &rhs[ri]));
             ri += 1;
             if next_shared == Some(pe) {
                 next_shared = shared.next();
@@ -349,20 +361,17 @@ fn compare_at(
                     continue;
                 }
                 seen.push(pe);
-                let find = |pes: &[PathElement], items: &'_ [Value]| {
-                    pes.iter().position(|p| p == pe).map(|i| items[i].clone())
-                };
-                let (li, ri) = (find(&lpe, l), find(&rpe, r));
+                let (li, ri) = (find_item(&lpe, l, pe), find_item(&rpe, r, pe));
                 path.push(pe.clone());
                 if matches!(shape, Shape::MapList(_)) {
-                    match (&li, &ri) {
+                    match (li, ri) {
                         (None, Some(_)) => out.added.insert(path),
                         (Some(_), None) => out.removed.insert(path),
                         _ => {}
                     }
-                    compare_at(li.as_ref(), ri.as_ref(), item_ty, path, out);
+                    compare_at(li, ri, item_ty, path, out);
                 } else {
-                    compare_leaf(li.as_ref(), ri.as_ref(), path, out);
+                    compare_leaf(li, ri, path, out);
                 }
                 path.pop();
             }
@@ -378,6 +387,11 @@ fn is_key_field(list: Option<TypeRef>, rest: &[PathElement]) -> bool {
         (Some(list), [PathElement::Field(name)]) => list.list_map_keys().contains(name),
         _ => false,
     }
+}
+
+/// The first item of `items` whose path element is `pe`.
+fn find_item<'v>(pes: &[PathElement], items: &'v [Value], pe: &PathElement) -> Option<&'v Value> {
+    pes.iter().position(|p| p == pe).and_then(|i| items.get(i))
 }
 
 /// The items of an optional list value (none when absent or not a list).
