@@ -11,7 +11,7 @@ use crate::{
 
 /// A Deployment-shaped object whose fields hold random values (sometimes of the wrong type).
 fn deployment_like(rng: &mut Rng) -> Value {
-    let mut pick = |rng: &mut Rng, typical: Value| {
+    let pick = |rng: &mut Rng, typical: Value| {
         if rng.below(3) == 0 {
             document(rng, 3, true)
         } else {
