@@ -205,6 +205,20 @@ fn entries_of(object: &Value) -> Vec<Entry> {
         .collect()
 }
 
+/// The managed fields a create or update request sets, as the API server reads them: a list
+/// holding one empty entry resets them (`Some` of nothing); a list of valid entries replaces
+/// them; anything else (absent, empty, unparsable) keeps the stored ones (`None`).
+fn requested_entries(new: &Value) -> Option<Vec<Entry>> {
+    let list = new.pointer("/metadata/managedFields")?.as_array()?;
+    if let [Value::Object(only)] = list.as_slice()
+        && only.is_empty()
+    {
+        return Some(Vec::new());
+    }
+    let entries = entries_of(new);
+    (!entries.is_empty()).then_some(entries)
+}
+
 /// `object` without `metadata.managedFields`.
 fn without_managed_fields(object: &Value) -> Value {
     let mut object = object.clone();
@@ -354,8 +368,8 @@ pub fn apply_subresource(
 /// Records a create, update or patch by `manager` (operation Update): returns `new` with
 /// `metadata.managedFields` updated so that the manager's Update entry gains the fields whose
 /// values changed from `old` (every field on create) and other managers lose them. Managed
-/// fields are taken from `new` when it carries a non-empty list (a client may set them; an
-/// empty list resets them), else from `old`.
+/// fields are taken from `new` when it carries valid entries (a client may set them; a list of
+/// one empty entry, `[{}]`, resets them), else from `old`.
 pub fn record_update(
     old: Option<&Value>,
     new: &Value,
@@ -376,10 +390,8 @@ pub fn record_update_subresource(
     ty: Option<TypeRef>,
     now_rfc3339: &str,
 ) -> Value {
-    let mut entries = match new.pointer("/metadata/managedFields") {
-        Some(Value::Array(_)) => entries_of(new),
-        _ => old.map(entries_of).unwrap_or_default(),
-    };
+    let mut entries =
+        requested_entries(new).unwrap_or_else(|| old.map(entries_of).unwrap_or_default());
     let old = old.map_or_else(|| json!({}), without_managed_fields);
     let mut result = without_managed_fields(new);
     let comparison = typed::compare(&old, &result, ty);

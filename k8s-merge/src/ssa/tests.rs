@@ -585,3 +585,42 @@ fn maps_emptied_by_removal_are_removed() {
         out["metadata"]
     );
 }
+
+#[test]
+fn requests_may_replace_or_reset_managed_fields() {
+    let created = record_update(
+        None,
+        &config(Some(1), json!({}), app("a")),
+        "creator",
+        ty(),
+        T1,
+    );
+    let mut scaled = created.clone();
+    scaled["spec"]["replicas"] = json!(2);
+    // Stored entries are kept when the request omits or empties them.
+    for request in [json!(null), json!([])] {
+        let mut body = scaled.clone();
+        body["metadata"]["managedFields"] = request;
+        let out = record_update(Some(&created), &body, "scaler", ty(), T2);
+        assert_eq!(managed(&out).len(), 2);
+    }
+    // A single empty entry resets them: only this update's changes remain tracked.
+    let mut body = scaled.clone();
+    body["metadata"]["managedFields"] = json!([{}]);
+    let out = record_update(Some(&created), &body, "scaler", ty(), T2);
+    assert_eq!(managed(&out).len(), 1);
+    assert_eq!(
+        entry(&out, "scaler")["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+    // Valid entries in the request replace the stored ones.
+    let mut body = scaled.clone();
+    body["metadata"]["managedFields"] = json!([{"manager": "imported", "operation": "Update",
+        "apiVersion": "apps/v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:paused": {}}}}]);
+    let out = record_update(Some(&created), &body, "scaler", ty(), T2);
+    let names: Vec<&str> = managed(&out)
+        .iter()
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["imported", "scaler"]);
+}
