@@ -67,7 +67,7 @@ pub enum ApplyError {
     /// Fields owned by other managers would change (HTTP 409 unless forced).
     #[error("{}", conflict_message(.0))]
     Conflicts(Vec<Conflict>),
-    /// The applied configuration is not an object (HTTP 400).
+    /// The applied configuration is not an object or sets managed fields (HTTP 400).
     #[error("invalid apply configuration: {0}")]
     Invalid(String),
 }
@@ -300,9 +300,17 @@ pub fn apply_subresource(
             "the applied configuration must be a JSON object".to_owned(),
         ));
     }
+    if applied
+        .pointer("/metadata/managedFields")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(ApplyError::Invalid(
+            "metadata.managedFields must be nil".to_owned(),
+        ));
+    }
     let entries = live.map(entries_of).unwrap_or_default();
     let live = live.map_or_else(|| json!({}), without_managed_fields);
-    let config = without_managed_fields(applied);
+    let config = applied.clone();
     let applied_set = typed::field_set(&config, ty).difference(server_owned());
     let (mine, others): (Vec<Entry>, Vec<Entry>) = entries
         .into_iter()
@@ -321,7 +329,9 @@ pub fn apply_subresource(
     }
 
     let comparison = typed::compare(&live, &merged, ty);
-    let changed = comparison.added.union(&comparison.modified);
+    // Fields the configuration sets to null are removed: a change like any other.
+    let nulled = typed::null_fields(&config, ty).intersection(&comparison.removed);
+    let changed = comparison.added.union(&comparison.modified).union(&nulled);
     let mut conflicts = Vec::new();
     for other in &others {
         for path in other.set.intersection(&changed).paths() {

@@ -457,6 +457,13 @@ fn subresource_entries_are_separate() {
 
 #[test]
 fn invalid_input_and_malformed_managed_fields() {
+    let mut with_fields = config(Some(1), json!({}), app("a"));
+    with_fields["metadata"]["managedFields"] = json!([]);
+    let err = apply(None, &with_fields, "m", false, ty(), T1).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid apply configuration: metadata.managedFields must be nil"
+    );
     assert!(matches!(
         apply(None, &json!([1]), "m", false, ty(), T1),
         Err(ApplyError::Invalid(_))
@@ -623,4 +630,37 @@ fn requests_may_replace_or_reset_managed_fields() {
         .map(|e| e["manager"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["imported", "scaler"]);
+}
+
+#[test]
+fn applied_nulls_remove_fields_and_conflict_with_their_owners() {
+    let live = apply(
+        None,
+        &config(Some(3), json!({}), app("a")),
+        "alice",
+        false,
+        ty(),
+        T1,
+    )
+    .unwrap();
+    let mut nulled = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": null}});
+    assert_eq!(
+        conflicts(apply(Some(&live), &nulled, "bob", false, ty(), T2)),
+        [("alice".to_owned(), ".spec.replicas".to_owned())]
+    );
+    let out = apply(Some(&live), &nulled, "bob", true, ty(), T2).unwrap();
+    assert!(out["spec"].get("replicas").is_none());
+    assert_eq!(
+        entry(&out, "bob")["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+    assert!(
+        entry(&out, "alice")["fieldsV1"]["f:spec"]
+            .get("f:replicas")
+            .is_none()
+    );
+    // Nulling a field nobody has is no conflict.
+    nulled["spec"] = json!({"paused": null});
+    assert!(apply(Some(&live), &nulled, "bob", false, ty(), T2).is_ok());
 }

@@ -88,64 +88,86 @@ fn elements(list: Option<TypeRef>, items: &[Value]) -> Vec<PathElement> {
 /// The set of fields `value` sets (structured-merge-diff `ToFieldSet`): leaves for scalars,
 /// atomic values, `null`s and empty objects; list-map items are members themselves too.
 pub(crate) fn field_set(value: &Value, ty: Option<TypeRef>) -> FieldSet {
-    let mut set = FieldSet::new();
-    if let Shape::Object(ty) = shape(ty, value) {
-        visit_object(value, ty, &mut Vec::new(), &mut set);
-    }
-    set
+    collect(value, ty, false)
 }
 
-/// Adds the fields of an object value below `path`. Keys that are not declared fields (map
-/// entries, untyped objects) are members themselves too, as structured-merge-diff records them.
-fn visit_object(
-    value: &Value,
-    ty: Option<TypeRef>,
-    path: &mut Vec<PathElement>,
-    set: &mut FieldSet,
-) {
-    let Value::Object(map) = value else {
-        return;
+/// The fields `value` sets to `null` (an applied `null` removes the field it owns).
+pub(crate) fn null_fields(value: &Value, ty: Option<TypeRef>) -> FieldSet {
+    collect(value, ty, true)
+}
+
+/// Walks an object value collecting its field set, or only its `null` leaves.
+fn collect(value: &Value, ty: Option<TypeRef>, nulls_only: bool) -> FieldSet {
+    let mut collector = Collector {
+        set: FieldSet::new(),
+        path: Vec::new(),
+        nulls_only,
     };
-    let is_struct = ty.is_some_and(|t| t.kind() == NodeKind::Struct);
-    for (key, child) in map {
-        path.push(PathElement::Field(key.clone()));
-        visit_value(child, member(ty, key), path, set);
-        let declared = is_struct && ty.is_some_and(|t| t.field(key).is_some());
-        if !declared {
-            set.insert(path);
-        }
-        path.pop();
+    if let Shape::Object(ty) = shape(ty, value) {
+        collector.visit_object(value, ty);
     }
+    collector.set
 }
 
-/// Adds the fields of `value` at `path`.
-fn visit_value(
-    value: &Value,
-    ty: Option<TypeRef>,
-    path: &mut Vec<PathElement>,
-    set: &mut FieldSet,
-) {
-    match (shape(ty, value), value) {
-        (Shape::Object(ty), Value::Object(map)) if !map.is_empty() => {
-            visit_object(value, ty, path, set)
+/// The state of a field set walk.
+struct Collector {
+    set: FieldSet,
+    path: Vec<PathElement>,
+    nulls_only: bool,
+}
+
+impl Collector {
+    /// Adds the current path unless only `null` leaves are collected.
+    fn insert_member(&mut self) {
+        if !self.nulls_only {
+            self.set.insert(&self.path);
         }
-        (Shape::SetList, Value::Array(items)) => {
-            for item in items {
-                path.push(PathElement::Value(item.clone()));
-                set.insert(path);
-                path.pop();
+    }
+
+    /// Adds the fields of an object value below the current path. Keys that are not declared
+    /// fields (map entries, untyped objects) are members themselves too, as
+    /// structured-merge-diff records them.
+    fn visit_object(&mut self, value: &Value, ty: Option<TypeRef>) {
+        let Value::Object(map) = value else {
+            return;
+        };
+        let is_struct = ty.is_some_and(|t| t.kind() == NodeKind::Struct);
+        for (key, child) in map {
+            self.path.push(PathElement::Field(key.clone()));
+            self.visit_value(child, member(ty, key));
+            let declared = is_struct && ty.is_some_and(|t| t.field(key).is_some());
+            if !declared {
+                self.insert_member();
             }
+            self.path.pop();
         }
-        (Shape::MapList(list), Value::Array(items)) => {
-            let item_ty = list.items();
-            for (element, item) in elements(Some(list), items).into_iter().zip(items) {
-                path.push(element);
-                set.insert(path);
-                visit_object(item, item_ty, path, set);
-                path.pop();
+    }
+
+    /// Adds the fields of `value` at the current path.
+    fn visit_value(&mut self, value: &Value, ty: Option<TypeRef>) {
+        match (shape(ty, value), value) {
+            (Shape::Object(ty), Value::Object(map)) if !map.is_empty() => {
+                self.visit_object(value, ty)
             }
+            (Shape::SetList, Value::Array(items)) => {
+                for item in items {
+                    self.path.push(PathElement::Value(item.clone()));
+                    self.insert_member();
+                    self.path.pop();
+                }
+            }
+            (Shape::MapList(list), Value::Array(items)) => {
+                let item_ty = list.items();
+                for (element, item) in elements(Some(list), items).into_iter().zip(items) {
+                    self.path.push(element);
+                    self.insert_member();
+                    self.visit_object(item, item_ty);
+                    self.path.pop();
+                }
+            }
+            _ if self.nulls_only && !value.is_null() => {}
+            _ => self.set.insert(&self.path),
         }
-        _ => set.insert(path),
     }
 }
 
