@@ -310,14 +310,14 @@ pub fn apply_subresource(
     }
     let entries = live.map(entries_of).unwrap_or_default();
     let live = live.map_or_else(|| json!({}), without_managed_fields);
-    let config = applied.clone();
-    let applied_set = typed::field_set(&config, ty).difference(server_owned());
+    let config = applied;
+    let applied_set = typed::field_set(config, ty).difference(server_owned());
     let (mine, others): (Vec<Entry>, Vec<Entry>) = entries
         .into_iter()
         .partition(|e| e.is(manager, APPLY, subresource));
     let last_set = mine.first().map(|e| e.set.clone()).unwrap_or_default();
 
-    let mut merged = typed::merge(Some(live.clone()), &config, ty).unwrap_or_else(|| json!({}));
+    let mut merged = typed::merge(Some(live.clone()), config, ty).unwrap_or_else(|| json!({}));
     let mut owned_elsewhere = applied_set.clone();
     for other in &others {
         owned_elsewhere.union_with(&other.set);
@@ -330,7 +330,7 @@ pub fn apply_subresource(
 
     let comparison = typed::compare(&live, &merged, ty);
     // Fields the configuration sets to null are removed: a change like any other.
-    let nulled = typed::null_fields(&config, ty).intersection(&comparison.removed);
+    let nulled = typed::null_fields(config, ty).intersection(&comparison.removed);
     let changed = comparison.added.union(&comparison.modified).union(&nulled);
     let mut conflicts = Vec::new();
     for other in &others {
@@ -355,7 +355,7 @@ pub fn apply_subresource(
             e
         })
         .collect();
-    let api_version = Some(api_version_of(&config))
+    let api_version = Some(api_version_of(config))
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| api_version_of(&live));
     // As the API server: a no-op apply keeps the entry's previous time.
