@@ -37,6 +37,9 @@ pub enum SelectorError {
     /// A field selector term has no `=`, `==` or `!=` operator.
     #[error("invalid selector: '{0}'; can't understand '{1}'")]
     FieldSyntax(String, String),
+    /// A field selector value has a bad escape or an unescaped `=` or `,`.
+    #[error("{0}")]
+    FieldValue(String),
     /// A field selector names a field the API server does not index for that kind.
     #[error("field label not supported: {0}")]
     FieldNotSupported(String),
@@ -740,30 +743,32 @@ pub fn supported_field_labels(api_version: &str, kind: &str) -> &'static [&'stat
 }
 
 impl FieldSelector {
-    /// Parses a field selector (`?fieldSelector=`) for objects of `api_version`/`kind`.
-    /// Terms are comma-joined; `\,`, `\=`, `\!` and `\\` escape those characters in values.
-    /// A field the server does not support for the kind yields
-    /// `field label not supported: FIELD`.
+    /// Parses a field selector (`?fieldSelector=`) for objects of `api_version`/`kind`, as
+    /// apimachinery `fields.ParseSelector` and the kind's field label conversion do: terms
+    /// are comma-joined (`\,` escapes a comma), each split at its first `!=`, `==` or `=`;
+    /// values may escape `\\`, `\,` and `\=`. Syntax errors come first; then a field the
+    /// server does not support for the kind yields `field label not supported: FIELD`.
     pub fn parse(selector: &str, api_version: &str, kind: &str) -> Result<Self, SelectorError> {
+        let mut terms = split_unescaped(selector, ',');
+        terms.sort();
         let mut requirements = Vec::new();
-        for term in split_unescaped(selector, ',') {
-            if term.is_empty() {
-                continue;
-            }
-            let (field, operator, raw_value) = split_field_term(&term)
+        for term in terms.iter().filter(|term| !term.is_empty()) {
+            let (field, operator, raw_value) = split_field_term(term)
                 .ok_or_else(|| SelectorError::FieldSyntax(selector.to_string(), term.clone()))?;
-            let field = field.trim().to_string();
+            requirements.push(FieldRequirement {
+                field: field.to_string(),
+                operator,
+                value: unescape(raw_value)?,
+            });
+        }
+        for requirement in &requirements {
+            let field = requirement.field.as_str();
             let supported = field == "metadata.name"
                 || field == "metadata.namespace"
-                || supported_field_labels(api_version, kind).contains(&field.as_str());
+                || supported_field_labels(api_version, kind).contains(&field);
             if !supported {
-                return Err(SelectorError::FieldNotSupported(field));
+                return Err(SelectorError::FieldNotSupported(field.to_string()));
             }
-            requirements.push(FieldRequirement {
-                field,
-                operator,
-                value: unescape(raw_value),
-            });
         }
         Ok(FieldSelector { requirements })
     }
@@ -833,41 +838,54 @@ fn split_unescaped(text: &str, separator: char) -> Vec<String> {
     parts
 }
 
-/// Finds the first unescaped operator of a field term: `!=` first, then `==`, then `=`
-/// (the order apimachinery `fields.splitTerm` tries them in).
+/// Splits a field term at the first position where `!=`, `==` or `=` starts (tried in that
+/// order, as apimachinery `fields.splitTerm`; the field name has no escapes).
 fn split_field_term(term: &str) -> Option<(&str, FieldOperator, &str)> {
-    let bytes = term.as_bytes();
-    let mut index = 0;
-    while index < bytes.len() {
-        match bytes[index] {
-            b'\\' => index += 2,
-            b'!' if bytes.get(index + 1) == Some(&b'=') => {
-                return Some((&term[..index], FieldOperator::NotEquals, &term[index + 2..]));
-            }
-            b'=' if bytes.get(index + 1) == Some(&b'=') => {
-                return Some((&term[..index], FieldOperator::Equals, &term[index + 2..]));
-            }
-            b'=' => return Some((&term[..index], FieldOperator::Equals, &term[index + 1..])),
-            _ => index += 1,
-        }
-    }
-    None
+    let operators = [
+        ("!=", FieldOperator::NotEquals),
+        ("==", FieldOperator::Equals),
+        ("=", FieldOperator::Equals),
+    ];
+    term.char_indices().find_map(|(index, _)| {
+        operators.iter().find_map(|(text, operator)| {
+            term[index..]
+                .starts_with(text)
+                .then(|| (&term[..index], *operator, &term[index + text.len()..]))
+        })
+    })
 }
 
-/// Removes backslash escapes from a field selector value.
-fn unescape(text: &str) -> String {
+/// Unescapes a field selector value (apimachinery `fields.UnescapeValue`): `\\`, `\,` and
+/// `\=` are the only escapes; an unescaped `,` or `=` is an error.
+fn unescape(text: &str) -> Result<String, SelectorError> {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(escaped) = chars.next() {
-                out.push(escaped);
+        match c {
+            '\\' => match chars.next() {
+                Some(escaped @ ('\\' | ',' | '=')) => out.push(escaped),
+                Some(other) => {
+                    return Err(SelectorError::FieldValue(format!(
+                        "invalid field selector: invalid escape sequence: \\{other}"
+                    )));
+                }
+                None => {
+                    return Err(SelectorError::FieldValue(
+                        "invalid field selector: invalid escape sequence: \\".to_string(),
+                    ));
+                }
+            },
+            ',' | '=' => {
+                // Go prints the rune with %v: its code point.
+                return Err(SelectorError::FieldValue(format!(
+                    "invalid field selector: unescaped character in value: {}",
+                    u32::from(c)
+                )));
             }
-        } else {
-            out.push(c);
+            other => out.push(other),
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -1157,6 +1175,45 @@ mod tests {
         assert_eq!(err.to_string(), "field label not supported: spec.foo");
         let err = FieldSelector::parse("spec.nodeName=n", "apps/v1", "Deployment").unwrap_err();
         assert_eq!(err.to_string(), "field label not supported: spec.nodeName");
+    }
+
+    #[test]
+    fn field_value_escapes_are_checked() {
+        let err = |s: &str| {
+            FieldSelector::parse(s, "v1", "Pod")
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err(r"metadata.name=a\x"),
+            r"invalid field selector: invalid escape sequence: \x"
+        );
+        assert_eq!(
+            err(r"metadata.name=a\"),
+            r"invalid field selector: invalid escape sequence: \"
+        );
+        assert_eq!(
+            err("metadata.name==a=b"),
+            "invalid field selector: unescaped character in value: 61"
+        );
+        assert_eq!(
+            FieldSelector::parse(r"metadata.name=a\\b", "v1", "Pod")
+                .unwrap()
+                .requirements()[0]
+                .value,
+            r"a\b"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_come_before_unsupported_fields() {
+        let err = FieldSelector::parse("spec.foo=1,zzz", "v1", "ConfigMap").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid selector: 'spec.foo=1,zzz'; can't understand 'zzz'"
+        );
+        let err = FieldSelector::parse("metadata.name =x", "v1", "ConfigMap").unwrap_err();
+        assert_eq!(err.to_string(), "field label not supported: metadata.name ");
     }
 
     #[test]
