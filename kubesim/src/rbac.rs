@@ -220,19 +220,24 @@ impl<'a> Authorizer<'a> {
                 }
             }
         }
-        let reason = if errors.is_empty() {
-            String::new()
-        } else if errors.len() == 1 {
-            format!("RBAC: {}", errors[0])
-        } else {
-            format!("RBAC: [{}]", errors.join(", "))
+        // utilerrors.NewAggregate: duplicates dropped, several errors bracketed.
+        let mut unique: Vec<String> = Vec::new();
+        for error in errors {
+            if !unique.contains(&error) {
+                unique.push(error);
+            }
+        }
+        let reason = match unique.as_slice() {
+            [] => String::new(),
+            [single] => format!("RBAC: {single}"),
+            several => format!("RBAC: [{}]", several.join(", ")),
         };
         Decision::Deny { reason }
     }
 
     /// The rules a binding's `roleRef` grants: a Role in `namespace` or a ClusterRole
     /// (with aggregation). The error is worded as the server's lister words it.
-    fn role_ref_rules(&self, binding: &Value, namespace: &str) -> Result<Vec<Value>, String> {
+    fn role_ref_rules(&self, binding: &Value, namespace: &str) -> Result<Vec<&'a Value>, String> {
         let name = str_at(binding, "/roleRef/name");
         match str_at(binding, "/roleRef/kind") {
             "Role" => self
@@ -242,7 +247,7 @@ impl<'a> Authorizer<'a> {
                     str_at(role, "/metadata/name") == name
                         && str_at(role, "/metadata/namespace") == namespace
                 })
-                .map(rules_of)
+                .map(|role| rules_of(role).iter().collect())
                 .ok_or_else(|| format!("role.rbac.authorization.k8s.io {name:?} not found")),
             "ClusterRole" => self
                 .cluster_role_rules(name)
@@ -254,7 +259,7 @@ impl<'a> Authorizer<'a> {
     /// The effective rules of a ClusterRole: its own rules, or, when it has an
     /// `aggregationRule`, the rules of every ClusterRole its selectors match (transitively,
     /// as the aggregation controller converges to), deduplicated. None if it does not exist.
-    pub fn cluster_role_rules(&self, name: &str) -> Option<Vec<Value>> {
+    pub fn cluster_role_rules(&self, name: &str) -> Option<Vec<&'a Value>> {
         let role = self.cluster_role(name)?;
         let mut visited = BTreeSet::new();
         let mut rules = Vec::new();
@@ -268,8 +273,13 @@ impl<'a> Authorizer<'a> {
             .find(|role| str_at(role, "/metadata/name") == name)
     }
 
-    fn collect_rules(&self, role: &Value, visited: &mut BTreeSet<String>, rules: &mut Vec<Value>) {
-        if !visited.insert(str_at(role, "/metadata/name").to_string()) {
+    fn collect_rules(
+        &self,
+        role: &'a Value,
+        visited: &mut BTreeSet<&'a str>,
+        rules: &mut Vec<&'a Value>,
+    ) {
+        if !visited.insert(str_at(role, "/metadata/name")) {
             return;
         }
         let Some(aggregation) = role.get("aggregationRule").filter(|rule| !rule.is_null()) else {
@@ -287,7 +297,7 @@ impl<'a> Authorizer<'a> {
             .flatten()
             .filter_map(|selector| LabelSelector::from_object(selector).ok())
             .collect();
-        let mut matched: Vec<&Value> = self
+        let mut matched: Vec<&'a Value> = self
             .cluster_roles
             .iter()
             .filter(|candidate| selectors.iter().any(|s| s.matches_object(candidate)))
@@ -299,11 +309,10 @@ impl<'a> Authorizer<'a> {
     }
 }
 
-fn rules_of(role: &Value) -> Vec<Value> {
+fn rules_of(role: &Value) -> &[Value] {
     role.get("rules")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
+        .map_or(&[], Vec::as_slice)
 }
 
 /// The first subject of a binding that applies to the user (`appliesToUser`). ServiceAccount
@@ -952,11 +961,10 @@ mod tests {
 
     #[test]
     fn missing_roles_are_reported_in_the_reason() {
-        let bindings = vec![cluster_role_binding(
-            "b",
-            "missing",
-            json!([{"kind": "User", "name": "bob"}]),
-        )];
+        let bindings = vec![
+            cluster_role_binding("b", "missing", json!([{"kind": "User", "name": "bob"}])),
+            cluster_role_binding("b2", "missing", json!([{"kind": "User", "name": "bob"}])),
+        ];
         let role_bindings = vec![role_binding(
             "ns",
             "rb",
