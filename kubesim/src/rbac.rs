@@ -135,7 +135,9 @@ pub struct Authorizer<'a> {
     pub roles: &'a [Value],
     /// All ClusterRoles.
     pub cluster_roles: &'a [Value],
-    /// All RoleBindings, any namespace.
+    /// The RoleBindings: all of them, or (cheaper, as a store indexed by namespace can hand
+    /// them out) only those of the request's namespace; bindings of other namespaces are
+    /// skipped.
     pub role_bindings: &'a [Value],
     /// All ClusterRoleBindings.
     pub cluster_role_bindings: &'a [Value],
@@ -148,18 +150,14 @@ fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
         .unwrap_or_default()
 }
 
-fn strings(value: &Value, key: &str) -> Vec<String> {
+/// The strings of the list at `key` (absent or non-list: none), without allocating.
+fn strings<'v>(value: &'v Value, key: &str) -> impl Iterator<Item = &'v str> {
     value
         .get(key)
         .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
 }
 
 impl<'a> Authorizer<'a> {
@@ -333,7 +331,11 @@ fn applying_subject<'v>(binding: &'v Value, user: &UserInfo, namespace: &str) ->
                         explicit => explicit,
                     };
                     !account_namespace.is_empty()
-                        && user.name == format!("system:serviceaccount:{account_namespace}:{name}")
+                        && user
+                            .name
+                            .strip_prefix("system:serviceaccount:")
+                            .and_then(|rest| rest.split_once(':'))
+                            == Some((account_namespace, name))
                 }
                 _ => false,
             }
@@ -357,40 +359,39 @@ fn describe_subject(subject: &Value, binding_namespace: &str) -> String {
 
 /// Whether one PolicyRule allows a request (`RuleAllows`).
 pub fn rule_allows(rule: &Value, request: &Request) -> bool {
-    let verbs = strings(rule, "verbs");
-    let verb_matches = |verb: &str| verbs.iter().any(|v| v == "*" || v == verb);
+    let verb_matches = |verb: &str| strings(rule, "verbs").any(|v| v == "*" || v == verb);
     match request {
-        Request::Resource(attributes) => {
-            if !verb_matches(&attributes.verb) {
-                return false;
-            }
-            let groups = strings(rule, "apiGroups");
-            if !groups
-                .iter()
-                .any(|g| g == "*" || *g == attributes.api_group)
+        Request::Resource(a) => {
+            if !verb_matches(&a.verb)
+                || !strings(rule, "apiGroups").any(|g| g == "*" || g == a.api_group)
             {
                 return false;
             }
-            let combined = if attributes.subresource.is_empty() {
-                attributes.resource.clone()
-            } else {
-                format!("{}/{}", attributes.resource, attributes.subresource)
-            };
-            let resource_matches = strings(rule, "resources").iter().any(|resource| {
-                resource == "*"
-                    || *resource == combined
-                    || (!attributes.subresource.is_empty()
-                        && resource.strip_prefix("*/") == Some(attributes.subresource.as_str()))
+            // The rule's resource must be `*`, the combined `resource/subresource`, or
+            // `*/subresource`.
+            let resource_matches = strings(rule, "resources").any(|resource| {
+                if resource == "*" {
+                    return true;
+                }
+                if a.subresource.is_empty() {
+                    return resource == a.resource;
+                }
+                match resource.split_once('/') {
+                    Some((base, sub)) => {
+                        sub == a.subresource && (base == "*" || base == a.resource)
+                    }
+                    None => false,
+                }
             });
             if !resource_matches {
                 return false;
             }
-            let names = strings(rule, "resourceNames");
-            names.is_empty() || names.contains(&attributes.name)
+            let mut names = strings(rule, "resourceNames").peekable();
+            names.peek().is_none() || names.any(|name| name == a.name)
         }
         Request::NonResource { verb, path } => {
             verb_matches(verb)
-                && strings(rule, "nonResourceURLs").iter().any(|url| {
+                && strings(rule, "nonResourceURLs").any(|url| {
                     url == "*"
                         || url == path
                         || url
