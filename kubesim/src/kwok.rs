@@ -5,7 +5,10 @@
 //!   reporting kubelet v1.32.
 //! * [`replica_set_for`]: the ReplicaSet the deployment controller creates for a
 //!   Deployment's current template (name `DEPLOYMENT-HASH`, `pod-template-hash` label,
-//!   revision annotations, ownerReference).
+//!   revision annotations, ownerReference); [`revision`] and [`mark_revision`] read and
+//!   write the revision annotation.
+//! * [`stateful_set_claims`]: the PersistentVolumeClaims of a StatefulSet's
+//!   volumeClaimTemplates, Bound.
 //! * [`owned_pods`]: the Pods a ReplicaSet, StatefulSet, DaemonSet or Job owns, named and
 //!   labelled like the real controllers name them, spec copied from the template (with the
 //!   Pod defaults and admission changes), scheduled round-robin on the nodes, and a status
@@ -257,6 +260,19 @@ pub fn revision(object: &Value) -> u64 {
     )
     .parse()
     .unwrap_or(0)
+}
+
+/// Records `revision` in the `deployment.kubernetes.io/revision` annotation, as the deployment
+/// controller does on a Deployment when its new ReplicaSet becomes current.
+pub fn mark_revision(object: &mut Value, revision: u64) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    annotations["deployment.kubernetes.io/revision"] = json!(revision.to_string());
 }
 
 /// `intstr.GetScaledValueFromIntOrPercent`: an int, or a percentage of `total` rounded up or
@@ -679,6 +695,8 @@ struct PodPlan {
     annotations: Vec<(String, String)>,
     node: Option<usize>,
     hostname: Option<(String, String)>,
+    /// StatefulSet Pods: (volume name, claim name) for each volumeClaimTemplate.
+    claims: Vec<(String, String)>,
 }
 
 /// The Pods `owner` (a ReplicaSet, StatefulSet, DaemonSet or Job) runs, as its controller,
@@ -708,6 +726,7 @@ pub fn owned_pods(owner: &Value, ready: bool, nodes: &[Value], now: &str) -> Vec
             annotations: Vec::new(),
             node: node_for(index),
             hostname: None,
+            claims: Vec::new(),
         }
     };
     let plans: Vec<PodPlan> = match str_at(owner, "/kind") {
@@ -736,6 +755,7 @@ pub fn owned_pods(owner: &Value, ready: bool, nodes: &[Value], now: &str) -> Vec
                         annotations: Vec::new(),
                         node: node_for(ordinal),
                         hostname: Some((pod_name.clone(), service.clone())),
+                        claims: claim_names(owner, ordinal),
                         name: pod_name,
                         generate_name: None,
                     }
@@ -845,6 +865,31 @@ fn build_pod(
                 spec.insert("subdomain".into(), json!(subdomain));
             }
         }
+        if !plan.claims.is_empty() {
+            // The StatefulSet controller's updateStorage: claim volumes first, then the
+            // template's other volumes.
+            let mut volumes: Vec<Value> = plan
+                .claims
+                .iter()
+                .map(|(volume, claim)| {
+                    json!({"name": volume, "persistentVolumeClaim": {"claimName": claim}})
+                })
+                .collect();
+            let others = spec
+                .get("volumes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|v| {
+                    !plan
+                        .claims
+                        .iter()
+                        .any(|(name, _)| str_at(v, "/name") == name)
+                })
+                .cloned();
+            volumes.extend(others);
+            spec.insert("volumes".into(), Value::Array(volumes));
+        }
         if let Some(node) = node {
             let node_name = str_at(node, "/metadata/name");
             spec.insert("nodeName".into(), json!(node_name));
@@ -859,6 +904,108 @@ fn build_pod(
     let status = pod_status(&pod, node, ready, succeeded, now);
     pod["status"] = status;
     pod
+}
+
+/// `(volume name, claim name)` of each volumeClaimTemplate for a StatefulSet ordinal: the
+/// claim is named `TEMPLATE-STATEFULSET-ORDINAL`.
+fn claim_names(stateful_set: &Value, ordinal: usize) -> Vec<(String, String)> {
+    let set_name = str_at(stateful_set, "/metadata/name");
+    stateful_set
+        .pointer("/spec/volumeClaimTemplates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|template| str_at(template, "/metadata/name"))
+        .filter(|name| !name.is_empty())
+        .map(|name| (name.to_string(), format!("{name}-{set_name}-{ordinal}")))
+        .collect()
+}
+
+/// A stable UUID-shaped identifier for `seed` (8-4-4-4-12 hex digits).
+fn stable_uuid(seed: &str) -> String {
+    let hex = sha256_hex(seed);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// The PersistentVolumeClaims a StatefulSet's volumeClaimTemplates produce, one per
+/// template and ordinal (`TEMPLATE-STATEFULSET-ORDINAL`), as its controller creates them
+/// (template labels plus the selector's matchLabels; owned by the StatefulSet when
+/// `persistentVolumeClaimRetentionPolicy.whenDeleted` is Delete), shown Bound to a volume as a
+/// dynamic provisioner would leave them, with the requested storage as capacity.
+pub fn stateful_set_claims(stateful_set: &Value) -> Vec<Value> {
+    let replicas = usize::try_from(int_at(stateful_set, "/spec/replicas", 1)).unwrap_or(0);
+    let templates: Vec<&Value> = stateful_set
+        .pointer("/spec/volumeClaimTemplates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|template| !str_at(template, "/metadata/name").is_empty())
+        .collect();
+    let owned = str_at(
+        stateful_set,
+        "/spec/persistentVolumeClaimRetentionPolicy/whenDeleted",
+    ) == "Delete";
+    let mut claims = Vec::new();
+    for ordinal in 0..replicas {
+        for (template, (_, claim_name)) in templates.iter().zip(claim_names(stateful_set, ordinal))
+        {
+            let mut labels = template
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(selector) = stateful_set
+                .pointer("/spec/selector/matchLabels")
+                .and_then(Value::as_object)
+            {
+                labels.extend(selector.clone());
+            }
+            let mut claim = json!({
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": claim_name,
+                    "namespace": str_at(stateful_set, "/metadata/namespace"),
+                    "labels": labels,
+                    "annotations": {
+                        "pv.kubernetes.io/bind-completed": "yes",
+                        "pv.kubernetes.io/bound-by-controller": "yes"
+                    }
+                },
+                "spec": template.get("spec").cloned().unwrap_or_else(|| json!({}))
+            });
+            if owned {
+                claim["metadata"]["ownerReferences"] = json!([owner_reference(stateful_set)]);
+            }
+            defaults::apply_defaults("v1", "PersistentVolumeClaim", &mut claim);
+            let volume = format!(
+                "pvc-{}",
+                stable_uuid(&format!(
+                    "{}/{claim_name}",
+                    str_at(stateful_set, "/metadata/uid")
+                ))
+            );
+            claim["spec"]["volumeName"] = json!(volume);
+            let access_modes = claim["spec"]
+                .get("accessModes")
+                .cloned()
+                .unwrap_or_else(|| json!([]));
+            let mut status = json!({"accessModes": access_modes, "phase": "Bound"});
+            if let Some(storage) = claim.pointer("/spec/resources/requests/storage") {
+                status["capacity"] = json!({"storage": storage});
+            }
+            claim["status"] = status;
+            claims.push(claim);
+        }
+    }
+    claims
 }
 
 /// What the DaemonSet controller adds to its Pods: a node affinity pinning the Pod to its
@@ -1407,6 +1554,59 @@ mod tests {
         let pending = workload_status(&s, false, 3, NOW).unwrap();
         assert_eq!(pending["availableReplicas"], 0);
         assert!(pending.get("readyReplicas").is_none());
+    }
+
+    #[test]
+    fn stateful_set_claims_and_pod_volumes() {
+        let mut s = stateful_set();
+        s["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data", "labels": {"tier": "db"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]);
+        s["spec"]["template"]["spec"]["volumes"] =
+            json!([{"name": "cfg", "configMap": {"name": "c"}}]);
+        defaults::apply_defaults("apps/v1", "StatefulSet", &mut s);
+        let claims = stateful_set_claims(&s);
+        assert_eq!(claims.len(), 2);
+        let claim = &claims[1];
+        assert_eq!(claim["metadata"]["name"], "data-db-1");
+        assert_eq!(
+            claim["metadata"]["labels"],
+            json!({"tier": "db", "app": "db"})
+        );
+        assert!(
+            claim["metadata"].get("ownerReferences").is_none(),
+            "Retain keeps claims unowned"
+        );
+        assert_eq!(claim["spec"]["volumeMode"], "Filesystem");
+        assert!(
+            claim["spec"]["volumeName"]
+                .as_str()
+                .unwrap()
+                .starts_with("pvc-")
+        );
+        assert_eq!(claim["status"]["phase"], "Bound");
+        assert_eq!(claim["status"]["capacity"]["storage"], "1Gi");
+        let pods = owned_pods(&s, true, &nodes(1, NOW), NOW);
+        let volumes = pods[1]["spec"]["volumes"].as_array().unwrap();
+        assert_eq!(
+            volumes[0],
+            json!({"name": "data", "persistentVolumeClaim": {"claimName": "data-db-1"}})
+        );
+        assert_eq!(volumes[1]["name"], "cfg");
+        s["spec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] = json!("Delete");
+        let owned = stateful_set_claims(&s);
+        assert_eq!(
+            owned[0]["metadata"]["ownerReferences"][0]["kind"],
+            "StatefulSet"
+        );
+    }
+
+    #[test]
+    fn revision_annotation() {
+        let mut d = deployment(1);
+        assert_eq!(revision(&d), 0);
+        mark_revision(&mut d, 3);
+        assert_eq!(revision(&d), 3);
+        assert_eq!(d["metadata"]["annotations"]["team"], "a");
     }
 
     #[test]
