@@ -1640,6 +1640,50 @@ mod tests {
     }
 
     #[test]
+    fn remaining_kinds() {
+        let template = defaulted(
+            "v1",
+            "PodTemplate",
+            json!({"template": {"spec": {"containers": [{"name": "c", "image": "x:1"}]}}}),
+        );
+        assert_eq!(template["template"]["spec"]["restartPolicy"], "Always");
+        assert_eq!(
+            template["template"]["metadata"]["creationTimestamp"],
+            Value::Null
+        );
+        let rc = defaulted(
+            "v1",
+            "ReplicationController",
+            json!({"spec": {"template": {"spec": {}}}}),
+        );
+        assert_eq!(rc["spec"]["replicas"], 1);
+        assert_eq!(rc["spec"]["template"]["spec"]["dnsPolicy"], "ClusterFirst");
+        let hpa = defaulted(
+            "autoscaling/v1",
+            "HorizontalPodAutoscaler",
+            json!({"spec": {"maxReplicas": 3}}),
+        );
+        assert_eq!(hpa["spec"]["minReplicas"], 1);
+        assert_eq!(
+            hpa["status"],
+            json!({"currentReplicas": 0, "desiredReplicas": 0})
+        );
+        let ingress = defaulted(
+            "networking.k8s.io/v1",
+            "Ingress",
+            json!({"spec": {"rules": []}}),
+        );
+        assert_eq!(ingress["status"], json!({"loadBalancer": {}}));
+        assert_eq!(ingress["spec"], json!({"rules": []}));
+        let pdb = defaulted(
+            "policy/v1",
+            "PodDisruptionBudget",
+            json!({"spec": {"minAvailable": 1}}),
+        );
+        assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    }
+
+    #[test]
     fn crd_defaults() {
         let c = defaulted(
             "apiextensions.k8s.io/v1",
