@@ -286,9 +286,9 @@ fn scaled(value: Option<&Value>, total: i64, round_up: bool) -> i64 {
                 .and_then(|p| p.parse::<i64>().ok())
                 .or_else(|| text.parse::<i64>().ok())
                 .unwrap_or(0);
-            let product = percent * total;
+            let product = percent.saturating_mul(total);
             if round_up {
-                (product + 99) / 100
+                product.saturating_add(99) / 100
             } else {
                 product / 100
             }
@@ -358,10 +358,13 @@ pub fn replica_set_for(deployment: &Value, revision: u64) -> Value {
     let (surge, _) = fenceposts(deployment, replicas);
     let mut template = deployment
         .pointer("/spec/template")
+        .filter(|template| template.is_object())
         .cloned()
         .unwrap_or_else(|| json!({}));
-    if template.get("metadata").is_none_or(|m| !m.is_object()) {
-        template["metadata"] = json!({});
+    if let Some(map) = template.as_object_mut()
+        && map.get("metadata").is_none_or(|m| !m.is_object())
+    {
+        map.insert("metadata".into(), json!({}));
     }
     add_hash_label(&mut template, "/metadata", &hash);
     let mut selector = deployment
@@ -395,7 +398,7 @@ pub fn replica_set_for(deployment: &Value, revision: u64) -> Value {
     );
     annotations.insert(
         "deployment.kubernetes.io/max-replicas".into(),
-        json!((replicas + surge).to_string()),
+        json!(replicas.saturating_add(surge).to_string()),
     );
     annotations.insert(
         "deployment.kubernetes.io/revision".into(),
@@ -497,7 +500,7 @@ pub fn workload_status(object: &Value, ready: bool, node_count: usize, now: &str
         "Deployment" => {
             let (_, max_unavailable) = fenceposts(object, replicas);
             counter(&mut status, "availableReplicas", ready_count);
-            let available = ready_count >= replicas - max_unavailable;
+            let available = ready_count >= replicas.saturating_sub(max_unavailable);
             let rs = replica_set_name(object);
             let available_condition = if available {
                 condition(
@@ -674,7 +677,7 @@ fn job_status(job: &Value, previous: &Value, ready: bool, now: &str) -> Value {
         "terminating": 0,
         "uncountedTerminatedPods": {}
     });
-    if str_at(job, "/spec/completionMode") == "Indexed" {
+    if str_at(job, "/spec/completionMode") == "Indexed" && completions >= 1 {
         let indexes = if completions == 1 {
             "0".to_string()
         } else {
@@ -686,6 +689,19 @@ fn job_status(job: &Value, previous: &Value, ready: bool, now: &str) -> Value {
 }
 
 // ---- pods ----------------------------------------------------------------------------------
+
+/// The most Pods (or claims) simulated for one workload: a test cluster asked for more
+/// (a replica count is user input, up to 2^31-1) reports the requested counts in the
+/// workload's status but materializes only this many objects.
+pub const MAX_SIMULATED_PODS: usize = 1000;
+
+/// How many objects to materialize for a requested count: negative counts are none, large
+/// ones are capped at [`MAX_SIMULATED_PODS`].
+fn pod_count(requested: i64) -> usize {
+    usize::try_from(requested)
+        .unwrap_or(0)
+        .min(MAX_SIMULATED_PODS)
+}
 
 /// One Pod a controller would create: its name, extra labels and annotations.
 struct PodPlan {
@@ -730,14 +746,11 @@ pub fn owned_pods(owner: &Value, ready: bool, nodes: &[Value], now: &str) -> Vec
         }
     };
     let plans: Vec<PodPlan> = match str_at(owner, "/kind") {
-        "ReplicaSet" => {
-            let replicas = int_at(owner, "/spec/replicas", 1);
-            (0..usize::try_from(replicas).unwrap_or(0))
-                .map(random_named)
-                .collect()
-        }
+        "ReplicaSet" => (0..pod_count(int_at(owner, "/spec/replicas", 1)))
+            .map(random_named)
+            .collect(),
         "StatefulSet" => {
-            let replicas = usize::try_from(int_at(owner, "/spec/replicas", 1)).unwrap_or(0);
+            let replicas = pod_count(int_at(owner, "/spec/replicas", 1));
             let revision = format!("{name}-{}", template_hash(&template, 0));
             let service = str_at(owner, "/spec/serviceName").to_string();
             (0..replicas)
@@ -780,7 +793,7 @@ pub fn owned_pods(owner: &Value, ready: bool, nodes: &[Value], now: &str) -> Vec
             let (completions, active) = job_counts(owner);
             let count = if ready { completions } else { active };
             let indexed = str_at(owner, "/spec/completionMode") == "Indexed";
-            (0..usize::try_from(count).unwrap_or(0))
+            (0..pod_count(count))
                 .map(|index| {
                     let mut plan = random_named(index);
                     if indexed {
@@ -940,7 +953,7 @@ fn stable_uuid(seed: &str) -> String {
 /// `persistentVolumeClaimRetentionPolicy.whenDeleted` is Delete), shown Bound to a volume as a
 /// dynamic provisioner would leave them, with the requested storage as capacity.
 pub fn stateful_set_claims(stateful_set: &Value) -> Vec<Value> {
-    let replicas = usize::try_from(int_at(stateful_set, "/spec/replicas", 1)).unwrap_or(0);
+    let replicas = pod_count(int_at(stateful_set, "/spec/replicas", 1));
     let templates: Vec<&Value> = stateful_set
         .pointer("/spec/volumeClaimTemplates")
         .and_then(Value::as_array)
@@ -979,7 +992,11 @@ pub fn stateful_set_claims(stateful_set: &Value) -> Vec<Value> {
                         "pv.kubernetes.io/bound-by-controller": "yes"
                     }
                 },
-                "spec": template.get("spec").cloned().unwrap_or_else(|| json!({}))
+                "spec": template
+                    .get("spec")
+                    .filter(|spec| spec.is_object())
+                    .cloned()
+                    .unwrap_or_else(|| json!({}))
             });
             if owned {
                 claim["metadata"]["ownerReferences"] = json!([owner_reference(stateful_set)]);
@@ -1734,6 +1751,71 @@ mod tests {
         let status = workload_status(&suspended, true, 1, NOW).unwrap();
         assert_eq!(status["conditions"][0]["type"], "Suspended");
         assert_eq!(status["conditions"][0]["reason"], "JobSuspended");
+    }
+
+    #[test]
+    fn malformed_workloads_do_not_panic() {
+        let nodes = nodes(2, NOW);
+        let odd_values = [
+            json!(null),
+            json!("x"),
+            json!(7),
+            json!([1, 2]),
+            json!({"a": null}),
+        ];
+        for kind in [
+            "Deployment",
+            "StatefulSet",
+            "DaemonSet",
+            "ReplicaSet",
+            "Job",
+        ] {
+            for odd in &odd_values {
+                let objects = [
+                    json!({"kind": kind, "metadata": odd, "spec": odd, "status": odd}),
+                    json!({"kind": kind, "metadata": {"name": "w"}, "spec": {"replicas": 2, "template": odd,
+                        "selector": odd, "strategy": odd, "volumeClaimTemplates": [{"metadata": {"name": "d"}, "spec": odd}],
+                        "completions": odd, "parallelism": odd}}),
+                    json!({"kind": kind, "metadata": {"name": "w"}, "spec": {"replicas": 1, "template": {"metadata": odd,
+                        "spec": {"containers": [odd, {"name": "c", "image": odd, "volumeMounts": odd}], "volumes": odd}}}}),
+                ];
+                for object in objects {
+                    let _ = workload_status(&object, true, 2, NOW);
+                    let _ = workload_status(&object, false, 2, NOW);
+                    let _ = owned_pods(&object, true, &nodes, NOW);
+                    let _ = owned_pods(&object, false, &[json!("not a node")], NOW);
+                    let _ = replica_set_for(&object, 1);
+                    let _ = stateful_set_claims(&object);
+                    let mut copy = object.clone();
+                    mark_revision(&mut copy, 2);
+                }
+            }
+        }
+        let mut huge = json!({"kind": "ReplicaSet", "metadata": {"name": "h"}, "spec": {"replicas": i32::MAX, "template": {}}});
+        assert_eq!(
+            owned_pods(&huge, true, &nodes, NOW).len(),
+            MAX_SIMULATED_PODS
+        );
+        assert_eq!(
+            workload_status(&huge, true, 2, NOW).unwrap()["replicas"],
+            i32::MAX
+        );
+        let extreme = json!({"kind": "Deployment", "metadata": {"name": "e"}, "spec": {"replicas": i64::MAX,
+            "strategy": {"rollingUpdate": {"maxSurge": "9223372036854775807%", "maxUnavailable": i64::MIN}}}});
+        let _ = workload_status(&extreme, false, 1, NOW);
+        let _ = replica_set_for(&extreme, 1);
+        let indexed = json!({"kind": "Job", "metadata": {"name": "j"}, "spec": {"completionMode": "Indexed", "completions": i64::MIN}});
+        assert!(
+            workload_status(&indexed, true, 1, NOW)
+                .unwrap()
+                .get("completedIndexes")
+                .is_none()
+        );
+        huge["spec"]["replicas"] = json!(-3);
+        assert!(owned_pods(&huge, true, &nodes, NOW).is_empty());
+        assert!(normalize_image("").ends_with(":latest"));
+        assert!(image_id("@").contains('@'));
+        assert!(image_id("a/b:c@").contains('@'));
     }
 
     #[test]

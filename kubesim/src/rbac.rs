@@ -1077,6 +1077,46 @@ mod tests {
     }
 
     #[test]
+    fn malformed_rbac_objects_are_ignored() {
+        let odd = [
+            json!(null),
+            json!("x"),
+            json!(1),
+            json!([]),
+            json!({"subjects": "x", "roleRef": 1, "rules": "r"}),
+            json!({"metadata": {"name": "m", "namespace": "apps"}, "subjects": [null, {"kind": 1}], "roleRef": {"kind": "Role", "name": "deployer"}}),
+            json!({"metadata": {"name": "agg"}, "aggregationRule": {"clusterRoleSelectors": ["x", {"matchExpressions": "y"}]}}),
+        ];
+        let mut f = fixture();
+        for value in &odd {
+            f.roles.push(value.clone());
+            f.cluster_roles.push(value.clone());
+            f.role_bindings.push(value.clone());
+            f.cluster_role_bindings.push(value.clone());
+        }
+        f.cluster_roles.push(json!({"metadata": {"name": "bad-rules"}, "rules": [null, {"verbs": "get"}, {"verbs": ["*"], "apiGroups": [1]}]}));
+        f.cluster_role_bindings.push(cluster_role_binding(
+            "bad",
+            "bad-rules",
+            json!([{"kind": "User", "name": "eve"}]),
+        ));
+        let auth = f.authorizer();
+        let ci = UserInfo::service_account("apps", "ci");
+        assert!(
+            auth.authorize(&ci, &get("apps", "deployments", "apps", "web"))
+                .allowed()
+        );
+        let eve = UserInfo::new("eve", &[]);
+        assert!(
+            !auth
+                .authorize(&eve, &get("", "pods", "apps", "p"))
+                .allowed()
+        );
+        let _ = auth.rules_review_status(&eve, "apps");
+        assert_eq!(auth.cluster_role_rules("agg"), Some(vec![]));
+    }
+
+    #[test]
     fn service_account_identity() {
         let user = UserInfo::service_account("ns", "sa");
         assert_eq!(user.name, "system:serviceaccount:ns:sa");
