@@ -8,8 +8,8 @@
 //! Also the 403 Forbidden message and Status body worded as kube-apiserver words them
 //! (`apiserver/pkg/endpoints/handlers/responsewriters` and `apimachinery` `NewForbidden`),
 //! the SelfSubjectAccessReview and SelfSubjectRulesReview statuses, and the bootstrap
-//! ClusterRoles and bindings every
-//! cluster has (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`).
+//! ClusterRoles and bindings every cluster has
+//! (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`).
 
 use std::collections::BTreeSet;
 
