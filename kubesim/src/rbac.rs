@@ -144,9 +144,12 @@ pub struct Authorizer<'a> {
     pub cluster_role_bindings: &'a [Value],
 }
 
-fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
-    value
-        .pointer(pointer)
+/// The string at a `/`-separated path of object keys ("" when absent or not a string).
+/// Unlike `Value::pointer` it allocates nothing: it runs for every binding on every request.
+fn str_at<'v>(value: &'v Value, path: &str) -> &'v str {
+    path.split('/')
+        .skip(1)
+        .try_fold(value, |current, key| current.get(key))
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
@@ -288,7 +291,12 @@ impl<'a> Authorizer<'a> {
                 .map(|role| rules_of(role).iter().collect())
                 .ok_or_else(|| format!("role.rbac.authorization.k8s.io {name:?} not found")),
             "ClusterRole" => self
-                .cluster_role_rules(name)
+                .cluster_role(name)
+                .map(|role| {
+                    let mut rules = Vec::new();
+                    self.collect_rules(role, &mut BTreeSet::new(), &mut rules);
+                    rules
+                })
                 .ok_or_else(|| format!("clusterrole.rbac.authorization.k8s.io {name:?} not found")),
             other => Err(format!("unsupported role reference kind: {other:?}")),
         }
@@ -299,10 +307,15 @@ impl<'a> Authorizer<'a> {
     /// as the aggregation controller converges to), deduplicated. None if it does not exist.
     pub fn cluster_role_rules(&self, name: &str) -> Option<Vec<&'a Value>> {
         let role = self.cluster_role(name)?;
-        let mut visited = BTreeSet::new();
         let mut rules = Vec::new();
-        self.collect_rules(role, &mut visited, &mut rules);
-        Some(rules)
+        self.collect_rules(role, &mut BTreeSet::new(), &mut rules);
+        let mut unique: Vec<&'a Value> = Vec::with_capacity(rules.len());
+        for rule in rules {
+            if !unique.contains(&rule) {
+                unique.push(rule);
+            }
+        }
+        Some(unique)
     }
 
     fn cluster_role(&self, name: &str) -> Option<&'a Value> {
@@ -311,6 +324,8 @@ impl<'a> Authorizer<'a> {
             .find(|role| str_at(role, "/metadata/name") == name)
     }
 
+    /// Gathers a ClusterRole's effective rules (duplicates included: authorization does not
+    /// care), visiting each aggregated role once.
     fn collect_rules(
         &self,
         role: &'a Value,
@@ -321,11 +336,7 @@ impl<'a> Authorizer<'a> {
             return;
         }
         let Some(aggregation) = role.get("aggregationRule").filter(|rule| !rule.is_null()) else {
-            for rule in rules_of(role) {
-                if !rules.contains(&rule) {
-                    rules.push(rule);
-                }
-            }
+            rules.extend(rules_of(role));
             return;
         };
         let selectors: Vec<LabelSelector> = aggregation
