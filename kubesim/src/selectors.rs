@@ -47,7 +47,7 @@ pub enum SelectorError {
 
 /// A label selector operator (apimachinery `selection.Operator`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operator {
+enum Operator {
     /// `key=value` / `key==value` / matchLabels: the label is present with that value.
     Equals,
     /// `key!=value`: the label is absent or has another value.
@@ -68,7 +68,7 @@ pub enum Operator {
 
 /// One requirement of a label selector: a key, an operator and its values.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement {
+struct Requirement {
     key: String,
     operator: Operator,
     values: BTreeSet<String>,
@@ -78,7 +78,7 @@ impl Requirement {
     /// Builds a requirement, validating the key, the values and their count the way
     /// apimachinery `labels.NewRequirement` does; the error is the aggregated field errors'
     /// text, e.g. `key: Invalid value: "-a": name part must consist of …`.
-    pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, String> {
+    fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, String> {
         let mut errors = Vec::new();
         if let Some(error) = label_key_error(key, "key") {
             errors.push(error);
@@ -134,7 +134,7 @@ impl Requirement {
     }
 
     /// Whether a labels map satisfies this requirement (apimachinery `Requirement.Matches`).
-    pub fn matches(&self, labels: &Map<String, Value>) -> bool {
+    fn matches(&self, labels: &Map<String, Value>) -> bool {
         let value = labels
             .get(&self.key)
             .map(|v| v.as_str().unwrap_or_default());
