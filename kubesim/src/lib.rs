@@ -11,6 +11,7 @@ mod faults;
 mod handlers;
 mod hooks;
 mod lifecycle;
+mod openapi;
 mod resources;
 mod review;
 pub mod selectors;

@@ -3,6 +3,7 @@
 
 mod body;
 mod delete;
+mod patch;
 pub(crate) mod read;
 mod write;
 
@@ -255,6 +256,15 @@ pub async fn route(
             let doc = discovery::resource_list(&registry, group, version).ok_or_else(not_found)?;
             return Ok(json_reply(200, &doc));
         }
+        ["openapi", "v3"] => return Ok(json_reply(200, &crate::openapi::index(&registry))),
+        ["openapi", "v3", "api", "v1"] => {
+            let doc = crate::openapi::document(&registry, "", "v1").ok_or_else(not_found)?;
+            return Ok(json_reply(200, &doc));
+        }
+        ["openapi", "v3", "apis", group, version] => {
+            let doc = crate::openapi::document(&registry, group, version).ok_or_else(not_found)?;
+            return Ok(json_reply(200, &doc));
+        }
         ["api", "v1", rest @ ..] => ("", "v1", rest),
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
         _ => return Err(not_found()),
@@ -312,6 +322,7 @@ pub async fn route(
         "watch" => crate::watch::watch(&req),
         "create" => write::create(&req).map(reply),
         "update" => write::update(&req).map(reply),
+        "patch" => patch::patch(&req).map(reply),
         "delete" => delete::delete(&req).map(reply),
         "deletecollection" => delete::delete_collection(&req).map(reply),
         _ => Err(ApiError::method_not_allowed()),
