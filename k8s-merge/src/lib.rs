@@ -17,3 +17,4 @@ pub use json_patch::json_patch;
 pub use merge_patch::json_merge_patch;
 pub use schema::{KindEntry, ListType, PatchStrategy, Schema, TypeRef, is_builtin};
 pub use strategic::{ListOrder, strategic_merge_patch, strategic_merge_patch_with_order};
+pub mod ssa;

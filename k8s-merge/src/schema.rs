@@ -317,6 +317,16 @@ impl<'a> TypeRef<'a> {
             == Some("atomic")
     }
 
+    /// The type of `key` inside an object of this type: a declared property, or a map's
+    /// values; `None` when undeclared or when this is not an object type.
+    pub(crate) fn member(&self, key: &str) -> Option<TypeRef<'a>> {
+        match self.kind() {
+            NodeKind::Struct => self.field(key),
+            NodeKind::Map => self.values(),
+            _ => None,
+        }
+    }
+
     /// What this node describes.
     pub(crate) fn kind(&self) -> NodeKind {
         if self.node.get("oneOf").is_some() {

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::error::PatchError;
 use crate::merge_patch::json_merge_patch;
-use crate::schema::{NodeKind, TypeRef};
+use crate::schema::TypeRef;
 use crate::value::{display_path, join_field, join_index, json_equal, remove_key, type_name};
 
 /// The directive key of maps and list items (`$patch: replace | merge | delete`).
@@ -81,14 +81,9 @@ fn strategic_error(path: &str, reason: impl Into<String>) -> PatchError {
     }
 }
 
-/// The type of `key` inside an object of type `ty`: a declared property, or a map's values.
+/// The type of `key` inside an object of type `ty`.
 fn field_type<'a>(ty: Option<TypeRef<'a>>, key: &str) -> Option<TypeRef<'a>> {
-    let ty = ty?;
-    match ty.kind() {
-        NodeKind::Struct => ty.field(key),
-        NodeKind::Map => ty.values(),
-        _ => None,
-    }
+    ty?.member(key)
 }
 
 /// The recursive merge, carrying the list order.
