@@ -5,6 +5,7 @@
 
 mod auth;
 mod cluster;
+pub mod defaults;
 mod discovery;
 mod error;
 mod faults;
@@ -12,6 +13,7 @@ mod handlers;
 mod hooks;
 mod lifecycle;
 mod openapi;
+pub mod rbac;
 mod resources;
 mod review;
 pub mod selectors;
