@@ -17,7 +17,7 @@ use crate::resources::split_api_version;
 use crate::state::State;
 use crate::store::EventType;
 use crate::util::{new_uid, now_rfc3339};
-use crate::{lifecycle, server, tls};
+use crate::{server, tls};
 
 /// How to start a cluster.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,9 +60,6 @@ const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "k
 fn seed(state: &State) {
     let mut store = state.store();
     let registry = state.registry();
-    let Some(ns_info) = registry.by_kind("v1", "Namespace") else {
-        return;
-    };
     let names = SYSTEM_NAMESPACES
         .iter()
         .map(|s| s.to_string())
@@ -76,8 +73,20 @@ fn seed(state: &State) {
             "kind": "Namespace",
             "metadata": {"name": name, "uid": new_uid(), "creationTimestamp": now_rfc3339()},
         });
-        lifecycle::default(&ns_info, &mut ns);
+        crate::defaults::prepare_for_create("v1", "Namespace", &mut ns);
         store.put("/namespaces", ns, EventType::Added);
+    }
+    for mut obj in crate::rbac::bootstrap_policy() {
+        let Some(info) = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .and_then(|k| registry.by_kind("rbac.authorization.k8s.io/v1", k))
+        else {
+            continue;
+        };
+        obj["metadata"]["uid"] = json!(new_uid());
+        obj["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+        store.put(&info.store_key(), obj, EventType::Added);
     }
 }
 

@@ -14,6 +14,7 @@ mod hooks;
 pub mod kwok;
 mod lifecycle;
 mod openapi;
+mod protobuf;
 pub mod rbac;
 mod resources;
 mod review;

@@ -30,6 +30,8 @@ pub struct State {
     pub drop_watches: watch::Sender<u64>,
     /// Service cluster IPs allocated so far.
     pub ip_seq: AtomicU32,
+    /// Service node ports allocated so far.
+    pub port_seq: AtomicU32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -49,6 +51,7 @@ impl State {
             faults: Mutex::new(Faults::default()),
             drop_watches: watch::channel(0).0,
             ip_seq: AtomicU32::new(0),
+            port_seq: AtomicU32::new(0),
         }
     }
 
