@@ -17,7 +17,7 @@ use crate::resources::split_api_version;
 use crate::state::State;
 use crate::store::EventType;
 use crate::util::{new_uid, now_rfc3339};
-use crate::{server, tls};
+use crate::{server, sim, tls};
 
 /// How to start a cluster.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +32,8 @@ pub struct ClusterConfig {
     pub namespaces: Vec<String>,
     /// How long simulated workloads take to become ready.
     pub ready_delay: Duration,
+    /// Whether the kwok-like controllers run (Nodes, ReplicaSets, Pods, workload status).
+    pub simulate: bool,
 }
 
 impl Default for ClusterConfig {
@@ -42,6 +44,7 @@ impl Default for ClusterConfig {
             nodes: 1,
             namespaces: Vec::new(),
             ready_delay: Duration::from_millis(500),
+            simulate: true,
         }
     }
 }
@@ -52,6 +55,7 @@ pub struct Cluster {
     tls: Arc<rustls::ServerConfig>,
     port: u16,
     server: Mutex<Option<JoinHandle<()>>>,
+    sim: Option<JoinHandle<()>>,
 }
 
 /// Namespaces every cluster starts with.
@@ -121,12 +125,17 @@ impl Cluster {
             .port();
         let state = Arc::new(State::new(config, tokens, material.ca_pem));
         seed(&state);
+        let sim = state.config.simulate.then(|| {
+            sim::create_nodes(&mut state.store(), state.config.nodes);
+            sim::spawn(state.clone())
+        });
         let handle = server::spawn(state.clone(), listener, material.server_config.clone());
         Ok(Cluster {
             state,
             tls: material.server_config,
             port,
             server: Mutex::new(Some(handle)),
+            sim,
         })
     }
 
@@ -239,6 +248,9 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         if let Some(handle) = self.server.lock().unwrap_or_else(|e| e.into_inner()).take() {
             handle.abort();
+        }
+        if let Some(sim) = &self.sim {
+            sim.abort();
         }
     }
 }

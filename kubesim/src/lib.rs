@@ -20,6 +20,7 @@ mod resources;
 mod review;
 pub mod selectors;
 mod server;
+mod sim;
 mod state;
 mod status;
 mod store;
