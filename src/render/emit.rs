@@ -256,6 +256,7 @@ impl Emitter {
         self.write_indicator("'", true, false, false);
         let chars: Vec<char> = s.chars().collect();
         let mut spaces = false;
+        let mut breaks = false;
         for (i, &c) in chars.iter().enumerate() {
             if c == ' ' {
                 let next_space = chars.get(i + 1) == Some(&' ');
@@ -271,16 +272,37 @@ impl Emitter {
                     self.put(c);
                 }
                 spaces = true;
+            } else if scalar::is_break(c) {
+                if !breaks && c == '\n' {
+                    self.put_break();
+                }
+                self.write_break(c);
+                self.indention = true;
+                breaks = true;
             } else {
+                if breaks {
+                    self.write_indent();
+                }
                 if c == '\'' {
                     self.put('\'');
                 }
                 self.put(c);
                 self.indention = false;
                 spaces = false;
+                breaks = false;
             }
         }
         self.write_indicator("'", false, false, false);
+    }
+
+    /// go-yaml's `write_break`: a newline, or another line-break character copied as is.
+    fn write_break(&mut self, c: char) {
+        if c == '\n' {
+            self.put_break();
+        } else {
+            self.out.push(c);
+            self.column = 0;
+        }
     }
 
     fn write_double(&mut self, s: &str, allow_breaks: bool) {
@@ -359,7 +381,7 @@ impl Emitter {
         let mut breaks = true;
         for &c in &chars {
             if scalar::is_break(c) {
-                self.put_break();
+                self.write_break(c);
                 self.indention = true;
                 breaks = true;
             } else {

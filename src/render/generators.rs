@@ -104,14 +104,14 @@ fn generate(
             )));
         }
         if kind == "Secret" {
-            data.insert(key, Value::String(STANDARD.encode(&value)));
+            data.insert(key, Value::String(encode_base64(&value)));
         } else {
             match String::from_utf8(value) {
                 Ok(s) => {
                     data.insert(key, Value::String(s));
                 }
                 Err(e) => {
-                    binary.insert(key, Value::String(STANDARD.encode(e.as_bytes())));
+                    binary.insert(key, Value::String(encode_base64(e.as_bytes())));
                 }
             }
         }
@@ -173,12 +173,30 @@ fn merged_options(global: &GeneratorOptions, own: Option<&GeneratorOptions>) -> 
     if let Some(own) = own {
         out.labels.extend(own.labels.clone());
         out.annotations.extend(own.annotations.clone());
-        if own.disable_name_suffix_hash.is_some() {
-            out.disable_name_suffix_hash = own.disable_name_suffix_hash;
-        }
-        if own.immutable.is_some() {
-            out.immutable = own.immutable;
-        }
+        // kustomize ORs the flags: a generator cannot undo the global setting.
+        let or = |a: Option<bool>, b: Option<bool>| match (a, b) {
+            (None, None) => None,
+            _ => Some(a.unwrap_or(false) || b.unwrap_or(false)),
+        };
+        out.disable_name_suffix_hash =
+            or(out.disable_name_suffix_hash, own.disable_name_suffix_hash);
+        out.immutable = or(out.immutable, own.immutable);
+    }
+    out
+}
+
+/// kyaml's `encodeBase64`: standard base64 in lines of 70 characters, each ending with a
+/// newline once the encoding reaches 70 characters.
+fn encode_base64(bytes: &[u8]) -> String {
+    const LINE: usize = 70;
+    let encoded = STANDARD.encode(bytes);
+    if encoded.len() < LINE {
+        return encoded;
+    }
+    let mut out = String::with_capacity(encoded.len() + encoded.len() / LINE + 1);
+    for chunk in encoded.as_bytes().chunks(LINE) {
+        out.push_str(&String::from_utf8_lossy(chunk));
+        out.push('\n');
     }
     out
 }

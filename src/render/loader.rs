@@ -36,7 +36,24 @@ pub fn build_top(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError> 
     nameref::fix(&mut resources);
     transform::build_metadata(&mut resources, &kust.build_metadata, dir, &file)?;
     sort::apply(&mut resources, kust.sort_options.as_ref(), &file)?;
+    for res in &mut resources {
+        drop_empty_metadata_maps(&mut res.obj);
+    }
     Ok(resources.into_iter().map(|r| r.obj).collect())
+}
+
+/// kustomize drops `metadata.labels` and `metadata.annotations` when they are empty maps.
+fn drop_empty_metadata_maps(obj: &mut Value) {
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        for key in ["labels", "annotations"] {
+            if meta
+                .get(key)
+                .is_some_and(|v| v.as_object().is_some_and(|m| m.is_empty()))
+            {
+                meta.remove(key);
+            }
+        }
+    }
 }
 
 /// A directory without a kustomization: its `*.yaml`, `*.yml` and `*.json` files, in lexical
@@ -211,8 +228,15 @@ impl Builder<'_> {
 fn read_kustomization(tree: &dyn Tree, file: &str) -> Result<Kustomization, RenderError> {
     let bytes = tree.read_file(file, parse::MAX_FILE_BYTES)?;
     let doc = parse::document(file, &bytes)?;
-    if doc.is_null() {
-        return Ok(Kustomization::default());
+    let empty = match &doc {
+        Value::Null => true,
+        Value::Object(m) => m.keys().all(|k| k == "apiVersion" || k == "kind"),
+        _ => false,
+    };
+    if empty {
+        return Err(RenderError::Invalid(format!(
+            "{file}: kustomization is empty"
+        )));
     }
     let kust: Kustomization =
         serde_json::from_value(doc).map_err(|e| RenderError::Kustomization {

@@ -11,6 +11,7 @@ mod generators;
 mod inputs;
 mod kustomization;
 mod labels;
+mod listorder;
 mod loader;
 mod nameref;
 mod parse;
