@@ -286,18 +286,18 @@ fn push_object(path: &str, doc: Value, out: &mut Vec<Res>) -> Result<(), RenderE
             "{path}: missing kind in object"
         )));
     }
-    if kind.ends_with("List") {
-        if let Some(items) = map.get("items") {
-            let Value::Array(items) = items else {
-                return Err(RenderError::Invalid(format!(
-                    "{path}: items of a {kind} is not a list"
-                )));
-            };
-            for item in items.clone() {
-                push_object(path, item, out)?;
-            }
-            return Ok(());
+    if kind.ends_with("List")
+        && let Some(items) = map.get("items")
+    {
+        let Value::Array(items) = items else {
+            return Err(RenderError::Invalid(format!(
+                "{path}: items of a {kind} is not a list"
+            )));
+        };
+        for item in items.clone() {
+            push_object(path, item, out)?;
         }
+        return Ok(());
     }
     out.push(Res::new(Value::Object(map), Origin::File(path.to_string())));
     Ok(())

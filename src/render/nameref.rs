@@ -95,9 +95,13 @@ fn pod_spec_path(kind: &str) -> Option<&'static str> {
     })
 }
 
+/// A planned rewrite: object index, pointer, new name, and an optional (pointer, namespace)
+/// to fill in.
+type Edit = (usize, String, String, Option<(String, String)>);
+
 /// Rewrites every reference to a renamed object.
 pub fn fix(acc: &mut [Res]) {
-    let mut edits: Vec<(usize, String, String, Option<(String, String)>)> = Vec::new();
+    let mut edits: Vec<Edit> = Vec::new();
     for (i, res) in acc.iter().enumerate() {
         for r in refs(res) {
             let Some(Value::String(old)) = res.obj.pointer(&r.ptr) else {
@@ -137,12 +141,11 @@ pub fn fix(acc: &mut [Res]) {
         if let Some(slot) = acc[i].obj.pointer_mut(&ptr) {
             *slot = Value::String(name);
         }
-        if let Some((ns_ptr, ns)) = ns_edit {
-            if let Some((parent, key)) = ns_ptr.rsplit_once('/') {
-                if let Some(Value::Object(m)) = acc[i].obj.pointer_mut(parent) {
-                    m.insert(key.to_string(), Value::String(ns));
-                }
-            }
+        if let Some((ns_ptr, ns)) = ns_edit
+            && let Some((parent, key)) = ns_ptr.rsplit_once('/')
+            && let Some(Value::Object(m)) = acc[i].obj.pointer_mut(parent)
+        {
+            m.insert(key.to_string(), Value::String(ns));
         }
     }
 }

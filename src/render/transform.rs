@@ -88,15 +88,14 @@ fn set_namespace(res: &mut Res, ns: &str) {
     if !res.is_cluster_scoped() {
         res.set_namespace(ns);
     }
-    if matches!(res.kind(), "RoleBinding" | "ClusterRoleBinding") {
-        if let Some(Value::Array(subjects)) = res.obj.get_mut("subjects") {
-            for subject in subjects {
-                let is_sa = subject.get("kind").and_then(Value::as_str) == Some("ServiceAccount");
-                let in_default =
-                    subject.get("namespace").and_then(Value::as_str) == Some("default");
-                if is_sa && in_default {
-                    ensure_map(subject).insert("namespace".into(), Value::String(ns.into()));
-                }
+    if matches!(res.kind(), "RoleBinding" | "ClusterRoleBinding")
+        && let Some(Value::Array(subjects)) = res.obj.get_mut("subjects")
+    {
+        for subject in subjects {
+            let is_sa = subject.get("kind").and_then(Value::as_str) == Some("ServiceAccount");
+            let in_default = subject.get("namespace").and_then(Value::as_str) == Some("default");
+            if is_sa && in_default {
+                ensure_map(subject).insert("namespace".into(), Value::String(ns.into()));
             }
         }
     }
@@ -153,11 +152,11 @@ fn walk_containers(node: &mut Value, images: &[(regex::Regex, &Image)]) {
     match node {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
-                if key == "containers" || key == "initContainers" {
-                    if let Value::Array(items) = child {
-                        for item in items.iter_mut() {
-                            update_image(item, images);
-                        }
+                if (key == "containers" || key == "initContainers")
+                    && let Value::Array(items) = child
+                {
+                    for item in items.iter_mut() {
+                        update_image(item, images);
                     }
                 }
                 walk_containers(child, images);
