@@ -1,0 +1,58 @@
+//! Helpers shared by the integration tests. Each test binary uses a subset of them.
+#![allow(dead_code)]
+
+pub mod postgres;
+pub mod server;
+
+use sqlx::any::AnyPoolOptions;
+
+/// A database for one test case on one backend.
+pub struct TestDb {
+    /// Connection URL.
+    pub url: String,
+    /// The SQLite data dir (kept alive for the test), if SQLite.
+    pub dir: Option<tempfile::TempDir>,
+}
+
+/// Backends the suites run against.
+pub enum Backend<'a> {
+    /// A fresh SQLite file per database.
+    Sqlite,
+    /// A fresh database per case on a throwaway PostgreSQL server.
+    Postgres(&'a postgres::Postgres),
+}
+
+impl Backend<'_> {
+    /// A fresh, empty database named after `case`.
+    pub fn database(&self, case: &str) -> TestDb {
+        match self {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!(
+                    "sqlite://{}?mode=rwc",
+                    dir.path().join(wardn::store::SQLITE_FILE).display()
+                );
+                TestDb {
+                    url,
+                    dir: Some(dir),
+                }
+            }
+            Backend::Postgres(pg) => TestDb {
+                url: pg.create_database(case),
+                dir: None,
+            },
+        }
+    }
+}
+
+/// Runs one raw SQL statement against `url` (to tamper with stored data in tests).
+pub async fn execute(url: &str, sql: &'static str) {
+    sqlx::any::install_default_drivers();
+    let pool = AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .unwrap();
+    sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+    pool.close().await;
+}
