@@ -1,0 +1,1137 @@
+//! The RBAC authorizer, with the semantics of kube-apiserver's
+//! (`plugin/pkg/auth/authorizer/rbac`): ClusterRoleBindings grant cluster-wide, RoleBindings
+//! grant a Role or a ClusterRole within their namespace; rules match verbs, API groups,
+//! resources (`resource/subresource`, `*`, `*/subresource`), resourceNames and
+//! nonResourceURLs (exact or `prefix*`); aggregated ClusterRoles take the rules of the
+//! ClusterRoles their `aggregationRule` selects, as the aggregation controller would write them.
+//!
+//! Also the 403 Forbidden message and Status body worded as kube-apiserver words them
+//! (`apiserver/pkg/endpoints/handlers/responsewriters` and `apimachinery` `NewForbidden`),
+//! the SelfSubjectAccessReview status, and the bootstrap ClusterRoles and bindings every
+//! cluster has (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use crate::selectors::LabelSelector;
+
+/// The authenticated user a request is authorized for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserInfo {
+    /// The user name, e.g. `admin` or `system:serviceaccount:ns:sa`.
+    pub name: String,
+    /// The groups the user belongs to.
+    pub groups: Vec<String>,
+}
+
+impl UserInfo {
+    /// A user with a name and groups.
+    pub fn new(name: &str, groups: &[&str]) -> Self {
+        UserInfo {
+            name: name.to_string(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    /// The user a ServiceAccount token authenticates as: `system:serviceaccount:NS:NAME`
+    /// in `system:serviceaccounts`, `system:serviceaccounts:NS` and `system:authenticated`.
+    pub fn service_account(namespace: &str, name: &str) -> Self {
+        UserInfo {
+            name: format!("system:serviceaccount:{namespace}:{name}"),
+            groups: vec![
+                "system:serviceaccounts".to_string(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".to_string(),
+            ],
+        }
+    }
+}
+
+/// What a request asks to do: the authorizer attributes of a resource or non-resource request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// A request on an API resource.
+    Resource(ResourceAttributes),
+    /// A request on a non-resource path such as `/version` or `/healthz`.
+    NonResource {
+        /// The HTTP-derived verb (`get`, `post`, …, lowercase).
+        verb: String,
+        /// The URL path.
+        path: String,
+    },
+}
+
+/// The attributes of a resource request. For requests on Namespace objects the server sets
+/// `namespace` to the Namespace's name, as kube-apiserver's request info does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResourceAttributes {
+    /// The verb: get, list, watch, create, update, patch, delete, deletecollection, …
+    pub verb: String,
+    /// The API group, "" for the core group.
+    pub api_group: String,
+    /// The API version (used only in Status details).
+    pub api_version: String,
+    /// The resource (plural), e.g. `deployments`.
+    pub resource: String,
+    /// The subresource, e.g. `status` or `scale`; "" for none.
+    pub subresource: String,
+    /// The namespace; "" for cluster-scoped requests and cluster-wide lists.
+    pub namespace: String,
+    /// The object name; "" for list, watch, create (without name) and collection requests.
+    pub name: String,
+}
+
+/// The authorizer's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// A rule allows the request; the reason names the binding, role and subject.
+    Allow {
+        /// e.g. `RBAC: allowed by ClusterRoleBinding "x" of ClusterRole "y" to User "z"`.
+        reason: String,
+    },
+    /// No rule allows the request. The reason is empty unless some binding could not be
+    /// resolved (e.g. `RBAC: clusterrole.rbac.authorization.k8s.io "missing" not found`),
+    /// as with kube-apiserver.
+    Deny {
+        /// The explanation appended to the 403 message; usually empty.
+        reason: String,
+    },
+}
+
+impl Decision {
+    /// Whether the request is allowed.
+    pub fn allowed(&self) -> bool {
+        matches!(self, Decision::Allow { .. })
+    }
+
+    /// The reason text (empty for a plain denial).
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Allow { reason } | Decision::Deny { reason } => reason,
+        }
+    }
+}
+
+/// Why a SelfSubjectAccessReview could not be turned into a [`Request`].
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ReviewError {
+    /// Neither or both of resourceAttributes and nonResourceAttributes are given.
+    #[error(
+        "spec: Invalid value: exactly one of nonResourceAttributes or resourceAttributes must be specified"
+    )]
+    Attributes,
+    /// A field has the wrong JSON type.
+    #[error("spec.{0}: must be a string")]
+    NotAString(String),
+}
+
+/// The RBAC objects of a cluster, borrowed from the server's store: Roles, ClusterRoles,
+/// RoleBindings and ClusterRoleBindings as stored (`rbac.authorization.k8s.io/v1` JSON).
+#[derive(Debug, Clone, Copy)]
+pub struct Authorizer<'a> {
+    /// All Roles, any namespace.
+    pub roles: &'a [Value],
+    /// All ClusterRoles.
+    pub cluster_roles: &'a [Value],
+    /// All RoleBindings, any namespace.
+    pub role_bindings: &'a [Value],
+    /// All ClusterRoleBindings.
+    pub cluster_role_bindings: &'a [Value],
+}
+
+fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn strings(value: &Value, key: &str) -> Vec<String> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl<'a> Authorizer<'a> {
+    /// Decides a request the way the RBAC authorizer does: ClusterRoleBindings first, then
+    /// the RoleBindings of the request's namespace; the first rule that allows wins.
+    pub fn authorize(&self, user: &UserInfo, request: &Request) -> Decision {
+        let mut errors = Vec::new();
+        for binding in self.cluster_role_bindings {
+            if let Some(subject) = applying_subject(binding, user, "") {
+                match self.role_ref_rules(binding, "") {
+                    Ok(rules) => {
+                        if rules.iter().any(|rule| rule_allows(rule, request)) {
+                            return Decision::Allow {
+                                reason: format!(
+                                    "RBAC: allowed by ClusterRoleBinding {:?} of {} {:?} to {}",
+                                    str_at(binding, "/metadata/name"),
+                                    str_at(binding, "/roleRef/kind"),
+                                    str_at(binding, "/roleRef/name"),
+                                    describe_subject(subject, "")
+                                ),
+                            };
+                        }
+                    }
+                    Err(error) => errors.push(error),
+                }
+            }
+        }
+        let namespace = match request {
+            Request::Resource(attributes) => attributes.namespace.as_str(),
+            Request::NonResource { .. } => "",
+        };
+        if !namespace.is_empty() {
+            for binding in self.role_bindings {
+                if str_at(binding, "/metadata/namespace") != namespace {
+                    continue;
+                }
+                if let Some(subject) = applying_subject(binding, user, namespace) {
+                    match self.role_ref_rules(binding, namespace) {
+                        Ok(rules) => {
+                            if rules.iter().any(|rule| rule_allows(rule, request)) {
+                                return Decision::Allow {
+                                    reason: format!(
+                                        "RBAC: allowed by RoleBinding {:?} of {} {:?} to {}",
+                                        format!(
+                                            "{}/{}",
+                                            str_at(binding, "/metadata/name"),
+                                            namespace
+                                        ),
+                                        str_at(binding, "/roleRef/kind"),
+                                        str_at(binding, "/roleRef/name"),
+                                        describe_subject(subject, namespace)
+                                    ),
+                                };
+                            }
+                        }
+                        Err(error) => errors.push(error),
+                    }
+                }
+            }
+        }
+        let reason = if errors.is_empty() {
+            String::new()
+        } else if errors.len() == 1 {
+            format!("RBAC: {}", errors[0])
+        } else {
+            format!("RBAC: [{}]", errors.join(", "))
+        };
+        Decision::Deny { reason }
+    }
+
+    /// The rules a binding's `roleRef` grants: a Role in `namespace` or a ClusterRole
+    /// (with aggregation). The error is worded as the server's lister words it.
+    fn role_ref_rules(&self, binding: &Value, namespace: &str) -> Result<Vec<Value>, String> {
+        let name = str_at(binding, "/roleRef/name");
+        match str_at(binding, "/roleRef/kind") {
+            "Role" => self
+                .roles
+                .iter()
+                .find(|role| {
+                    str_at(role, "/metadata/name") == name
+                        && str_at(role, "/metadata/namespace") == namespace
+                })
+                .map(rules_of)
+                .ok_or_else(|| format!("role.rbac.authorization.k8s.io {name:?} not found")),
+            "ClusterRole" => self
+                .cluster_role_rules(name)
+                .ok_or_else(|| format!("clusterrole.rbac.authorization.k8s.io {name:?} not found")),
+            other => Err(format!("unsupported role reference kind: {other:?}")),
+        }
+    }
+
+    /// The effective rules of a ClusterRole: its own rules, or, when it has an
+    /// `aggregationRule`, the rules of every ClusterRole its selectors match (transitively,
+    /// as the aggregation controller converges to), deduplicated. None if it does not exist.
+    pub fn cluster_role_rules(&self, name: &str) -> Option<Vec<Value>> {
+        let role = self.cluster_role(name)?;
+        let mut visited = BTreeSet::new();
+        let mut rules = Vec::new();
+        self.collect_rules(role, &mut visited, &mut rules);
+        Some(rules)
+    }
+
+    fn cluster_role(&self, name: &str) -> Option<&'a Value> {
+        self.cluster_roles
+            .iter()
+            .find(|role| str_at(role, "/metadata/name") == name)
+    }
+
+    fn collect_rules(&self, role: &Value, visited: &mut BTreeSet<String>, rules: &mut Vec<Value>) {
+        if !visited.insert(str_at(role, "/metadata/name").to_string()) {
+            return;
+        }
+        let Some(aggregation) = role.get("aggregationRule").filter(|rule| !rule.is_null()) else {
+            for rule in rules_of(role) {
+                if !rules.contains(&rule) {
+                    rules.push(rule);
+                }
+            }
+            return;
+        };
+        let selectors: Vec<LabelSelector> = aggregation
+            .get("clusterRoleSelectors")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|selector| LabelSelector::from_object(selector).ok())
+            .collect();
+        let mut matched: Vec<&Value> = self
+            .cluster_roles
+            .iter()
+            .filter(|candidate| selectors.iter().any(|s| s.matches_object(candidate)))
+            .collect();
+        matched.sort_by_key(|candidate| str_at(candidate, "/metadata/name"));
+        for candidate in matched {
+            self.collect_rules(candidate, visited, rules);
+        }
+    }
+}
+
+fn rules_of(role: &Value) -> Vec<Value> {
+    role.get("rules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The first subject of a binding that applies to the user (`appliesToUser`). ServiceAccount
+/// subjects without a namespace default to the binding's namespace.
+fn applying_subject<'v>(binding: &'v Value, user: &UserInfo, namespace: &str) -> Option<&'v Value> {
+    binding
+        .get("subjects")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|subject| {
+            let name = str_at(subject, "/name");
+            match str_at(subject, "/kind") {
+                "User" => user.name == name,
+                "Group" => user.groups.iter().any(|group| group == name),
+                "ServiceAccount" => {
+                    let account_namespace = match str_at(subject, "/namespace") {
+                        "" => namespace,
+                        explicit => explicit,
+                    };
+                    !account_namespace.is_empty()
+                        && user.name == format!("system:serviceaccount:{account_namespace}:{name}")
+                }
+                _ => false,
+            }
+        })
+}
+
+/// `describeSubject`: `User "x"`, `Group "g"`, `ServiceAccount "name/namespace"`.
+fn describe_subject(subject: &Value, binding_namespace: &str) -> String {
+    let kind = str_at(subject, "/kind");
+    let name = str_at(subject, "/name");
+    if kind == "ServiceAccount" {
+        let namespace = match str_at(subject, "/namespace") {
+            "" => binding_namespace,
+            explicit => explicit,
+        };
+        format!("{kind} {:?}", format!("{name}/{namespace}"))
+    } else {
+        format!("{kind} {name:?}")
+    }
+}
+
+/// Whether one PolicyRule allows a request (`RuleAllows`).
+pub fn rule_allows(rule: &Value, request: &Request) -> bool {
+    let verbs = strings(rule, "verbs");
+    let verb_matches = |verb: &str| verbs.iter().any(|v| v == "*" || v == verb);
+    match request {
+        Request::Resource(attributes) => {
+            if !verb_matches(&attributes.verb) {
+                return false;
+            }
+            let groups = strings(rule, "apiGroups");
+            if !groups
+                .iter()
+                .any(|g| g == "*" || *g == attributes.api_group)
+            {
+                return false;
+            }
+            let combined = if attributes.subresource.is_empty() {
+                attributes.resource.clone()
+            } else {
+                format!("{}/{}", attributes.resource, attributes.subresource)
+            };
+            let resource_matches = strings(rule, "resources").iter().any(|resource| {
+                resource == "*"
+                    || *resource == combined
+                    || (!attributes.subresource.is_empty()
+                        && resource.strip_prefix("*/") == Some(attributes.subresource.as_str()))
+            });
+            if !resource_matches {
+                return false;
+            }
+            let names = strings(rule, "resourceNames");
+            names.is_empty() || names.contains(&attributes.name)
+        }
+        Request::NonResource { verb, path } => {
+            verb_matches(verb)
+                && strings(rule, "nonResourceURLs").iter().any(|url| {
+                    url == "*"
+                        || url == path
+                        || url
+                            .strip_suffix('*')
+                            .is_some_and(|prefix| path.starts_with(prefix))
+                })
+        }
+    }
+}
+
+/// The message of a 403 Forbidden Status, exactly as kube-apiserver words it, e.g.
+/// `deployments.apps "web" is forbidden: User "u" cannot get resource "deployments" in API
+/// group "apps" in the namespace "ns"`; without a name (list, watch, create)
+/// `pods is forbidden: …`; `… at the cluster scope` without a namespace;
+/// `forbidden: User "u" cannot get path "/x"` for non-resource requests. A non-empty
+/// `reason` (see [`Decision::Deny`]) is appended after `: `.
+pub fn forbidden_message(user: &UserInfo, request: &Request, reason: &str) -> String {
+    let detail = match request {
+        Request::NonResource { verb, path } => {
+            format!("User {:?} cannot {verb} path {path:?}", user.name)
+        }
+        Request::Resource(a) => {
+            let resource = if a.subresource.is_empty() {
+                a.resource.clone()
+            } else {
+                format!("{}/{}", a.resource, a.subresource)
+            };
+            let scope = if a.namespace.is_empty() {
+                "at the cluster scope".to_string()
+            } else {
+                format!("in the namespace {:?}", a.namespace)
+            };
+            format!(
+                "User {:?} cannot {} resource {resource:?} in API group {:?} {scope}",
+                user.name, a.verb, a.api_group
+            )
+        }
+    };
+    let detail = if reason.is_empty() {
+        detail
+    } else {
+        format!("{detail}: {reason}")
+    };
+    match request {
+        Request::NonResource { .. } => format!("forbidden: {detail}"),
+        Request::Resource(a) => {
+            let qualified = if a.api_group.is_empty() {
+                a.resource.clone()
+            } else {
+                format!("{}.{}", a.resource, a.api_group)
+            };
+            if a.name.is_empty() {
+                format!("{qualified} is forbidden: {detail}")
+            } else {
+                format!("{qualified} {:?} is forbidden: {detail}", a.name)
+            }
+        }
+    }
+}
+
+/// The whole 403 Status body kube-apiserver sends for a denied request (`NewForbidden`):
+/// reason Forbidden, code 403, details with the group, the resource as `kind` and the name.
+pub fn forbidden_status(user: &UserInfo, request: &Request, reason: &str) -> Value {
+    let mut details = serde_json::Map::new();
+    if let Request::Resource(a) = request {
+        if !a.name.is_empty() {
+            details.insert("name".into(), json!(a.name));
+        }
+        if !a.api_group.is_empty() {
+            details.insert("group".into(), json!(a.api_group));
+        }
+        if !a.resource.is_empty() {
+            details.insert("kind".into(), json!(a.resource));
+        }
+    }
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": forbidden_message(user, request, reason),
+        "reason": "Forbidden",
+        "details": details,
+        "code": 403
+    })
+}
+
+/// The `status` of a SelfSubjectAccessReview (or SubjectAccessReview) answered by the
+/// authorizer: `{"allowed": true, "reason": "RBAC: allowed by …"}`, or `{"allowed": false}`
+/// with the reason only when there is one, as kube-apiserver serializes it.
+pub fn access_review_status(decision: &Decision) -> Value {
+    let mut status = serde_json::Map::new();
+    status.insert("allowed".into(), json!(decision.allowed()));
+    if !decision.reason().is_empty() {
+        status.insert("reason".into(), json!(decision.reason()));
+    }
+    Value::Object(status)
+}
+
+/// Reads the request a SelfSubjectAccessReview asks about from its `spec`
+/// (`resourceAttributes` {namespace, verb, group, version, resource, subresource, name} or
+/// `nonResourceAttributes` {path, verb}).
+pub fn review_request(spec: &Value) -> Result<Request, ReviewError> {
+    let field = |object: &Value, prefix: &str, key: &str| -> Result<String, ReviewError> {
+        match object.get(key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(text)) => Ok(text.clone()),
+            Some(_) => Err(ReviewError::NotAString(format!("{prefix}.{key}"))),
+        }
+    };
+    let resource = spec.get("resourceAttributes").filter(|v| !v.is_null());
+    let non_resource = spec.get("nonResourceAttributes").filter(|v| !v.is_null());
+    match (resource, non_resource) {
+        (Some(r), None) => {
+            let p = "resourceAttributes";
+            Ok(Request::Resource(ResourceAttributes {
+                verb: field(r, p, "verb")?,
+                api_group: field(r, p, "group")?,
+                api_version: field(r, p, "version")?,
+                resource: field(r, p, "resource")?,
+                subresource: field(r, p, "subresource")?,
+                namespace: field(r, p, "namespace")?,
+                name: field(r, p, "name")?,
+            }))
+        }
+        (None, Some(n)) => {
+            let p = "nonResourceAttributes";
+            Ok(Request::NonResource {
+                verb: field(n, p, "verb")?,
+                path: field(n, p, "path")?,
+            })
+        }
+        _ => Err(ReviewError::Attributes),
+    }
+}
+
+/// The bootstrap RBAC objects every v1.32 cluster has and that clients rely on: ClusterRoles
+/// `cluster-admin`, `system:discovery`, `system:basic-user`, `system:public-info-viewer`, and
+/// their ClusterRoleBindings (`system:masters`; `system:authenticated`, and for public info
+/// also `system:unauthenticated`). Without them a ServiceAccount token could not run
+/// discovery or `kubectl auth can-i`. The `admin`/`edit`/`view` aggregated roles are not
+/// included.
+pub fn bootstrap_policy() -> Vec<Value> {
+    let metadata = |name: &str| {
+        json!({
+            "name": name,
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}
+        })
+    };
+    let role = |name: &str, rules: Value| {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": metadata(name),
+            "rules": rules
+        })
+    };
+    let binding = |name: &str, groups: &[&str]| {
+        let subjects: Vec<Value> = groups
+            .iter()
+            .map(|group| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}))
+            .collect();
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": metadata(name),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": subjects
+        })
+    };
+    vec![
+        role(
+            "cluster-admin",
+            json!([
+                {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                {"nonResourceURLs": ["*"], "verbs": ["*"]}
+            ]),
+        ),
+        role(
+            "system:discovery",
+            json!([{"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
+                "/openapi", "/openapi/*", "/readyz", "/version", "/version/"], "verbs": ["get"]}]),
+        ),
+        role(
+            "system:basic-user",
+            json!([
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
+                {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]}
+            ]),
+        ),
+        role(
+            "system:public-info-viewer",
+            json!([{"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]}]),
+        ),
+        binding("cluster-admin", &["system:masters"]),
+        binding("system:discovery", &["system:authenticated"]),
+        binding("system:basic-user", &["system:authenticated"]),
+        binding(
+            "system:public-info-viewer",
+            &["system:authenticated", "system:unauthenticated"],
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(group: &str, resource: &str, namespace: &str, name: &str) -> Request {
+        verb("get", group, resource, "", namespace, name)
+    }
+
+    fn verb(
+        verb: &str,
+        group: &str,
+        resource: &str,
+        subresource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Request {
+        Request::Resource(ResourceAttributes {
+            verb: verb.into(),
+            api_group: group.into(),
+            api_version: "v1".into(),
+            resource: resource.into(),
+            subresource: subresource.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        })
+    }
+
+    fn role(namespace: &str, name: &str, rules: Value) -> Value {
+        json!({"kind": "Role", "metadata": {"name": name, "namespace": namespace}, "rules": rules})
+    }
+
+    fn cluster_role(name: &str, labels: Value, rules: Value) -> Value {
+        json!({"kind": "ClusterRole", "metadata": {"name": name, "labels": labels}, "rules": rules})
+    }
+
+    fn role_binding(namespace: &str, name: &str, kind: &str, role: &str, subjects: Value) -> Value {
+        json!({"kind": "RoleBinding", "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role}, "subjects": subjects})
+    }
+
+    fn cluster_role_binding(name: &str, role: &str, subjects: Value) -> Value {
+        json!({"kind": "ClusterRoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role}, "subjects": subjects})
+    }
+
+    struct Fixture {
+        roles: Vec<Value>,
+        cluster_roles: Vec<Value>,
+        role_bindings: Vec<Value>,
+        cluster_role_bindings: Vec<Value>,
+    }
+
+    impl Fixture {
+        fn authorizer(&self) -> Authorizer<'_> {
+            Authorizer {
+                roles: &self.roles,
+                cluster_roles: &self.cluster_roles,
+                role_bindings: &self.role_bindings,
+                cluster_role_bindings: &self.cluster_role_bindings,
+            }
+        }
+    }
+
+    fn fixture() -> Fixture {
+        Fixture {
+            roles: vec![role(
+                "apps",
+                "deployer",
+                json!([
+                    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch", "create", "update", "patch"]},
+                    {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["settings"], "verbs": ["get"]},
+                    {"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["update"]}
+                ]),
+            )],
+            cluster_roles: vec![
+                cluster_role(
+                    "pod-reader",
+                    json!({}),
+                    json!([{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]}]),
+                ),
+                cluster_role(
+                    "status-writer",
+                    json!({}),
+                    json!([{"apiGroups": ["*"], "resources": ["*/status"], "verbs": ["update"]}]),
+                ),
+                cluster_role(
+                    "monitoring",
+                    json!({}),
+                    json!([{"nonResourceURLs": ["/metrics", "/debug/*"], "verbs": ["get"]}]),
+                ),
+            ],
+            role_bindings: vec![
+                role_binding(
+                    "apps",
+                    "deployer",
+                    "Role",
+                    "deployer",
+                    json!([{"kind": "ServiceAccount", "name": "ci"}]),
+                ),
+                role_binding(
+                    "apps",
+                    "readers",
+                    "ClusterRole",
+                    "pod-reader",
+                    json!([{"kind": "Group", "name": "system:serviceaccounts:tools"}]),
+                ),
+            ],
+            cluster_role_bindings: vec![
+                cluster_role_binding(
+                    "status",
+                    "status-writer",
+                    json!([{"kind": "ServiceAccount", "name": "controller", "namespace": "kube-system"}]),
+                ),
+                cluster_role_binding(
+                    "monitoring",
+                    "monitoring",
+                    json!([{"kind": "User", "name": "prometheus"}]),
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn service_account_identity() {
+        let user = UserInfo::service_account("ns", "sa");
+        assert_eq!(user.name, "system:serviceaccount:ns:sa");
+        assert_eq!(
+            user.groups,
+            vec![
+                "system:serviceaccounts",
+                "system:serviceaccounts:ns",
+                "system:authenticated"
+            ]
+        );
+    }
+
+    #[test]
+    fn role_binding_grants_within_its_namespace_only() {
+        let f = fixture();
+        let auth = f.authorizer();
+        let ci = UserInfo::service_account("apps", "ci");
+        let decision = auth.authorize(&ci, &get("apps", "deployments", "apps", "web"));
+        assert_eq!(
+            decision,
+            Decision::Allow {
+                reason: r#"RBAC: allowed by RoleBinding "deployer/apps" of Role "deployer" to ServiceAccount "ci/apps""#.into()
+            }
+        );
+        assert!(
+            !auth
+                .authorize(&ci, &get("apps", "deployments", "other", "web"))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&ci, &get("apps", "deployments", "", "web"))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(
+                    &ci,
+                    &verb("delete", "apps", "deployments", "", "apps", "web")
+                )
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&ci, &get("", "deployments", "apps", "web"))
+                .allowed(),
+            "group must match"
+        );
+        let other_sa = UserInfo::service_account("other", "ci");
+        assert!(
+            !auth
+                .authorize(&other_sa, &get("apps", "deployments", "apps", "web"))
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn resource_names_and_subresources() {
+        let f = fixture();
+        let auth = f.authorizer();
+        let ci = UserInfo::service_account("apps", "ci");
+        assert!(
+            auth.authorize(&ci, &get("", "configmaps", "apps", "settings"))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&ci, &get("", "configmaps", "apps", "secrets"))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&ci, &verb("list", "", "configmaps", "", "apps", ""))
+                .allowed()
+        );
+        assert!(
+            auth.authorize(
+                &ci,
+                &verb("update", "apps", "deployments", "scale", "apps", "web")
+            )
+            .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(
+                    &ci,
+                    &verb("update", "apps", "deployments", "status", "apps", "web")
+                )
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(
+                    &ci,
+                    &verb("get", "apps", "deployments", "scale", "apps", "web")
+                )
+                .allowed(),
+            "a resource rule does not grant its subresources"
+        );
+    }
+
+    #[test]
+    fn role_binding_to_cluster_role_and_group_subject() {
+        let f = fixture();
+        let auth = f.authorizer();
+        let tool = UserInfo::service_account("tools", "runner");
+        let decision = auth.authorize(&tool, &verb("get", "", "pods", "log", "apps", "p"));
+        assert_eq!(
+            decision.reason(),
+            r#"RBAC: allowed by RoleBinding "readers/apps" of ClusterRole "pod-reader" to Group "system:serviceaccounts:tools""#
+        );
+        assert!(
+            !auth
+                .authorize(&tool, &verb("list", "", "pods", "", "", ""))
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn cluster_role_bindings_and_wildcards() {
+        let f = fixture();
+        let auth = f.authorizer();
+        let controller = UserInfo::service_account("kube-system", "controller");
+        let decision = auth.authorize(
+            &controller,
+            &verb("update", "apps", "deployments", "status", "x", "web"),
+        );
+        assert_eq!(
+            decision.reason(),
+            r#"RBAC: allowed by ClusterRoleBinding "status" of ClusterRole "status-writer" to ServiceAccount "controller/kube-system""#
+        );
+        assert!(
+            auth.authorize(&controller, &verb("update", "", "pods", "status", "", "p"))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&controller, &verb("update", "", "pods", "", "x", "p"))
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn non_resource_urls() {
+        let f = fixture();
+        let auth = f.authorizer();
+        let prometheus = UserInfo::new("prometheus", &[]);
+        let path = |verb: &str, path: &str| Request::NonResource {
+            verb: verb.into(),
+            path: path.into(),
+        };
+        assert!(
+            auth.authorize(&prometheus, &path("get", "/metrics"))
+                .allowed()
+        );
+        assert!(
+            auth.authorize(&prometheus, &path("get", "/debug/pprof/heap"))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&prometheus, &path("post", "/metrics"))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&prometheus, &path("get", "/metricsx"))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&prometheus, &get("", "pods", "x", ""))
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn aggregated_cluster_roles() {
+        let mut f = fixture();
+        f.cluster_roles.push(json!({"kind": "ClusterRole", "metadata": {"name": "aggregate"},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"rbac.example.com/aggregate-to-reader": "true"}}]},
+            "rules": []}));
+        f.cluster_roles.push(cluster_role(
+            "secrets-part",
+            json!({"rbac.example.com/aggregate-to-reader": "true"}),
+            json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]),
+        ));
+        f.cluster_roles.push(cluster_role(
+            "jobs-part",
+            json!({"rbac.example.com/aggregate-to-reader": "true"}),
+            json!([{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list"]}]),
+        ));
+        f.cluster_role_bindings.push(cluster_role_binding(
+            "reader",
+            "aggregate",
+            json!([{"kind": "User", "name": "alice"}]),
+        ));
+        let auth = f.authorizer();
+        let alice = UserInfo::new("alice", &["system:authenticated"]);
+        assert!(
+            auth.authorize(&alice, &get("", "secrets", "x", "s"))
+                .allowed()
+        );
+        assert!(
+            auth.authorize(&alice, &verb("list", "batch", "jobs", "", "", ""))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&alice, &get("", "configmaps", "x", "c"))
+                .allowed()
+        );
+        let rules = auth.cluster_role_rules("aggregate").unwrap();
+        assert_eq!(rules.len(), 2);
+        assert_eq!(
+            rules[0]["apiGroups"],
+            json!(["batch"]),
+            "ordered by role name"
+        );
+    }
+
+    #[test]
+    fn aggregation_cycles_terminate() {
+        let selects =
+            |label: &str| json!({"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]});
+        let roles = vec![
+            json!({"metadata": {"name": "a", "labels": {"to-b": "true"}}, "aggregationRule": selects("to-a")}),
+            json!({"metadata": {"name": "b", "labels": {"to-a": "true"}}, "aggregationRule": selects("to-b")}),
+        ];
+        let auth = Authorizer {
+            roles: &[],
+            cluster_roles: &roles,
+            role_bindings: &[],
+            cluster_role_bindings: &[],
+        };
+        assert_eq!(auth.cluster_role_rules("a"), Some(vec![]));
+        assert_eq!(auth.cluster_role_rules("missing"), None);
+    }
+
+    #[test]
+    fn missing_roles_are_reported_in_the_reason() {
+        let bindings = vec![cluster_role_binding(
+            "b",
+            "missing",
+            json!([{"kind": "User", "name": "bob"}]),
+        )];
+        let role_bindings = vec![role_binding(
+            "ns",
+            "rb",
+            "Role",
+            "gone",
+            json!([{"kind": "User", "name": "bob"}]),
+        )];
+        let auth = Authorizer {
+            roles: &[],
+            cluster_roles: &[],
+            role_bindings: &role_bindings,
+            cluster_role_bindings: &bindings,
+        };
+        let bob = UserInfo::new("bob", &[]);
+        let decision = auth.authorize(&bob, &get("", "pods", "", "p"));
+        assert_eq!(
+            decision,
+            Decision::Deny {
+                reason: r#"RBAC: clusterrole.rbac.authorization.k8s.io "missing" not found"#.into()
+            }
+        );
+        let decision = auth.authorize(&bob, &get("", "pods", "ns", "p"));
+        assert_eq!(
+            decision.reason(),
+            r#"RBAC: [clusterrole.rbac.authorization.k8s.io "missing" not found, role.rbac.authorization.k8s.io "gone" not found]"#
+        );
+        let carol = UserInfo::new("carol", &[]);
+        assert_eq!(
+            auth.authorize(&carol, &get("", "pods", "ns", "p")).reason(),
+            ""
+        );
+    }
+
+    #[test]
+    fn forbidden_messages_match_kube_apiserver() {
+        let sa = UserInfo::service_account("ns", "sa");
+        assert_eq!(
+            forbidden_message(&sa, &get("apps", "deployments", "ns", "web"), ""),
+            r#"deployments.apps "web" is forbidden: User "system:serviceaccount:ns:sa" cannot get resource "deployments" in API group "apps" in the namespace "ns""#
+        );
+        assert_eq!(
+            forbidden_message(&sa, &verb("list", "", "pods", "", "ns", ""), ""),
+            r#"pods is forbidden: User "system:serviceaccount:ns:sa" cannot list resource "pods" in API group "" in the namespace "ns""#
+        );
+        assert_eq!(
+            forbidden_message(&sa, &verb("list", "", "namespaces", "", "", ""), ""),
+            r#"namespaces is forbidden: User "system:serviceaccount:ns:sa" cannot list resource "namespaces" in API group "" at the cluster scope"#
+        );
+        assert_eq!(
+            forbidden_message(
+                &sa,
+                &verb("patch", "apps", "deployments", "scale", "ns", "web"),
+                ""
+            ),
+            r#"deployments.apps "web" is forbidden: User "system:serviceaccount:ns:sa" cannot patch resource "deployments/scale" in API group "apps" in the namespace "ns""#
+        );
+        assert_eq!(
+            forbidden_message(
+                &sa,
+                &Request::NonResource {
+                    verb: "get".into(),
+                    path: "/metrics".into()
+                },
+                ""
+            ),
+            r#"forbidden: User "system:serviceaccount:ns:sa" cannot get path "/metrics""#
+        );
+        assert_eq!(
+            forbidden_message(
+                &sa,
+                &get("", "secrets", "ns", "s"),
+                r#"RBAC: role.rbac.authorization.k8s.io "r" not found"#
+            ),
+            r#"secrets "s" is forbidden: User "system:serviceaccount:ns:sa" cannot get resource "secrets" in API group "" in the namespace "ns": RBAC: role.rbac.authorization.k8s.io "r" not found"#
+        );
+    }
+
+    #[test]
+    fn forbidden_status_body() {
+        let user = UserInfo::new("u", &[]);
+        let status = forbidden_status(&user, &get("apps", "deployments", "ns", "web"), "");
+        assert_eq!(status["code"], 403);
+        assert_eq!(status["reason"], "Forbidden");
+        assert_eq!(status["status"], "Failure");
+        assert_eq!(
+            status["details"],
+            json!({"name": "web", "group": "apps", "kind": "deployments"})
+        );
+        let path = Request::NonResource {
+            verb: "get".into(),
+            path: "/x".into(),
+        };
+        assert_eq!(forbidden_status(&user, &path, "")["details"], json!({}));
+    }
+
+    #[test]
+    fn self_subject_access_reviews() {
+        let f = fixture();
+        let auth = f.authorizer();
+        let ci = UserInfo::service_account("apps", "ci");
+        let spec = json!({"resourceAttributes": {"namespace": "apps", "verb": "create", "group": "apps", "resource": "deployments"}});
+        let request = review_request(&spec).unwrap();
+        let status = access_review_status(&auth.authorize(&ci, &request));
+        assert_eq!(status["allowed"], true);
+        assert!(
+            status["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("RBAC: allowed by RoleBinding")
+        );
+        let spec = json!({"resourceAttributes": {"namespace": "apps", "verb": "delete", "resource": "pods"}});
+        let status = access_review_status(&auth.authorize(&ci, &review_request(&spec).unwrap()));
+        assert_eq!(status, json!({"allowed": false}));
+        let spec = json!({"nonResourceAttributes": {"path": "/metrics", "verb": "get"}});
+        assert_eq!(
+            review_request(&spec).unwrap(),
+            Request::NonResource {
+                verb: "get".into(),
+                path: "/metrics".into()
+            }
+        );
+        assert_eq!(
+            review_request(&json!({})).unwrap_err(),
+            ReviewError::Attributes
+        );
+        assert_eq!(
+            review_request(&json!({"resourceAttributes": {"verb": 1}}))
+                .unwrap_err()
+                .to_string(),
+            "spec.resourceAttributes.verb: must be a string"
+        );
+    }
+
+    #[test]
+    fn bootstrap_policy_allows_discovery_and_can_i() {
+        let policy = bootstrap_policy();
+        let (roles, bindings): (Vec<Value>, Vec<Value>) =
+            policy.into_iter().partition(|o| o["kind"] == "ClusterRole");
+        let auth = Authorizer {
+            roles: &[],
+            cluster_roles: &roles,
+            role_bindings: &[],
+            cluster_role_bindings: &bindings,
+        };
+        let sa = UserInfo::service_account("ns", "sa");
+        let path = |p: &str| Request::NonResource {
+            verb: "get".into(),
+            path: p.into(),
+        };
+        assert!(auth.authorize(&sa, &path("/api")).allowed());
+        assert!(auth.authorize(&sa, &path("/apis/apps/v1")).allowed());
+        assert!(auth.authorize(&sa, &path("/openapi/v3")).allowed());
+        assert!(auth.authorize(&sa, &path("/version")).allowed());
+        assert!(!auth.authorize(&sa, &path("/metrics")).allowed());
+        assert!(
+            auth.authorize(
+                &sa,
+                &verb(
+                    "create",
+                    "authorization.k8s.io",
+                    "selfsubjectaccessreviews",
+                    "",
+                    "",
+                    ""
+                )
+            )
+            .allowed()
+        );
+        assert!(!auth.authorize(&sa, &get("", "pods", "ns", "p")).allowed());
+        let admin = UserInfo::new("admin", &["system:masters", "system:authenticated"]);
+        assert_eq!(
+            auth.authorize(&admin, &verb("delete", "apps", "deployments", "", "x", "y"))
+                .reason(),
+            r#"RBAC: allowed by ClusterRoleBinding "cluster-admin" of ClusterRole "cluster-admin" to Group "system:masters""#
+        );
+        assert!(auth.authorize(&admin, &path("/metrics")).allowed());
+    }
+}
