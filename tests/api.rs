@@ -435,3 +435,18 @@ async fn internal_endpoint_serves_the_unsealed_kubeconfig_to_the_internal_token_
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn credential_expiry_from_a_jwt_is_shown() {
+    use base64::Engine;
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"exp":1893456000}"#);
+    let jwt = format!("eyJhbGciOiJSUzI1NiJ9.{claims}.c2ln");
+    let body = json!({"name": "jwt", "server_url": STAGING, "kubeconfig": kubeconfig(STAGING, &jwt)});
+    let (status, view) = post_cluster(&server, &token, &body).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(view["credential_expires_at"], "2030-01-01T00:00:00Z");
+    let (_, view) = send(Client::new().get(server.url("/api/v1/clusters/jwt")).bearer_auth(&token)).await;
+    assert_eq!(view["credential_expires_at"], "2030-01-01T00:00:00Z");
+}

@@ -489,20 +489,36 @@ pub enum ResolveFailure {
     Connect(ConnectError),
 }
 
+/// Whether credentials expiring at `expires_at` (RFC 3339) are within [`EXPIRY_WARNING`] of
+/// `now` (or already expired). Unknown or unreadable expiry is not "expiring".
+pub fn expires_soon(expires_at: Option<&str>, now: Timestamp) -> bool {
+    expires_at
+        .and_then(|text| text.parse::<Timestamp>().ok())
+        .is_some_and(|at| at.as_second() - now.as_second() <= EXPIRY_WARNING.as_secs() as i64)
+}
+
 fn warn_if_expiring(record: &ClusterRecord) {
-    let Some(expires) = record.credential_expires_at.as_deref() else {
-        return;
-    };
-    let Ok(at) = expires.parse::<Timestamp>() else {
-        return;
-    };
-    let remaining = at.as_second() - Timestamp::now().as_second();
-    let window = EXPIRY_WARNING.as_secs() as i64;
-    if remaining <= window {
+    let expires = record.credential_expires_at.as_deref();
+    if expires_soon(expires, Timestamp::now()) {
         tracing::warn!(
             cluster = %record.name,
-            credential_expires_at = expires,
+            credential_expires_at = expires.unwrap_or_default(),
             "cluster credentials expire within 7 days (or have expired); register fresh credentials"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_warning_starts_seven_days_ahead() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        assert!(expires_soon(Some("2026-01-08T00:00:00Z"), now));
+        assert!(expires_soon(Some("2025-12-01T00:00:00Z"), now));
+        assert!(!expires_soon(Some("2026-01-08T00:00:01Z"), now));
+        assert!(!expires_soon(None, now));
+        assert!(!expires_soon(Some("garbage"), now));
     }
 }

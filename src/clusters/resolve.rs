@@ -93,6 +93,15 @@ impl Resolver {
         }
     }
 
+    /// Uses `client` for the management cluster instead of inferring one (in-cluster config,
+    /// else `KUBECONFIG`/`~/.kube/config` and its current context) on first use.
+    pub fn with_management(self, client: kube::Client) -> Resolver {
+        let management = tokio::sync::OnceCell::new();
+        // A fresh cell: setting it cannot fail.
+        let _ = management.set(client);
+        Resolver { management, ..self }
+    }
+
     /// A resolver fetching kubeconfigs from a wardn server, caching clients for `ttl`.
     pub fn remote(
         server: &str,
