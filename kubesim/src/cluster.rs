@@ -17,7 +17,7 @@ use crate::resources::split_api_version;
 use crate::state::State;
 use crate::store::EventType;
 use crate::util::{new_uid, now_rfc3339};
-use crate::{hooks, server, tls};
+use crate::{lifecycle, server, tls};
 
 /// How to start a cluster.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +76,7 @@ fn seed(state: &State) {
             "kind": "Namespace",
             "metadata": {"name": name, "uid": new_uid(), "creationTimestamp": now_rfc3339()},
         });
-        hooks::on_create(state, &ns_info, &mut ns);
+        lifecycle::default(&ns_info, &mut ns);
         store.put("/namespaces", ns, EventType::Added);
     }
 }

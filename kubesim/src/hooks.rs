@@ -1,5 +1,4 @@
-//! Kind-specific server behaviour on writes: namespaces start Active, CRDs become
-//! Established (and their kinds are served), deleted CRDs take their objects with them.
+//! Kind-specific server behaviour on writes: CRDs become Established (and their kinds are served), deleted CRDs take their objects with them.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -18,38 +17,17 @@ fn is(info: &ResourceInfo, group: &str, kind: &str) -> bool {
 }
 
 /// Adjusts a new object before it is stored.
-pub fn on_create(_state: &State, info: &ResourceInfo, obj: &mut Value) {
-    if is(info, "", "Namespace") {
-        if !obj.get("spec").is_some_and(Value::is_object) {
-            obj["spec"] = json!({});
-        }
-        obj["spec"]["finalizers"] = json!(["kubernetes"]);
-        obj["status"] = json!({"phase": "Active"});
-        name_label(obj);
-    }
+pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
     if is(info, "apiextensions.k8s.io", "CustomResourceDefinition") {
         crd_status(obj, None);
     }
 }
 
 /// Adjusts an updated object (main resource writes) before it is stored.
-pub fn on_update(_state: &State, info: &ResourceInfo, old: &Value, obj: &mut Value) {
-    if is(info, "", "Namespace") {
-        name_label(obj);
-    }
+pub fn on_update(info: &ResourceInfo, old: &Value, obj: &mut Value) {
     if is(info, "apiextensions.k8s.io", "CustomResourceDefinition") {
         crd_status(obj, old.get("status"));
     }
-}
-
-/// Namespaces carry the immutable label `kubernetes.io/metadata.name: <name>`.
-fn name_label(obj: &mut Value) {
-    let name = obj["metadata"]["name"].clone();
-    let meta = &mut obj["metadata"];
-    if !meta.get("labels").is_some_and(Value::is_object) {
-        meta["labels"] = json!({});
-    }
-    meta["labels"]["kubernetes.io/metadata.name"] = name;
 }
 
 /// A CRD's status as the apiextensions controller sets it: names accepted, Established,

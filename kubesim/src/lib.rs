@@ -11,6 +11,7 @@ mod error;
 mod faults;
 mod handlers;
 mod hooks;
+pub mod kwok;
 mod lifecycle;
 mod openapi;
 pub mod rbac;

@@ -1,6 +1,7 @@
 //! The shared state of one running cluster: configuration, tokens, store, served resources
 //! and faults. Outlives restarts of the listener.
 
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use tokio::sync::watch;
@@ -27,6 +28,8 @@ pub struct State {
     faults: Mutex<Faults>,
     /// Bumped whenever watch streams must be dropped (fault injection, stop).
     pub drop_watches: watch::Sender<u64>,
+    /// Service cluster IPs allocated so far.
+    pub ip_seq: AtomicU32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -45,6 +48,7 @@ impl State {
             registry: RwLock::new(Arc::new(Registry::new(&[]))),
             faults: Mutex::new(Faults::default()),
             drop_watches: watch::channel(0).0,
+            ip_seq: AtomicU32::new(0),
         }
     }
 

@@ -12,7 +12,7 @@ pub struct ApiError {
     /// The human-readable message.
     pub message: String,
     /// The Status `details` (name, group, kind, causes), if any.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     /// Seconds for a `Retry-After` header (429/503 faults).
     pub retry_after: Option<u64>,
 }
@@ -52,7 +52,7 @@ impl ApiError {
             "NotFound",
             format!("{} \"{name}\" not found", qualified(group, plural)),
         );
-        e.details = Some(details(group, plural, name));
+        e.details = Some(Box::new(details(group, plural, name)));
         e
     }
 
@@ -72,7 +72,7 @@ impl ApiError {
             "AlreadyExists",
             format!("{} \"{name}\" already exists", qualified(group, plural)),
         );
-        e.details = Some(details(group, plural, name));
+        e.details = Some(Box::new(details(group, plural, name)));
         e
     }
 
@@ -86,45 +86,30 @@ impl ApiError {
                 qualified(group, plural)
             ),
         );
-        e.details = Some(details(group, plural, name));
+        e.details = Some(Box::new(details(group, plural, name)));
         e
     }
 
-    /// 409 for server-side apply conflicts, with one FieldManagerConflict cause per field.
+    /// 409 for server-side apply conflicts: the message and one FieldManagerConflict cause
+    /// (message, field) per conflicting field, as k8s-merge words them.
     pub fn apply_conflict(
         group: &str,
         plural: &str,
         name: &str,
-        conflicts: &[(String, String)],
+        message: String,
+        causes: Vec<(String, String)>,
     ) -> ApiError {
-        let lines: Vec<String> = conflicts
-            .iter()
-            .map(|(manager, field)| format!("conflict with \"{manager}\": {field}"))
-            .collect();
-        let message = if lines.len() == 1 {
-            format!("Apply failed with 1 conflict: {}", lines[0])
-        } else {
-            format!(
-                "Apply failed with {} conflicts: {}",
-                lines.len(),
-                lines.join("\n")
-            )
-        };
         let mut e = Self::new(409, "Conflict", message);
         let mut d = details(group, plural, name);
         d["causes"] = Value::Array(
-            conflicts
-                .iter()
-                .map(|(manager, field)| {
-                    json!({
-                        "reason": "FieldManagerConflict",
-                        "message": format!("conflict with \"{manager}\""),
-                        "field": field,
-                    })
+            causes
+                .into_iter()
+                .map(|(message, field)| {
+                    json!({"reason": "FieldManagerConflict", "message": message, "field": field})
                 })
                 .collect(),
         );
-        e.details = Some(d);
+        e.details = Some(Box::new(d));
         e
     }
 
@@ -146,7 +131,7 @@ impl ApiError {
         if !group.is_empty() {
             d["group"] = json!(group);
         }
-        e.details = Some(d);
+        e.details = Some(Box::new(d));
         e
     }
 
@@ -168,7 +153,7 @@ impl ApiError {
         name: &str,
     ) -> ApiError {
         let mut e = Self::new(403, "Forbidden", message);
-        e.details = Some(details(group, plural, name));
+        e.details = Some(Box::new(details(group, plural, name)));
         e
     }
 
@@ -250,7 +235,7 @@ impl ApiError {
             "reason": self.reason,
         });
         if let Some(d) = &self.details {
-            v["details"] = d.clone();
+            v["details"] = (**d).clone();
         }
         v["code"] = json!(self.code);
         v
@@ -277,7 +262,8 @@ mod tests {
             "",
             "configmaps",
             "c",
-            &[("kubectl".into(), ".data.a".into())],
+            "Apply failed with 1 conflict".into(),
+            vec![("conflict with \"kubectl\"".into(), ".data.a".into())],
         )
         .to_status();
         assert_eq!(e["details"]["causes"][0]["reason"], "FieldManagerConflict");

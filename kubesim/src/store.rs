@@ -44,6 +44,9 @@ pub struct Event {
     pub object: Arc<Value>,
 }
 
+/// A receiver of every change from some point on.
+pub type Subscription = broadcast::Receiver<Arc<Event>>;
+
 /// Objects of one resource, ordered by (namespace, name) so lists and continue tokens are stable.
 pub type Table = BTreeMap<(String, String), Arc<Value>>;
 
@@ -196,10 +199,7 @@ impl Store {
 
     /// The changes after `rv` and a receiver for later ones, taken together so no change is
     /// missed; `Err` when `rv` is older than the history.
-    pub fn watch_from(
-        &self,
-        rv: u64,
-    ) -> Result<(Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>), TooOld> {
+    pub fn watch_from(&self, rv: u64) -> Result<(Vec<Arc<Event>>, Subscription), TooOld> {
         let oldest = self.history.front().map(|e| e.rv).unwrap_or(self.rv + 1);
         if rv + 1 < oldest && rv < self.rv {
             return Err(TooOld { oldest });

@@ -1,6 +1,7 @@
 //! Request routing: non-resource paths (version, discovery, openapi) and resource paths
 //! (`/api/v1/...`, `/apis/{group}/{version}/...`) dispatched per verb.
 
+mod apply;
 mod body;
 mod delete;
 mod patch;

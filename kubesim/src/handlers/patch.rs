@@ -13,21 +13,13 @@ use crate::status::ApiError;
 const JSON_PATCH: &str = "application/json-patch+json";
 const MERGE_PATCH: &str = "application/merge-patch+json";
 const STRATEGIC: &str = "application/strategic-merge-patch+json";
-
-/// The schema type of a built-in kind (None for custom resources).
-pub fn schema_type(info: &ResourceInfo) -> Option<k8s_merge::TypeRef<'static>> {
-    if info.is_builtin() {
-        k8s_merge::Schema::builtin().kind_type(&info.api_version(), &info.kind)
-    } else {
-        None
-    }
-}
+const APPLY: &str = "application/apply-patch+yaml";
 
 fn accepted(info: &ResourceInfo) -> Vec<&'static str> {
     if info.is_builtin() {
-        vec![JSON_PATCH, MERGE_PATCH, STRATEGIC]
+        vec![JSON_PATCH, MERGE_PATCH, STRATEGIC, APPLY]
     } else {
-        vec![JSON_PATCH, MERGE_PATCH]
+        vec![JSON_PATCH, MERGE_PATCH, APPLY]
     }
 }
 
@@ -37,6 +29,9 @@ pub fn patch(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     let ct = req.content_type.as_str();
     if !accepted(&info).contains(&ct) {
         return Err(ApiError::unsupported_media_type(ct, &accepted(&info)));
+    }
+    if ct == APPLY {
+        return super::apply::apply(req);
     }
     let patch = parse_json(&req.body)
         .map_err(|e| ApiError::bad_request(format!("the patch body is not valid JSON: {e}")))?;
@@ -61,7 +56,7 @@ pub fn patch(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
             let ty = if sub == Some("scale") {
                 k8s_merge::Schema::builtin().kind_type("autoscaling/v1", "Scale")
             } else {
-                schema_type(&info)
+                crate::lifecycle::schema_type(&info)
             };
             k8s_merge::strategic_merge_patch(&base, &patch, ty)
                 .map_err(|e| ApiError::bad_request(e.to_string()))?
@@ -86,7 +81,7 @@ pub fn patch(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
                 )
             })?;
         let new = with_replicas(&info, &old, replicas);
-        let out = commit_update(req, &mut store, &old, new, &manager)?;
+        let out = commit_update(req, &mut store, &old, new, Some(&manager))?;
         return Ok((200, scale_of(&info, &out)));
     }
     let mut patched = patched;
@@ -103,6 +98,6 @@ pub fn patch(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
         return Err(ApiError::conflict(&info.group, &info.plural, &name));
     }
     let new = merge_incoming(&info, &old, patched, sub);
-    let out = commit_update(req, &mut store, &old, new, &manager)?;
+    let out = commit_update(req, &mut store, &old, new, Some(&manager))?;
     Ok((200, out))
 }

@@ -14,7 +14,7 @@ use crate::store::{EventType, Store};
 use crate::util::{name_suffix, new_uid, now_rfc3339};
 use crate::{hooks, lifecycle};
 
-/// The key `metadata` fields the server owns and a client cannot change on update.
+/// The `metadata` fields the server owns and a client cannot change on update.
 const SERVER_META: &[&str] = &[
     "uid",
     "creationTimestamp",
@@ -64,17 +64,9 @@ pub fn check_namespace_open(store: &Store, info: &ResourceInfo, ns: &str) -> Res
     Ok(())
 }
 
-/// POST: creates an object (or answers an access review).
-pub fn create(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
-    let info = req.target.info.clone();
-    let mut obj = parse_object(req)?;
-    check_type(&info, &mut obj)?;
-    if info.create_only {
-        return crate::review::create(req, obj);
-    }
-    check_namespace(req, &mut obj)?;
-    let generate = meta_str(&obj, "generateName").map(String::from);
-    if meta_str(&obj, "name").is_none_or(str::is_empty) && generate.is_none() {
+/// Requires a name (or generateName) and resets the server-owned metadata of a new object.
+pub fn prepare_new(info: &ResourceInfo, obj: &mut Value, now: &str) -> Result<(), ApiError> {
+    if meta_str(obj, "name").is_none_or(str::is_empty) && meta_str(obj, "generateName").is_none() {
         return Err(ApiError::invalid(
             &info.group,
             &info.kind,
@@ -83,18 +75,15 @@ pub fn create(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
             "Required value: name or generateName is required",
         ));
     }
-    let now = now_rfc3339();
-    {
-        let meta = &mut obj["metadata"];
-        if let Some(m) = meta.as_object_mut() {
-            for f in SERVER_META.iter().chain(&["resourceVersion"]) {
-                m.remove(*f);
-            }
+    let meta = &mut obj["metadata"];
+    if let Some(m) = meta.as_object_mut() {
+        for f in SERVER_META.iter().chain(&["resourceVersion"]) {
+            m.remove(*f);
         }
-        meta["uid"] = json!(new_uid());
-        meta["creationTimestamp"] = json!(now);
     }
-    if tracks_generation(&info, &obj) {
+    meta["uid"] = json!(new_uid());
+    meta["creationTimestamp"] = json!(now);
+    if tracks_generation(info, obj) {
         obj["metadata"]["generation"] = json!(1);
     }
     if info.status
@@ -103,12 +92,23 @@ pub fn create(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     {
         m.remove("status");
     }
-    let manager = req.field_manager();
-    let mut store = req.state.store();
-    check_namespace_open(&store, &info, req.ns())?;
+    Ok(())
+}
+
+/// Stores a prepared new object: namespace open, name generated or free, kind hooks,
+/// defaults, managedFields (`manager` None when apply already recorded them), dry run.
+pub fn insert_new(
+    req: &Req<'_>,
+    store: &mut Store,
+    mut obj: Value,
+    manager: Option<&str>,
+    now: &str,
+) -> Result<(u16, Value), ApiError> {
+    let info = req.target.info.clone();
+    check_namespace_open(store, &info, req.ns())?;
     let key = info.store_key();
-    if let Some(prefix) = generate
-        && meta_str(&obj, "name").is_none_or(str::is_empty)
+    if meta_str(&obj, "name").is_none_or(str::is_empty)
+        && let Some(prefix) = meta_str(&obj, "generateName").map(String::from)
     {
         let name = loop {
             let candidate = format!("{prefix}{}", name_suffix());
@@ -122,14 +122,31 @@ pub fn create(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     if store.get(&key, req.ns(), &name).is_some() {
         return Err(ApiError::already_exists(&info.group, &info.plural, &name));
     }
-    hooks::on_create(req.state, &info, &mut obj);
-    let obj = lifecycle::finish(&info, None, obj, &manager, &now)?;
+    hooks::on_create(&info, &mut obj);
+    lifecycle::admit_new(&info, &mut obj, &req.state.ip_seq);
+    let obj = lifecycle::finish(&info, None, obj, manager, None, now);
     if req.query.dry_run() {
         return Ok((201, present(&info, &obj)));
     }
     let stored = store.put(&key, obj, EventType::Added);
-    hooks::after_change(req.state, &mut store, &info);
+    hooks::after_change(req.state, store, &info);
     Ok((201, present(&info, &stored)))
+}
+
+/// POST: creates an object (or answers an access review).
+pub fn create(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
+    let info = req.target.info.clone();
+    let mut obj = parse_object(req)?;
+    check_type(&info, &mut obj)?;
+    if info.create_only {
+        return crate::review::create(req, obj);
+    }
+    check_namespace(req, &mut obj)?;
+    let now = now_rfc3339();
+    prepare_new(&info, &mut obj, &now)?;
+    let manager = req.field_manager();
+    let mut store = req.state.store();
+    insert_new(req, &mut store, obj, Some(&manager), &now)
 }
 
 /// Applies the rules of the main resource or a subresource to an incoming full object:
@@ -149,6 +166,9 @@ pub fn merge_incoming(
                     m.remove("status");
                 }
             }
+        }
+        if let Some(mf) = new.pointer("/metadata/managedFields") {
+            out["metadata"]["managedFields"] = mf.clone();
         }
         return out;
     }
@@ -191,61 +211,62 @@ fn same_ignoring_bookkeeping(a: &Value, b: &Value) -> bool {
         let mut v = v.clone();
         if let Some(m) = v["metadata"].as_object_mut() {
             m.remove("resourceVersion");
-            m.remove("managedFields");
+            if let Some(Value::Array(entries)) = m.get_mut("managedFields") {
+                for e in entries {
+                    if let Some(e) = e.as_object_mut() {
+                        e.remove("time");
+                    }
+                }
+            }
         }
         v
     };
     strip(a) == strip(b)
 }
 
-/// Stores an updated object (after defaults and managedFields), deleting it instead when it
-/// is being deleted and its last finalizer is gone; returns the object as served.
+/// Stores an updated object (after kind hooks, defaults and managedFields; `manager` None
+/// when apply already recorded them), deleting it instead when it is being deleted and its
+/// last finalizer is gone; a no-op write changes nothing. Returns the object as served.
 pub fn commit_update(
     req: &Req<'_>,
     store: &mut Store,
     old: &Arc<Value>,
-    new: Value,
-    manager: &str,
+    mut new: Value,
+    manager: Option<&str>,
 ) -> Result<Value, ApiError> {
     let info = req.target.info.clone();
     let now = now_rfc3339();
-    let mut new = new;
+    let sub = req.target.subresource.as_deref();
     new["apiVersion"] = json!(info.api_version());
     new["kind"] = json!(info.kind);
-    if req.target.subresource.is_none() {
-        hooks::on_update(req.state, &info, old, &mut new);
+    if sub.is_none() {
+        hooks::on_update(&info, old, &mut new);
     }
-    let new = lifecycle::finish(&info, Some(old), new, manager, &now)?;
+    let new = lifecycle::finish(&info, Some(old), new, manager, sub, &now);
     if same_ignoring_bookkeeping(old, &new) {
         return Ok(present(&info, old));
+    }
+    if req.query.dry_run() {
+        return Ok(present(&info, &new));
     }
     let key = info.store_key();
     let finalizers_gone = new
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .is_none_or(Vec::is_empty);
-    let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
-    if req.query.dry_run() {
-        return Ok(present(&info, &new));
-    }
-    if deleting && finalizers_gone {
-        store.put(&key, new, EventType::Modified);
-        let removed = crate::handlers::delete::remove_now(
-            req.state,
-            store,
-            &info,
-            req.ns(),
-            req.name(),
-            false,
-        );
-        return Ok(present(&info, &removed.unwrap_or_else(|| old.clone())));
+    if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers_gone {
+        let last = store.put(&key, new, EventType::Modified);
+        let removed =
+            super::delete::remove_now(req.state, store, &info, req.ns(), req.name(), false);
+        return Ok(present(&info, &removed.unwrap_or(last)));
     }
     let stored = store.put(&key, new, EventType::Modified);
     hooks::after_change(req.state, store, &info);
     Ok(present(&info, &stored))
 }
 
-fn check_rv(info: &ResourceInfo, old: &Value, new: &Value, name: &str) -> Result<(), ApiError> {
+/// 409 Conflict when the incoming object names a resourceVersion other than the stored one.
+pub fn check_rv(info: &ResourceInfo, old: &Value, new: &Value, name: &str) -> Result<(), ApiError> {
     match meta_str(new, "resourceVersion") {
         Some(rv) if !rv.is_empty() && Some(rv) != meta_str(old, "resourceVersion") => {
             Err(ApiError::conflict(&info.group, &info.plural, name))
@@ -281,7 +302,7 @@ pub fn update(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
         .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &name))?;
     check_rv(&info, &old, &obj, &name)?;
     let new = merge_incoming(&info, &old, obj, sub);
-    let out = commit_update(req, &mut store, &old, new, &manager)?;
+    let out = commit_update(req, &mut store, &old, new, Some(&manager))?;
     Ok((200, out))
 }
 
@@ -307,12 +328,8 @@ fn update_scale(req: &Req<'_>, scale: Value) -> Result<(u16, Value), ApiError> {
     check_rv(&info, &old, &scale, req.name())?;
     let new = with_replicas(&info, &old, replicas);
     let manager = req.field_manager();
-    let out = commit_update(req, &mut store, &old, new, &manager)?;
-    let obj = store
-        .get(&info.store_key(), req.ns(), req.name())
-        .map(|o| (*o).clone())
-        .unwrap_or(out);
-    Ok((200, scale_of(&info, &obj)))
+    let out = commit_update(req, &mut store, &old, new, Some(&manager))?;
+    Ok((200, scale_of(&info, &out)))
 }
 
 /// The object with its spec replicas set (generation bumped), for scale writes.
@@ -326,6 +343,9 @@ pub fn with_replicas(info: &ResourceInfo, old: &Value, replicas: i64) -> Value {
     let mut cur = &mut new;
     let parts: Vec<&str> = path.trim_start_matches('.').split('.').collect();
     for (i, p) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
         if i + 1 == parts.len() {
             cur[*p] = json!(replicas);
         } else {
