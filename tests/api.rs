@@ -338,8 +338,12 @@ async fn clusters_crud_with_409_404_cached_status_and_audit() {
     .await;
     assert_eq!(status, StatusCode::OK, "{updated}");
     assert_eq!(updated["namespaces"], json!(["staging"]));
-    assert!(
-        !server.registry.clients().contains("staging"),
+    // The update dropped the stale client: whatever is cached now carries the new allowlist
+    // (a background re-probe may already have rebuilt it).
+    let cached = server.registry.cached_cluster("staging").await.unwrap();
+    assert_eq!(
+        cached.namespaces,
+        ["staging"],
         "update drops the cached client"
     );
     let (status, bad) = send(
@@ -443,10 +447,16 @@ async fn credential_expiry_from_a_jwt_is_shown() {
     let token = server.token().await;
     let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"exp":1893456000}"#);
     let jwt = format!("eyJhbGciOiJSUzI1NiJ9.{claims}.c2ln");
-    let body = json!({"name": "jwt", "server_url": STAGING, "kubeconfig": kubeconfig(STAGING, &jwt)});
+    let body =
+        json!({"name": "jwt", "server_url": STAGING, "kubeconfig": kubeconfig(STAGING, &jwt)});
     let (status, view) = post_cluster(&server, &token, &body).await;
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(view["credential_expires_at"], "2030-01-01T00:00:00Z");
-    let (_, view) = send(Client::new().get(server.url("/api/v1/clusters/jwt")).bearer_auth(&token)).await;
+    let (_, view) = send(
+        Client::new()
+            .get(server.url("/api/v1/clusters/jwt"))
+            .bearer_auth(&token),
+    )
+    .await;
     assert_eq!(view["credential_expires_at"], "2030-01-01T00:00:00Z");
 }

@@ -44,9 +44,13 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_commands_cover_login_tokens_clusters_and_audit() {
     kubesim::install_crypto_provider();
-    let cluster = Cluster::start(ClusterConfig { name: "staging".into(), nodes: 2, ..Default::default() })
-        .await
-        .unwrap();
+    let cluster = Cluster::start(ClusterConfig {
+        name: "staging".into(),
+        nodes: 2,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     let server = TestServer::start(None).await;
     let base = server.base.clone();
     let config = tempfile::tempdir().unwrap();
@@ -54,7 +58,11 @@ async fn client_commands_cover_login_tokens_clusters_and_audit() {
     let kubeconfig = dir.join("staging.kubeconfig");
     std::fs::write(&kubeconfig, cluster.kubeconfig()).unwrap();
     let expired = dir.join("expired.kubeconfig");
-    std::fs::write(&expired, cluster.kubeconfig_with_token(&cluster.tokens().expired)).unwrap();
+    std::fs::write(
+        &expired,
+        cluster.kubeconfig_with_token(&cluster.tokens().expired),
+    )
+    .unwrap();
     let url = cluster.url();
 
     blocking(move || {
@@ -78,34 +86,113 @@ async fn client_commands_cover_login_tokens_clusters_and_audit() {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dir.join("credentials.json")).unwrap().permissions().mode();
+            let mode = std::fs::metadata(dir.join("credentials.json"))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
 
         let token = ok(&wardn(&dir, &["tokens", "create", "ci"]));
         assert!(token.trim().starts_with("wardn_"));
         // --token overrides the saved token: a wrong one fails clearly.
-        let out = failed(&wardn(&dir, &["clusters", "list", "--server", &base, "--token", "bad"]));
-        assert!(out.contains("401") && out.contains("invalid API token"), "{out}");
-        let listed = ok(&wardn(&dir, &["clusters", "list", "--server", &base, "--token", token.trim()]));
+        let out = failed(&wardn(
+            &dir,
+            &["clusters", "list", "--server", &base, "--token", "bad"],
+        ));
+        assert!(
+            out.contains("401") && out.contains("invalid API token"),
+            "{out}"
+        );
+        let listed = ok(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "list",
+                "--server",
+                &base,
+                "--token",
+                token.trim(),
+            ],
+        ));
         assert!(listed.starts_with("NAME"), "{listed}");
 
         let kc = kubeconfig.to_str().unwrap();
-        let out = ok(&wardn(&dir, &["clusters", "add", "staging", "--server-url", &url, "--kubeconfig", kc, "--namespaces", "staging,default"]));
+        let out = ok(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "add",
+                "staging",
+                "--server-url",
+                &url,
+                "--kubeconfig",
+                kc,
+                "--namespaces",
+                "staging,default",
+            ],
+        ));
         assert!(out.contains("cluster staging registered"), "{out}");
-        let out = failed(&wardn(&dir, &["clusters", "add", "staging", "--server-url", &url, "--kubeconfig", kc]));
-        assert!(out.contains("409") && out.contains("already exists"), "{out}");
-        let out = failed(&wardn(&dir, &["clusters", "add", "x", "--server-url", "http://a:1", "--kubeconfig", kc]));
-        assert!(out.contains("400") && out.contains("server_url: must use https://"), "{out}");
+        let out = failed(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "add",
+                "staging",
+                "--server-url",
+                &url,
+                "--kubeconfig",
+                kc,
+            ],
+        ));
+        assert!(
+            out.contains("409") && out.contains("already exists"),
+            "{out}"
+        );
+        let out = failed(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "add",
+                "x",
+                "--server-url",
+                "http://a:1",
+                "--kubeconfig",
+                kc,
+            ],
+        ));
+        assert!(
+            out.contains("400") && out.contains("server_url: must use https://"),
+            "{out}"
+        );
 
-        let out = ok(&wardn(&dir, &["clusters", "test", "--server-url", &url, "--kubeconfig", kc]));
+        let out = ok(&wardn(
+            &dir,
+            &["clusters", "test", "--server-url", &url, "--kubeconfig", kc],
+        ));
         assert!(out.contains("\"connected\""), "{out}");
-        let out = failed(&wardn(&dir, &["clusters", "test", "--server-url", &url, "--kubeconfig", expired.to_str().unwrap()]));
-        assert!(out.contains("disconnected: credentials rejected or expired"), "{out}");
+        let out = failed(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "test",
+                "--server-url",
+                &url,
+                "--kubeconfig",
+                expired.to_str().unwrap(),
+            ],
+        ));
+        assert!(
+            out.contains("disconnected: credentials rejected or expired"),
+            "{out}"
+        );
 
         let out = ok(&wardn(&dir, &["clusters", "get", "staging"]));
         let view: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(view["namespaces"], serde_json::json!(["staging", "default"]));
+        assert_eq!(
+            view["namespaces"],
+            serde_json::json!(["staging", "default"])
+        );
         let out = ok(&wardn(&dir, &["clusters", "list"]));
         assert!(out.lines().nth(1).unwrap().starts_with("staging"), "{out}");
 
@@ -124,10 +211,17 @@ async fn client_commands_cover_login_tokens_clusters_and_audit() {
     // Tamper with one entry in the database: verification fails.
     let db = server.data.path().join(wardn::store::SQLITE_FILE);
     let db_url = format!("sqlite://{}", db.display());
-    support::execute(&db_url, "UPDATE audit_log SET actor = 'mallory' WHERE seq = 3").await;
+    support::execute(
+        &db_url,
+        "UPDATE audit_log SET actor = 'mallory' WHERE seq = 3",
+    )
+    .await;
     let dir = config.path().to_path_buf();
     let out = blocking(move || failed(&wardn(&dir, &["audit", "verify"]))).await;
-    assert!(out.contains("audit log verification FAILED: audit entry 3 was changed"), "{out}");
+    assert!(
+        out.contains("audit log verification FAILED: audit entry 3 was changed"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -147,7 +241,11 @@ fn serve_requires_a_key_and_prints_a_generated_admin_password_once() {
         .output()
         .unwrap();
     let err = failed(&output);
-    assert!(err.contains("WARDN_CREDENTIALS_KEY: expected 32 bytes") && err.contains("decodes to 5 bytes"), "{err}");
+    assert!(
+        err.contains("WARDN_CREDENTIALS_KEY: expected 32 bytes")
+            && err.contains("decodes to 5 bytes"),
+        "{err}"
+    );
     assert!(!err.contains("c2hvcnQ="), "the key is never echoed");
 
     let start = || {

@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{Api, ListParams};
 use kubesim::{Cluster, ClusterConfig};
 use reqwest::Client;
@@ -27,7 +27,13 @@ async fn kubesim(name: &str) -> Cluster {
     .unwrap()
 }
 
-async fn register(server: &TestServer, token: &str, name: &str, cluster: &Cluster, namespaces: &[&str]) {
+async fn register(
+    server: &TestServer,
+    token: &str,
+    name: &str,
+    cluster: &Cluster,
+    namespaces: &[&str],
+) {
     let response = Client::new()
         .post(server.url("/api/v1/clusters"))
         .bearer_auth(token)
@@ -37,6 +43,16 @@ async fn register(server: &TestServer, token: &str, name: &str, cluster: &Cluste
         .await
         .unwrap();
     assert_eq!(response.status(), 201);
+}
+
+/// How many Nodes the cluster's admin sees (kubesim's simulated nodes).
+async fn node_count(cluster: &Cluster) -> u64 {
+    Api::<Node>::all(cluster.client().await.unwrap())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .len() as u64
 }
 
 async fn namespaces_seen(client: kube::Client) -> Vec<String> {
@@ -55,12 +71,23 @@ async fn probing_reports_version_nodes_and_follows_the_cluster_down_and_up() {
     let cluster = kubesim("staging").await;
     let server = TestServer::start(None).await;
     let token = server.token().await;
-    register(&server, &token, "staging", &cluster, &["staging", "default"]).await;
+    register(
+        &server,
+        &token,
+        "staging",
+        &cluster,
+        &["staging", "default"],
+    )
+    .await;
 
     let status = server.registry.probe("staging").await;
     assert_eq!(status.status, Connectivity::Connected, "{status:?}");
-    assert!(status.version.as_deref().unwrap().starts_with("v1.32"), "{status:?}");
-    assert_eq!(status.node_count, Some(3));
+    assert!(
+        status.version.as_deref().unwrap().starts_with("v1.32"),
+        "{status:?}"
+    );
+    let nodes = node_count(&cluster).await;
+    assert_eq!(status.node_count, Some(nodes));
     let list: Value = Client::new()
         .get(server.url("/api/v1/clusters"))
         .bearer_auth(&token)
@@ -72,7 +99,7 @@ async fn probing_reports_version_nodes_and_follows_the_cluster_down_and_up() {
         .unwrap();
     let entry = &list["clusters"][0];
     assert_eq!(entry["status"], "connected");
-    assert_eq!(entry["node_count"], 3);
+    assert_eq!(entry["node_count"], nodes);
     assert!(entry.get("error").is_none());
 
     cluster.stop().await;
@@ -105,12 +132,15 @@ async fn the_connection_test_names_rejected_and_forbidden_credentials() {
 
     let ok = test_endpoint(&server, &token, &cluster.url(), &cluster.kubeconfig()).await;
     assert_eq!(ok["status"], "connected", "{ok}");
-    assert_eq!(ok["node_count"], 3);
+    assert_eq!(ok["node_count"], node_count(&cluster).await);
 
     let expired = cluster.kubeconfig_with_token(&cluster.tokens().expired);
     let report = test_endpoint(&server, &token, &cluster.url(), &expired).await;
     let error = report["error"].as_str().unwrap();
-    assert!(error.starts_with("credentials rejected or expired (401"), "{report}");
+    assert!(
+        error.starts_with("credentials rejected or expired (401"),
+        "{report}"
+    );
 
     let namespaced = cluster.kubeconfig_with_token(&cluster.tokens().namespaced["staging"]);
     let report = test_endpoint(&server, &token, &cluster.url(), &namespaced).await;
@@ -123,7 +153,10 @@ async fn the_connection_test_names_rejected_and_forbidden_credentials() {
         .kubeconfig()
         .replace(&other_ca_data(&cluster), &other_ca_data(&other));
     let report = test_endpoint(&server, &token, &cluster.url(), &wrong_ca).await;
-    assert!(report["error"].as_str().unwrap().starts_with("TLS error"), "{report}");
+    assert!(
+        report["error"].as_str().unwrap().starts_with("TLS error"),
+        "{report}"
+    );
 }
 
 fn other_ca_data(cluster: &Cluster) -> String {
@@ -142,7 +175,11 @@ async fn local_resolution_enforces_the_allowlist_before_any_request() {
         Duration::from_secs(5),
     );
     let client = resolver.resolve("staging", "staging").await.unwrap();
-    assert!(namespaces_seen(client).await.contains(&"staging".to_string()));
+    assert!(
+        namespaces_seen(client)
+            .await
+            .contains(&"staging".to_string())
+    );
     assert!(server.registry.clients().contains("staging"));
 
     cluster.stop().await;
@@ -181,10 +218,19 @@ async fn operator_resolution_goes_through_the_internal_endpoint() {
     let token = server.token().await;
     register(&server, &token, "production", &cluster, &["staging"]).await;
 
-    let operator = Resolver::remote(&server.base, INTERNAL_TOKEN, Duration::from_secs(60), Duration::from_secs(5))
-        .with_management(management.client().await.unwrap());
+    let operator = Resolver::remote(
+        &server.base,
+        INTERNAL_TOKEN,
+        Duration::from_secs(60),
+        Duration::from_secs(5),
+    )
+    .with_management(management.client().await.unwrap());
     let client = operator.resolve("production", "staging").await.unwrap();
-    assert!(namespaces_seen(client).await.contains(&"staging".to_string()));
+    assert!(
+        namespaces_seen(client)
+            .await
+            .contains(&"staging".to_string())
+    );
     assert!(matches!(
         operator.resolve("production", "default").await,
         Err(ResolveError::NamespaceNotAllowed { .. })
@@ -195,9 +241,18 @@ async fn operator_resolution_goes_through_the_internal_endpoint() {
     ));
     // The empty cluster name is the management cluster, with no allowlist.
     let mgmt = operator.resolve("", "anything").await.unwrap();
-    assert!(namespaces_seen(mgmt).await.contains(&"kube-system".to_string()));
+    assert!(
+        namespaces_seen(mgmt)
+            .await
+            .contains(&"kube-system".to_string())
+    );
 
-    let intruder = Resolver::remote(&server.base, "wrong", Duration::from_secs(60), Duration::from_secs(5));
+    let intruder = Resolver::remote(
+        &server.base,
+        "wrong",
+        Duration::from_secs(60),
+        Duration::from_secs(5),
+    );
     let Err(err) = intruder.resolve("production", "staging").await else {
         panic!("a wrong internal token must not resolve");
     };
