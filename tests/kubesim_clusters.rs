@@ -239,6 +239,19 @@ async fn operator_resolution_goes_through_the_internal_endpoint() {
         operator.resolve("missing", "default").await,
         Err(ResolveError::UnknownCluster(_))
     ));
+    // A cached client keeps the allowlist it was fetched with until invalidated.
+    let response = Client::new()
+        .put(server.url("/api/v1/clusters/production"))
+        .bearer_auth(&token)
+        .json(&json!({"namespaces": ["staging", "default"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(operator.resolve("production", "default").await.is_err());
+    operator.invalidate("production");
+    assert!(operator.resolve("production", "default").await.is_ok());
+
     // The empty cluster name is the management cluster, with no allowlist.
     let mgmt = operator.resolve("", "anything").await.unwrap();
     assert!(
