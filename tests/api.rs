@@ -258,6 +258,22 @@ async fn registration_validates_each_field_with_a_400_naming_it() {
     )
     .await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let long = json!({"name": "n".repeat(10_000), "server_url": STAGING, "kubeconfig": kubeconfig(STAGING, "t")});
+    let (status, _) = post_cluster(&server, &token, &long).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (_, log) = send(
+        Client::new()
+            .get(server.url("/api/v1/audit"))
+            .bearer_auth(&token),
+    )
+    .await;
+    let last = log["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["action"], "cluster.register");
+    assert_eq!(
+        last["target"].as_str().unwrap().len(),
+        253,
+        "audit targets are bounded"
+    );
     let (_, list) = send(
         Client::new()
             .get(server.url("/api/v1/clusters"))

@@ -9,6 +9,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// How long a client command waits for the server (connection tests take up to the server's
+/// probe timeout).
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Errors of client commands; each is printed as one line and exits non-zero.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -178,6 +182,7 @@ impl ApiClient {
         self.http
             .request(method, format!("{}{path}", self.server))
             .bearer_auth(&self.token)
+            .timeout(REQUEST_TIMEOUT)
     }
 
     /// Sends a request with an optional JSON body and decodes the JSON answer (`null` for an

@@ -48,7 +48,7 @@ pub enum ConnectError {
 }
 
 /// Builds a client for the kubeconfig's current context (or its only context) with the given
-/// connect and read timeout.
+/// connect timeout.
 pub async fn client_from_kubeconfig(
     kubeconfig: &str,
     timeout: Duration,
@@ -58,8 +58,9 @@ pub async fn client_from_kubeconfig(
     let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
         .await
         .map_err(|err| ConnectError::Config(err.to_string()))?;
+    // Only connecting is bounded here: the reconciler's watches keep reads open for minutes
+    // (kube's default read timeout stays); probes bound the whole exchange themselves.
     config.connect_timeout = Some(timeout);
-    config.read_timeout = Some(timeout);
     kube::Client::try_from(config).map_err(|err| classify(&err))
 }
 

@@ -198,7 +198,13 @@ impl Registry {
 
     async fn audit(&self, actor: &str, action: &str, target: &str, outcome: &str) {
         self.store
-            .record_audit(actor, action, target, outcome, &now_rfc3339())
+            .record_audit(
+                actor,
+                action,
+                Registry::bounded(target),
+                outcome,
+                &now_rfc3339(),
+            )
             .await;
     }
 
@@ -215,6 +221,14 @@ impl Registry {
         };
         self.audit(actor, action, target, &outcome).await;
         result
+    }
+
+    /// Audit targets are caller-supplied (e.g. an invalid name); keep entries bounded.
+    fn bounded(target: &str) -> &str {
+        match target.char_indices().nth(253) {
+            Some((end, _)) => &target[..end],
+            None => target,
+        }
     }
 
     fn status_of(&self, name: &str) -> Status {

@@ -182,7 +182,7 @@ impl Resolver {
                 if let Some(entry) = cache.get(cluster) {
                     return Ok(entry);
                 }
-                let resolved = fetch(http, server, internal_token, cluster).await?;
+                let resolved = fetch(self.timeout, http, server, internal_token, cluster).await?;
                 let client = connect::client_from_kubeconfig(&resolved.kubeconfig, self.timeout)
                     .await
                     .map_err(|source| ResolveError::Connect {
@@ -206,6 +206,7 @@ impl Resolver {
 }
 
 async fn fetch(
+    timeout: Duration,
     http: &reqwest::Client,
     server: &str,
     internal_token: &str,
@@ -218,6 +219,7 @@ async fn fetch(
     let response = http
         .get(format!("{server}/internal/clusters/{cluster}/kubeconfig"))
         .bearer_auth(internal_token)
+        .timeout(timeout)
         .send()
         .await
         .map_err(|err| lookup(err.to_string()))?;
