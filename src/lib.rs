@@ -1,6 +1,10 @@
 //! wardn: a GitOps reconciler daemon that deploys applications from Git to many Kubernetes
 //! clusters from one control plane. The binary (`src/main.rs`) is a thin CLI over these modules.
 
+pub mod cli;
+pub mod clusters;
 pub mod render;
 pub mod sources;
+pub mod server;
+pub mod store;
 pub mod telemetry;

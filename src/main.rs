@@ -1,5 +1,7 @@
 //! The `wardn` command line: the daemon and its client commands.
 
+use wardn::cli::client::ConnectionArgs;
+use wardn::cli::commands;
 use wardn::telemetry;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +30,31 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the wardn server: API, cluster registry and prober.
+    Serve(wardn::cli::serve::ServeArgs),
+    /// Log in to a wardn server and save an API token for the client commands.
+    Login(commands::LoginArgs),
+    /// Manage API tokens.
+    Tokens {
+        #[command(flatten)]
+        connection: ConnectionArgs,
+        #[command(subcommand)]
+        command: commands::TokensCommand,
+    },
+    /// Register, list, test and remove clusters.
+    Clusters {
+        #[command(flatten)]
+        connection: ConnectionArgs,
+        #[command(subcommand)]
+        command: commands::ClustersCommand,
+    },
+    /// Inspect the audit log.
+    Audit {
+        #[command(flatten)]
+        connection: ConnectionArgs,
+        #[command(subcommand)]
+        command: commands::AuditCommand,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -35,15 +62,31 @@ fn main() -> anyhow::Result<()> {
     telemetry::init(cli.log_format);
     install_crypto_provider();
     match cli.command {
-        Command::Version => {
-            println!("wardn {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
-        }
-        Command::Render { dir, json } => {
-            print!("{}", wardn::render::render_path(&dir, json)?);
-            Ok(())
-        }
+        Command::Version => println!("wardn {}", env!("CARGO_PKG_VERSION")),
+        Command::Render { dir, json } => print!("{}", wardn::render::render_path(&dir, json)?),
+        Command::Serve(args) => runtime()?.block_on(wardn::cli::serve::run(args))?,
+        Command::Login(args) => runtime()?.block_on(commands::login(args))?,
+        Command::Tokens {
+            connection,
+            command,
+        } => runtime()?.block_on(commands::tokens(&connection, command))?,
+        Command::Clusters {
+            connection,
+            command,
+        } => runtime()?.block_on(commands::clusters(&connection, command))?,
+        Command::Audit {
+            connection,
+            command,
+        } => runtime()?.block_on(commands::audit(&connection, command))?,
     }
+    Ok(())
+}
+
+/// The multi-threaded tokio runtime the async subcommands run on.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
 
 /// Selects ring as the process-wide rustls provider. Several crates (reqwest through kube,

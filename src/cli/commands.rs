@@ -1,0 +1,314 @@
+//! The client subcommands: `login`, `tokens create`, `clusters add|list|get|test|rm|reseal`
+//! and `audit verify`.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::client::{
+    ApiClient, CliError, ConnectionArgs, SavedCredentials, save_credentials, send,
+};
+use crate::clusters::registry::{ClusterView, Connectivity, Status};
+use crate::store::audit::{self, Entry, Head};
+
+/// Arguments of `wardn login`.
+#[derive(Debug, clap::Args)]
+pub struct LoginArgs {
+    /// wardn server URL, e.g. http://localhost:8080.
+    #[arg(long, env = "WARDN_SERVER")]
+    pub server: String,
+    /// User name.
+    #[arg(long, default_value = "admin")]
+    pub username: String,
+    /// Read the password from the first line of stdin (otherwise from WARDN_PASSWORD).
+    #[arg(long)]
+    pub password_stdin: bool,
+}
+
+/// `wardn login`: logs in, creates an API token for this machine and saves server and token.
+pub async fn login(args: LoginArgs) -> Result<(), CliError> {
+    let password = if args.password_stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|source| CliError::File {
+                path: PathBuf::from("<stdin>"),
+                source,
+            })?;
+        line.trim_end_matches(['\r', '\n']).to_string()
+    } else {
+        std::env::var("WARDN_PASSWORD").map_err(|_| {
+            CliError::NotConfigured(
+                "no password: pass --password-stdin or set WARDN_PASSWORD".into(),
+            )
+        })?
+    };
+    let server = args.server.trim_end_matches('/').to_string();
+    let http = reqwest::Client::new();
+    let response = http
+        .post(format!("{server}/api/v1/auth/login"))
+        .json(&json!({"username": args.username, "password": password}))
+        .send()
+        .await
+        .map_err(|source| CliError::Http {
+            server: server.clone(),
+            source,
+        })?;
+    if !response.status().is_success() {
+        return Err(CliError::Api {
+            status: response.status(),
+            message: "invalid username or password".into(),
+        });
+    }
+    let cookie = response
+        .headers()
+        .get(reqwest::header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(str::to_string)
+        .ok_or_else(|| CliError::Failed("the server set no session cookie".into()))?;
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "cli".into());
+    let created: Value = send(
+        http.post(format!("{server}/api/v1/tokens"))
+            .header(reqwest::header::COOKIE, cookie)
+            .json(&json!({"name": format!("wardn login ({host})")})),
+        &server,
+    )
+    .await?;
+    let token = created["token"]
+        .as_str()
+        .ok_or_else(|| CliError::Failed("the server returned no token".into()))?
+        .to_string();
+    let path = save_credentials(&SavedCredentials { server, token })?;
+    println!("logged in; credentials saved to {}", path.display());
+    Ok(())
+}
+
+/// `wardn tokens` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum TokensCommand {
+    /// Create an API token (printed once).
+    Create {
+        /// A label for the token.
+        name: String,
+    },
+}
+
+/// Runs a `wardn tokens` subcommand.
+pub async fn tokens(connection: &ConnectionArgs, command: TokensCommand) -> Result<(), CliError> {
+    let client = ApiClient::from_args(connection)?;
+    match command {
+        TokensCommand::Create { name } => {
+            let created: Value = client
+                .call(
+                    Method::POST,
+                    "/api/v1/tokens",
+                    Some(&json!({ "name": name })),
+                )
+                .await?;
+            println!("{}", created["token"].as_str().unwrap_or_default());
+        }
+    }
+    Ok(())
+}
+
+/// `wardn clusters` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum ClustersCommand {
+    /// Register a cluster.
+    Add {
+        /// Cluster name (a DNS label).
+        name: String,
+        /// API server URL (https://).
+        #[arg(long)]
+        server_url: String,
+        /// Kubeconfig file with embedded credentials.
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        /// Namespace allowlist, comma-separated (default: every namespace).
+        #[arg(long, value_delimiter = ',')]
+        namespaces: Vec<String>,
+    },
+    /// List clusters with their status.
+    List,
+    /// Show one cluster as JSON.
+    Get {
+        /// Cluster name.
+        name: String,
+    },
+    /// Test a connection without registering anything.
+    Test {
+        /// API server URL (https://).
+        #[arg(long)]
+        server_url: String,
+        /// Kubeconfig file.
+        #[arg(long)]
+        kubeconfig: PathBuf,
+    },
+    /// Remove a cluster.
+    Rm {
+        /// Cluster name.
+        name: String,
+    },
+    /// Rewrite every sealed kubeconfig under the server's current key (after a key rotation).
+    Reseal,
+}
+
+fn read_file(path: &Path) -> Result<String, CliError> {
+    std::fs::read_to_string(path).map_err(|source| CliError::File {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn pretty(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+/// Runs a `wardn clusters` subcommand.
+pub async fn clusters(
+    connection: &ConnectionArgs,
+    command: ClustersCommand,
+) -> Result<(), CliError> {
+    let client = ApiClient::from_args(connection)?;
+    match command {
+        ClustersCommand::Add {
+            name,
+            server_url,
+            kubeconfig,
+            namespaces,
+        } => {
+            let body = json!({"name": name, "server_url": server_url,
+                              "kubeconfig": read_file(&kubeconfig)?, "namespaces": namespaces});
+            let view: ClusterView = client
+                .call(Method::POST, "/api/v1/clusters", Some(&body))
+                .await?;
+            println!("cluster {} registered", view.name);
+        }
+        ClustersCommand::List => {
+            let list: Value = client.call(Method::GET, "/api/v1/clusters", None).await?;
+            let views: Vec<ClusterView> = serde_json::from_value(list["clusters"].clone())
+                .map_err(|err| CliError::Decode {
+                    what: "cluster list".into(),
+                    reason: err.to_string(),
+                })?;
+            println!("{}", table(&views));
+        }
+        ClustersCommand::Get { name } => {
+            let view: Value = client
+                .call(Method::GET, &format!("/api/v1/clusters/{name}"), None)
+                .await?;
+            println!("{}", pretty(&view));
+        }
+        ClustersCommand::Test {
+            server_url,
+            kubeconfig,
+        } => {
+            let body = json!({"server_url": server_url, "kubeconfig": read_file(&kubeconfig)?});
+            let status: Status = client
+                .call(Method::POST, "/api/v1/clusters/test", Some(&body))
+                .await?;
+            println!("{}", pretty(&status));
+            if status.status == Connectivity::Disconnected {
+                return Err(CliError::Failed(format!(
+                    "disconnected: {}",
+                    status.error.unwrap_or_default()
+                )));
+            }
+        }
+        ClustersCommand::Rm { name } => {
+            let _: Value = client
+                .call(Method::DELETE, &format!("/api/v1/clusters/{name}"), None)
+                .await?;
+            println!("cluster {name} removed");
+        }
+        ClustersCommand::Reseal => {
+            let result: Value = client
+                .call(Method::POST, "/api/v1/clusters/reseal", None)
+                .await?;
+            println!("resealed {} kubeconfig(s)", result["resealed"]);
+        }
+    }
+    Ok(())
+}
+
+/// The `wardn clusters list` table.
+pub fn table(views: &[ClusterView]) -> String {
+    let mut rows = vec![[
+        "NAME".to_string(),
+        "STATUS".to_string(),
+        "VERSION".to_string(),
+        "NODES".to_string(),
+        "SERVER".to_string(),
+        "NAMESPACES".to_string(),
+        "ERROR".to_string(),
+    ]];
+    for view in views {
+        let status = match view.status.status {
+            Connectivity::Connected => "connected",
+            Connectivity::Disconnected => "disconnected",
+        };
+        rows.push([
+            view.name.clone(),
+            status.to_string(),
+            view.status.version.clone().unwrap_or_else(|| "-".into()),
+            view.status.node_count.map_or("-".into(), |n| n.to_string()),
+            view.server_url.clone(),
+            if view.namespaces.is_empty() {
+                "*".into()
+            } else {
+                view.namespaces.join(",")
+            },
+            view.status.error.clone().unwrap_or_default(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|col| rows.iter().map(|r| r[col].len()).max().unwrap_or(0))
+        .collect();
+    rows.iter()
+        .map(|row| {
+            row.iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:<width$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `wardn audit` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum AuditCommand {
+    /// Fetch the audit log and check its hash chain: a changed or deleted entry fails.
+    Verify,
+}
+
+/// Runs a `wardn audit` subcommand.
+pub async fn audit(connection: &ConnectionArgs, command: AuditCommand) -> Result<(), CliError> {
+    let client = ApiClient::from_args(connection)?;
+    match command {
+        AuditCommand::Verify => {
+            let log: Value = client.call(Method::GET, "/api/v1/audit", None).await?;
+            let decode = |err: serde_json::Error| CliError::Decode {
+                what: "audit log".into(),
+                reason: err.to_string(),
+            };
+            let entries: Vec<Entry> =
+                serde_json::from_value(log["entries"].clone()).map_err(decode)?;
+            let head: Option<Head> = serde_json::from_value(log["head"].clone()).map_err(decode)?;
+            audit::verify(&entries, head.as_ref())
+                .map_err(|err| CliError::Failed(format!("audit log verification FAILED: {err}")))?;
+            println!(
+                "audit log intact: {} entries, hash chain verified",
+                entries.len()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,6 @@
+//! Command-line entry points of the registry's subcommands (`serve`, `login`, `tokens`,
+//! `clusters`, `audit`); `src/main.rs` only dispatches here.
+
+pub mod client;
+pub mod commands;
+pub mod serve;

@@ -1,0 +1,74 @@
+//! `wardn serve`: starts the API server with the registry, the store and the prober.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::clusters::seal::Sealer;
+use crate::server::{ServeError, ServeOptions, Server};
+
+/// Arguments of `wardn serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080", env = "WARDN_LISTEN")]
+    pub listen: SocketAddr,
+    /// Data directory; holds the embedded SQLite database.
+    #[arg(long, default_value = ".data", env = "WARDN_DATA_DIR")]
+    pub data_dir: PathBuf,
+    /// PostgreSQL URL (postgres://…) instead of the embedded SQLite file.
+    #[arg(long, env = "WARDN_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Seconds between background cluster probes.
+    #[arg(long, default_value_t = 30)]
+    pub probe_interval: u64,
+    /// Seconds before a connection attempt or probe gives up.
+    #[arg(long, default_value_t = 10)]
+    pub probe_timeout: u64,
+}
+
+/// Runs the server until Ctrl-C or SIGTERM. Reads `WARDN_CREDENTIALS_KEY` (required),
+/// `WARDN_CREDENTIALS_KEY_PREVIOUS`, `WARDN_ADMIN_PASSWORD` and `WARDN_INTERNAL_TOKEN`.
+pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
+    let sealer = Sealer::from_env()?;
+    let options = ServeOptions {
+        listen: args.listen,
+        data_dir: args.data_dir,
+        database_url: args.database_url,
+        admin_password: std::env::var("WARDN_ADMIN_PASSWORD").ok(),
+        internal_token: std::env::var("WARDN_INTERNAL_TOKEN").ok(),
+        probe_interval: Duration::from_secs(args.probe_interval.max(1)),
+        probe_timeout: Duration::from_secs(args.probe_timeout.max(1)),
+    };
+    let server = Server::bind(options, sealer).await?;
+    if let Some(password) = &server.generated_admin_password {
+        // Printed once, to stdout rather than the log: it is a secret.
+        println!("wardn: generated password for user 'admin' (shown once): {password}");
+    }
+    println!("wardn: listening on http://{}", server.addr);
+    server.run(shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(err) => {
+                    tracing::warn!(%err, "cannot listen for SIGTERM; stopping on Ctrl-C only");
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

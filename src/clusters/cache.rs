@@ -1,0 +1,80 @@
+//! The per-cluster `kube::Client` cache, shared by probing and resolution. Entries are dropped
+//! when a cluster is updated or removed, and optionally expire (for clients built from
+//! kubeconfigs fetched over the internal endpoint, which cannot see updates).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A cached client with the namespace allowlist it was registered with.
+#[derive(Clone)]
+pub struct CachedCluster {
+    /// The client for the cluster.
+    pub client: kube::Client,
+    /// The namespace allowlist; empty means every namespace.
+    pub namespaces: Vec<String>,
+    built: Instant,
+}
+
+impl CachedCluster {
+    /// A fresh cache entry.
+    pub fn new(client: kube::Client, namespaces: Vec<String>) -> CachedCluster {
+        CachedCluster {
+            client,
+            namespaces,
+            built: Instant::now(),
+        }
+    }
+}
+
+/// Clients by cluster name.
+#[derive(Default)]
+pub struct ClientCache {
+    entries: Mutex<HashMap<String, CachedCluster>>,
+    ttl: Option<Duration>,
+}
+
+impl ClientCache {
+    /// A cache whose entries live until invalidated.
+    pub fn new() -> ClientCache {
+        ClientCache::default()
+    }
+
+    /// A cache whose entries also expire `ttl` after they were built.
+    pub fn with_ttl(ttl: Duration) -> ClientCache {
+        ClientCache {
+            entries: Mutex::default(),
+            ttl: Some(ttl),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CachedCluster>> {
+        // A panic while holding this lock cannot leave the map half-updated, so recover.
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cached entry for `name`, unless missing or expired.
+    pub fn get(&self, name: &str) -> Option<CachedCluster> {
+        let entries = self.lock();
+        let entry = entries.get(name)?;
+        match self.ttl {
+            Some(ttl) if entry.built.elapsed() >= ttl => None,
+            _ => Some(entry.clone()),
+        }
+    }
+
+    /// Stores the entry for `name`.
+    pub fn insert(&self, name: &str, entry: CachedCluster) {
+        self.lock().insert(name.to_string(), entry);
+    }
+
+    /// Drops the entry for `name` (after an update or removal).
+    pub fn invalidate(&self, name: &str) {
+        self.lock().remove(name);
+    }
+
+    /// Whether an entry for `name` is cached (for tests and metrics).
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+}

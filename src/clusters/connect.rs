@@ -1,0 +1,127 @@
+//! Connecting to a cluster from a kubeconfig, probing it (version, node count), and naming the
+//! cause when that fails: DNS, connection refused, TLS, credentials, forbidden or timeout.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// What a successful probe learned about a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeReport {
+    /// The API server's `gitVersion`, e.g. `v1.32.0`.
+    pub version: String,
+    /// How many Nodes the credentials can see.
+    pub node_count: u64,
+}
+
+/// Why a connection or probe failed; the message is what the API's `error` field shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    /// The kubeconfig could not be turned into a client configuration.
+    #[error("kubeconfig: {0}")]
+    Config(String),
+    /// The host name does not resolve.
+    #[error("DNS failure: cannot resolve the server's host name ({0})")]
+    Dns(String),
+    /// Nothing accepts connections at the address.
+    #[error(
+        "connection refused: nothing listens at the server address, or a firewall blocks it ({0})"
+    )]
+    Refused(String),
+    /// The TLS handshake failed (unknown CA, wrong host name, not TLS).
+    #[error("TLS error: {0}")]
+    Tls(String),
+    /// The API server rejected the credentials (401).
+    #[error("credentials rejected or expired (401 Unauthorized): {0}")]
+    Unauthorized(String),
+    /// The credentials lack a permission the probe needs (403).
+    #[error("forbidden (403): {0}")]
+    Forbidden(String),
+    /// No answer within the time limit.
+    #[error("timeout: {0}")]
+    Timeout(String),
+    /// Anything else.
+    #[error("request failed: {0}")]
+    Other(String),
+}
+
+/// Builds a client for the kubeconfig's current context (or its only context) with the given
+/// connect timeout.
+pub async fn client_from_kubeconfig(
+    kubeconfig: &str,
+    timeout: Duration,
+) -> Result<kube::Client, ConnectError> {
+    let parsed =
+        Kubeconfig::from_yaml(kubeconfig).map_err(|err| ConnectError::Config(err.to_string()))?;
+    let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+        .await
+        .map_err(|err| ConnectError::Config(err.to_string()))?;
+    // Only connecting is bounded here: the reconciler's watches keep reads open for minutes
+    // (kube's default read timeout stays); probes bound the whole exchange themselves.
+    config.connect_timeout = Some(timeout);
+    kube::Client::try_from(config).map_err(|err| classify(&err))
+}
+
+/// Asks the cluster for its version and its Nodes, giving up after `timeout`.
+pub async fn probe(client: &kube::Client, timeout: Duration) -> Result<ProbeReport, ConnectError> {
+    let work = async {
+        let info = client.apiserver_version().await.map_err(|e| classify(&e))?;
+        let nodes = Api::<Node>::all(client.clone())
+            .list_metadata(&ListParams::default())
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(ProbeReport {
+            version: info.git_version,
+            node_count: nodes.items.len() as u64,
+        })
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .map_err(|_| ConnectError::Timeout(format!("no answer within {timeout:?}")))?
+}
+
+/// Names the cause of a client error by its status code or its chain of sources.
+pub fn classify(err: &kube::Error) -> ConnectError {
+    if let kube::Error::Api(status) = err {
+        return match status.code {
+            401 => ConnectError::Unauthorized(status.message.clone()),
+            403 => ConnectError::Forbidden(status.message.clone()),
+            _ => ConnectError::Other(format!("{} ({})", status.message, status.code)),
+        };
+    }
+    let mut chain = Vec::new();
+    let mut refused = false;
+    let mut timed_out = false;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = source {
+        if let Some(io) = current.downcast_ref::<std::io::Error>() {
+            refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
+            timed_out |= io.kind() == std::io::ErrorKind::TimedOut;
+        }
+        chain.push(current.to_string());
+        source = current.source();
+    }
+    let text = chain.join(": ");
+    let lower = text.to_lowercase();
+    if refused || lower.contains("connection refused") {
+        ConnectError::Refused(text)
+    } else if lower.contains("dns error")
+        || lower.contains("failed to lookup address")
+        || lower.contains("name or service not known")
+    {
+        ConnectError::Dns(text)
+    } else if lower.contains("certificate")
+        || lower.contains("tls")
+        || lower.contains("handshake")
+        || lower.contains("invalidcontenttype")
+        || lower.contains("corrupt message")
+    {
+        ConnectError::Tls(text)
+    } else if timed_out || lower.contains("timed out") || lower.contains("elapsed") {
+        ConnectError::Timeout(text)
+    } else {
+        ConnectError::Other(text)
+    }
+}

@@ -1,0 +1,324 @@
+//! Validation of kubeconfigs submitted for registration. Each rejection names the field and
+//! the reason, and never quotes the kubeconfig's contents (they may hold credentials).
+
+use axum::http::Uri;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+/// Largest kubeconfig accepted, in bytes.
+pub const MAX_KUBECONFIG_BYTES: usize = 256 * 1024;
+/// Names that would collide with fixed routes under `/api/v1/clusters/`.
+pub const RESERVED_NAMES: &[&str] = &["test", "reseal"];
+
+/// A rejected registration field: rendered as `FIELD: REASON` and answered with 400.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct ValidationError {
+    /// The offending field, e.g. `kubeconfig` or `namespaces[1]`.
+    pub field: String,
+    /// Why it was rejected.
+    pub reason: String,
+}
+
+fn invalid(field: impl Into<String>, reason: impl Into<String>) -> ValidationError {
+    ValidationError {
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+/// The parts of a kubeconfig wardn inspects; everything else is passed through untouched.
+#[derive(Debug, Deserialize)]
+pub struct Kubeconfig {
+    /// Named clusters.
+    #[serde(default)]
+    pub clusters: Vec<NamedCluster>,
+    /// Named users (credentials).
+    #[serde(default)]
+    pub users: Vec<NamedUser>,
+}
+
+/// A `clusters[]` entry.
+#[derive(Debug, Deserialize)]
+pub struct NamedCluster {
+    /// Entry name.
+    #[serde(default)]
+    pub name: String,
+    /// Connection details.
+    pub cluster: ClusterEntry,
+}
+
+/// A cluster's connection details.
+#[derive(Debug, Deserialize)]
+pub struct ClusterEntry {
+    /// API server URL.
+    #[serde(default)]
+    pub server: String,
+    /// A CA file path on the machine reading the kubeconfig (rejected).
+    #[serde(rename = "certificate-authority")]
+    pub certificate_authority: Option<IgnoredAny>,
+}
+
+/// A `users[]` entry.
+#[derive(Debug, Deserialize)]
+pub struct NamedUser {
+    /// Entry name.
+    #[serde(default)]
+    pub name: String,
+    /// Credentials.
+    pub user: UserEntry,
+}
+
+/// Credentials of a user entry.
+#[derive(Debug, Default, Deserialize)]
+pub struct UserEntry {
+    /// An exec credential plugin (rejected: the server never runs commands from user input).
+    pub exec: Option<IgnoredAny>,
+    /// An auth-provider plugin (rejected likewise).
+    #[serde(rename = "auth-provider")]
+    pub auth_provider: Option<IgnoredAny>,
+    /// A token file path on the server (rejected: it would read server files).
+    #[serde(rename = "tokenFile")]
+    pub token_file: Option<IgnoredAny>,
+    /// A client certificate file path on the server (rejected).
+    #[serde(rename = "client-certificate")]
+    pub client_certificate: Option<IgnoredAny>,
+    /// A client key file path on the server (rejected).
+    #[serde(rename = "client-key")]
+    pub client_key: Option<IgnoredAny>,
+    /// Base64 PEM client certificate (its notAfter is the credential expiry).
+    #[serde(rename = "client-certificate-data")]
+    pub client_certificate_data: Option<String>,
+    /// Bearer token (its JWT `exp`, if any, is the credential expiry).
+    pub token: Option<String>,
+}
+
+/// Checks a cluster name or namespace is an RFC 1123 DNS label.
+pub fn check_dns_label(field: &str, value: &str) -> Result<(), ValidationError> {
+    let ok = !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            field,
+            "must be a DNS label: 1-63 lowercase letters, digits or '-', starting and ending \
+             with a letter or digit",
+        ))
+    }
+}
+
+/// Checks a cluster name: a DNS label that is not reserved.
+pub fn check_name(name: &str) -> Result<(), ValidationError> {
+    check_dns_label("name", name)?;
+    if RESERVED_NAMES.contains(&name) {
+        return Err(invalid("name", "is reserved for an API route"));
+    }
+    Ok(())
+}
+
+/// Checks every namespace of an allowlist is a DNS label.
+pub fn check_namespaces(namespaces: &[String]) -> Result<(), ValidationError> {
+    for (index, namespace) in namespaces.iter().enumerate() {
+        check_dns_label(&format!("namespaces[{index}]"), namespace)?;
+    }
+    Ok(())
+}
+
+/// Checks `server_url` is an absolute `https://` URL with a host.
+pub fn check_server_url(server_url: &str) -> Result<(), ValidationError> {
+    let uri: Uri = server_url
+        .parse()
+        .map_err(|_| invalid("server_url", "is not a valid URL"))?;
+    if uri.scheme_str() != Some("https") {
+        return Err(invalid("server_url", "must use https://"));
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(invalid("server_url", "has no host"));
+    }
+    Ok(())
+}
+
+fn same_server(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
+/// Parses and checks a kubeconfig registered for `server_url`: not empty or oversized, valid
+/// YAML, at least one cluster, every cluster's server equal to `server_url`, and no user with
+/// an exec or auth-provider plugin or credentials read from server-side files.
+pub fn validate(kubeconfig: &str, server_url: &str) -> Result<Kubeconfig, ValidationError> {
+    if kubeconfig.len() > MAX_KUBECONFIG_BYTES {
+        return Err(invalid(
+            "kubeconfig",
+            format!("is larger than {MAX_KUBECONFIG_BYTES} bytes"),
+        ));
+    }
+    if kubeconfig.trim().is_empty() {
+        return Err(invalid("kubeconfig", "is empty"));
+    }
+    let parsed: Kubeconfig = serde_saphyr::from_str(kubeconfig)
+        .map_err(|_| invalid("kubeconfig", "is not a parseable kubeconfig YAML document"))?;
+    if parsed.clusters.is_empty() {
+        return Err(invalid("kubeconfig", "has no clusters"));
+    }
+    for (index, named) in parsed.clusters.iter().enumerate() {
+        let field = format!("kubeconfig.clusters[{index}].cluster");
+        if !same_server(&named.cluster.server, server_url) {
+            return Err(invalid(
+                format!("{field}.server"),
+                "differs from server_url",
+            ));
+        }
+        if named.cluster.certificate_authority.is_some() {
+            return Err(invalid(
+                format!("{field}.certificate-authority"),
+                "reads a file on the server; embed certificate-authority-data instead",
+            ));
+        }
+    }
+    for (index, named) in parsed.users.iter().enumerate() {
+        let field = format!("kubeconfig.users[{index}].user");
+        let user = &named.user;
+        if user.exec.is_some() {
+            return Err(invalid(
+                format!("{field}.exec"),
+                "exec credential plugins are not allowed",
+            ));
+        }
+        if user.auth_provider.is_some() {
+            return Err(invalid(
+                format!("{field}.auth-provider"),
+                "auth-provider plugins are not allowed",
+            ));
+        }
+        for (present, key, data) in [
+            (user.token_file.is_some(), "tokenFile", "token"),
+            (
+                user.client_certificate.is_some(),
+                "client-certificate",
+                "client-certificate-data",
+            ),
+            (user.client_key.is_some(), "client-key", "client-key-data"),
+        ] {
+            if present {
+                return Err(invalid(
+                    format!("{field}.{key}"),
+                    format!("reads a file on the server; embed {data} instead"),
+                ));
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const URL: &str = "https://staging.example.com:6443";
+
+    fn kubeconfig(server: &str, user: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n\
+             users:\n- name: u\n  user:\n{user}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\n\
+             current-context: x\n"
+        )
+    }
+
+    fn field_of(result: Result<Kubeconfig, ValidationError>) -> String {
+        result.unwrap_err().field
+    }
+
+    #[test]
+    fn accepts_a_token_kubeconfig() {
+        let parsed = validate(&kubeconfig(URL, "    token: abc"), URL).unwrap();
+        assert_eq!(parsed.users[0].user.token.as_deref(), Some("abc"));
+        validate(&kubeconfig(&format!("{URL}/"), "    token: abc"), URL).unwrap();
+    }
+
+    #[test]
+    fn rejects_plugins_and_server_files_naming_the_field() {
+        let exec =
+            "    exec:\n      command: /bin/sh\n      apiVersion: client.authentication.k8s.io/v1";
+        assert_eq!(
+            field_of(validate(&kubeconfig(URL, exec), URL)),
+            "kubeconfig.users[0].user.exec"
+        );
+        let provider = "    auth-provider:\n      name: gcp";
+        assert_eq!(
+            field_of(validate(&kubeconfig(URL, provider), URL)),
+            "kubeconfig.users[0].user.auth-provider"
+        );
+        assert_eq!(
+            field_of(validate(
+                &kubeconfig(URL, "    tokenFile: /etc/shadow"),
+                URL
+            )),
+            "kubeconfig.users[0].user.tokenFile"
+        );
+        assert_eq!(
+            field_of(validate(&kubeconfig(URL, "    client-key: /root/key"), URL)),
+            "kubeconfig.users[0].user.client-key"
+        );
+    }
+
+    #[test]
+    fn rejects_mismatched_empty_unparseable_and_oversized() {
+        let other = kubeconfig("https://prod.example.com:6443", "    token: a");
+        let err = validate(&other, URL).unwrap_err();
+        assert_eq!(err.field, "kubeconfig.clusters[0].cluster.server");
+        assert_eq!(
+            err.to_string(),
+            "kubeconfig.clusters[0].cluster.server: differs from server_url"
+        );
+        assert_eq!(field_of(validate("", URL)), "kubeconfig");
+        assert_eq!(field_of(validate("  \n", URL)), "kubeconfig");
+        let bad = validate("clusters: [unclosed\n  token: s3cr3t", URL).unwrap_err();
+        assert_eq!(bad.field, "kubeconfig");
+        assert!(!bad.to_string().contains("s3cr3t"), "{bad}");
+        assert_eq!(
+            field_of(validate("apiVersion: v1\nkind: Config\n", URL)),
+            "kubeconfig"
+        );
+        let huge = "#".repeat(MAX_KUBECONFIG_BYTES + 1);
+        assert!(
+            validate(&huge, URL)
+                .unwrap_err()
+                .reason
+                .contains("larger than")
+        );
+    }
+
+    #[test]
+    fn checks_urls_names_and_namespaces() {
+        check_server_url(URL).unwrap();
+        assert_eq!(
+            check_server_url("http://x:6443").unwrap_err().field,
+            "server_url"
+        );
+        assert_eq!(
+            check_server_url("staging:6443").unwrap_err().field,
+            "server_url"
+        );
+        assert_eq!(
+            check_server_url("not a url").unwrap_err().field,
+            "server_url"
+        );
+        check_name("staging-2").unwrap();
+        for bad in ["", "Staging", "-a", "a-", "a_b", &"a".repeat(64), "test"] {
+            assert_eq!(check_name(bad).unwrap_err().field, "name", "{bad:?}");
+        }
+        check_namespaces(&["staging".into(), "default".into()]).unwrap();
+        assert_eq!(
+            check_namespaces(&["ok".into(), "Not_OK".into()])
+                .unwrap_err()
+                .field,
+            "namespaces[1]"
+        );
+    }
+}

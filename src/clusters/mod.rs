@@ -1,0 +1,10 @@
+//! Registered remote clusters: sealing of kubeconfigs, their validation, connection and probing,
+//! the client cache, and resolution of App destinations with the namespace allowlist.
+
+pub mod cache;
+pub mod connect;
+pub mod expiry;
+pub mod kubeconfig;
+pub mod registry;
+pub mod resolve;
+pub mod seal;

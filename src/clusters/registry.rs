@@ -1,0 +1,538 @@
+//! The cluster registry service: registration, update, removal and connection tests, each
+//! validated, sealed and audited; the cached status board the API answers from; and the
+//! background prober that fills it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use super::cache::{CachedCluster, ClientCache};
+use super::connect::{self, ConnectError, ProbeReport};
+use super::expiry::credential_expiry;
+use super::kubeconfig::{self, ValidationError};
+use super::seal::{SealError, Sealer};
+use crate::store::clusters::ClusterRecord;
+use crate::store::{Store, StoreError};
+
+/// How long before a credential expires the prober starts warning.
+pub const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// `POST /api/v1/clusters` body.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRequest {
+    /// Cluster name (a DNS label).
+    pub name: String,
+    /// API server URL (https://).
+    pub server_url: String,
+    /// Kubeconfig YAML text.
+    pub kubeconfig: String,
+    /// Namespace allowlist; absent or empty means every namespace.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+}
+
+/// `PUT /api/v1/clusters/{name}` body: absent fields keep their stored value.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateRequest {
+    /// Must equal the path's name when given.
+    pub name: Option<String>,
+    /// New API server URL.
+    pub server_url: Option<String>,
+    /// New kubeconfig.
+    pub kubeconfig: Option<String>,
+    /// New namespace allowlist.
+    pub namespaces: Option<Vec<String>>,
+}
+
+/// `POST /api/v1/clusters/test` body.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TestRequest {
+    /// API server URL (https://).
+    pub server_url: String,
+    /// Kubeconfig YAML text.
+    pub kubeconfig: String,
+}
+
+/// `connected` or `disconnected`, as the API spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Connectivity {
+    /// The last probe succeeded.
+    Connected,
+    /// The last probe failed, or none has finished yet.
+    Disconnected,
+}
+
+/// The outcome of a connection test (and the status board's value per cluster).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// Connected or not.
+    pub status: Connectivity,
+    /// API server version, when connected.
+    pub version: Option<String>,
+    /// Node count, when connected.
+    pub node_count: Option<u64>,
+    /// The cause of the last failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Status {
+    fn pending() -> Status {
+        Status {
+            status: Connectivity::Disconnected,
+            version: None,
+            node_count: None,
+            error: Some("not probed yet".to_string()),
+        }
+    }
+
+    fn from_probe(result: Result<ProbeReport, ConnectError>) -> Status {
+        match result {
+            Ok(report) => Status {
+                status: Connectivity::Connected,
+                version: Some(report.version),
+                node_count: Some(report.node_count),
+                error: None,
+            },
+            Err(err) => Status {
+                status: Connectivity::Disconnected,
+                version: None,
+                node_count: None,
+                error: Some(err.to_string()),
+            },
+        }
+    }
+}
+
+/// A cluster as the API shows it: registration plus cached status, never credentials.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterView {
+    /// Name.
+    pub name: String,
+    /// API server URL.
+    pub server_url: String,
+    /// Connectivity, version, node count and last error.
+    #[serde(flatten)]
+    pub status: Status,
+    /// Namespace allowlist (empty: every namespace).
+    pub namespaces: Vec<String>,
+    /// When the registered credentials expire, if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credential_expires_at: Option<String>,
+}
+
+/// What the internal endpoint hands the operator: the unsealed kubeconfig and the allowlist.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResolvedCluster {
+    /// Name.
+    pub name: String,
+    /// API server URL.
+    pub server_url: String,
+    /// Plain kubeconfig text (only ever sent to internal-token holders).
+    pub kubeconfig: String,
+    /// Namespace allowlist.
+    pub namespaces: Vec<String>,
+}
+
+/// Errors of registry operations, each mapped to one HTTP status by the server.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Invalid input (400).
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    /// The name is taken (409).
+    #[error("cluster {0:?} already exists")]
+    Duplicate(String),
+    /// No such cluster (404).
+    #[error("cluster {0:?} not found")]
+    NotFound(String),
+    /// Sealing or unsealing failed (500).
+    #[error(transparent)]
+    Seal(#[from] SealError),
+    /// The store failed (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Current time as RFC 3339 with second precision.
+pub fn now_rfc3339() -> String {
+    Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The registry: store, sealer, status board and client cache.
+pub struct Registry {
+    store: Store,
+    sealer: Sealer,
+    statuses: RwLock<HashMap<String, Status>>,
+    clients: ClientCache,
+    probe_timeout: Duration,
+}
+
+impl Registry {
+    /// A registry over `store`, sealing with `sealer`; probes give up after `probe_timeout`.
+    pub fn new(store: Store, sealer: Sealer, probe_timeout: Duration) -> Registry {
+        Registry {
+            store,
+            sealer,
+            statuses: RwLock::default(),
+            clients: ClientCache::new(),
+            probe_timeout,
+        }
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The client cache (probing and resolution share it).
+    pub fn clients(&self) -> &ClientCache {
+        &self.clients
+    }
+
+    async fn audit(&self, actor: &str, action: &str, target: &str, outcome: &str) {
+        self.store
+            .record_audit(
+                actor,
+                action,
+                Registry::bounded(target),
+                outcome,
+                &now_rfc3339(),
+            )
+            .await;
+    }
+
+    async fn audited<T>(
+        &self,
+        actor: &str,
+        action: &str,
+        target: &str,
+        result: Result<T, RegistryError>,
+    ) -> Result<T, RegistryError> {
+        let outcome = match &result {
+            Ok(_) => "success".to_string(),
+            Err(err) => format!("failure: {err}"),
+        };
+        self.audit(actor, action, target, &outcome).await;
+        result
+    }
+
+    /// Audit targets are caller-supplied (e.g. an invalid name); keep entries bounded.
+    fn bounded(target: &str) -> &str {
+        match target.char_indices().nth(253) {
+            Some((end, _)) => &target[..end],
+            None => target,
+        }
+    }
+
+    fn status_of(&self, name: &str) -> Status {
+        self.statuses
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+            .unwrap_or_else(Status::pending)
+    }
+
+    fn set_status(&self, name: &str, status: Status) {
+        self.statuses
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_string(), status);
+    }
+
+    fn forget(&self, name: &str) {
+        self.clients.invalidate(name);
+        self.statuses
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+    }
+
+    fn view(&self, record: &ClusterRecord) -> ClusterView {
+        ClusterView {
+            name: record.name.clone(),
+            server_url: record.server_url.clone(),
+            status: self.status_of(&record.name),
+            namespaces: record.namespaces.clone(),
+            credential_expires_at: record.credential_expires_at.clone(),
+        }
+    }
+
+    /// Validates a server URL and kubeconfig pair; returns the credential expiry if known.
+    fn check(server_url: &str, kubeconfig: &str) -> Result<Option<String>, ValidationError> {
+        kubeconfig::check_server_url(server_url)?;
+        let parsed = kubeconfig::validate(kubeconfig, server_url)?;
+        Ok(credential_expiry(&parsed).map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()))
+    }
+
+    /// Registers a cluster (audited as `cluster.register`).
+    pub async fn register(
+        &self,
+        actor: &str,
+        request: RegisterRequest,
+    ) -> Result<ClusterView, RegistryError> {
+        let name = request.name.clone();
+        let result = self.register_inner(request).await;
+        self.audited(actor, "cluster.register", &name, result).await
+    }
+
+    async fn register_inner(&self, request: RegisterRequest) -> Result<ClusterView, RegistryError> {
+        kubeconfig::check_name(&request.name)?;
+        kubeconfig::check_namespaces(&request.namespaces)?;
+        let expires = Registry::check(&request.server_url, &request.kubeconfig)?;
+        let now = now_rfc3339();
+        let record = ClusterRecord {
+            name: request.name.clone(),
+            server_url: request.server_url,
+            kubeconfig_sealed: self.sealer.seal(&request.kubeconfig)?,
+            namespaces: request.namespaces,
+            credential_expires_at: expires,
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        match self.store.insert_cluster(&record).await {
+            Err(StoreError::Duplicate(_)) => return Err(RegistryError::Duplicate(request.name)),
+            other => other?,
+        }
+        self.forget(&record.name);
+        Ok(self.view(&record))
+    }
+
+    /// Updates a cluster (audited as `cluster.update`); drops its cached client.
+    pub async fn update(
+        &self,
+        actor: &str,
+        name: &str,
+        request: UpdateRequest,
+    ) -> Result<ClusterView, RegistryError> {
+        let result = self.update_inner(name, request).await;
+        self.audited(actor, "cluster.update", name, result).await
+    }
+
+    async fn update_inner(
+        &self,
+        name: &str,
+        request: UpdateRequest,
+    ) -> Result<ClusterView, RegistryError> {
+        let mut record = self
+            .store
+            .get_cluster(name)
+            .await?
+            .ok_or_else(|| RegistryError::NotFound(name.to_string()))?;
+        if request.name.as_deref().is_some_and(|n| n != name) {
+            return Err(ValidationError {
+                field: "name".to_string(),
+                reason: "differs from the cluster in the path (clusters cannot be renamed)"
+                    .to_string(),
+            }
+            .into());
+        }
+        if let Some(namespaces) = request.namespaces {
+            kubeconfig::check_namespaces(&namespaces)?;
+            record.namespaces = namespaces;
+        }
+        if request.server_url.is_some() || request.kubeconfig.is_some() {
+            let server_url = request.server_url.unwrap_or(record.server_url.clone());
+            let plain = match request.kubeconfig {
+                Some(plain) => plain,
+                None => self.sealer.open(&record.kubeconfig_sealed)?,
+            };
+            record.credential_expires_at = Registry::check(&server_url, &plain)?;
+            record.kubeconfig_sealed = self.sealer.seal(&plain)?;
+            record.server_url = server_url;
+        }
+        record.updated_at = now_rfc3339();
+        if !self.store.update_cluster(&record).await? {
+            return Err(RegistryError::NotFound(name.to_string()));
+        }
+        self.forget(name);
+        Ok(self.view(&record))
+    }
+
+    /// Removes a cluster (audited as `cluster.remove`); drops its cached client.
+    pub async fn remove(&self, actor: &str, name: &str) -> Result<(), RegistryError> {
+        let result = match self.store.delete_cluster(name).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(RegistryError::NotFound(name.to_string())),
+            Err(err) => Err(err.into()),
+        };
+        self.forget(name);
+        self.audited(actor, "cluster.remove", name, result).await
+    }
+
+    /// Connects with an unregistered kubeconfig and reports, storing nothing but the audit
+    /// entry `cluster.test`. Invalid input is an error; an unreachable cluster is a report.
+    pub async fn test(&self, actor: &str, request: TestRequest) -> Result<Status, RegistryError> {
+        let result = match Registry::check(&request.server_url, &request.kubeconfig) {
+            Err(err) => Err(err.into()),
+            Ok(_) => Ok(self.connect_and_probe(&request.kubeconfig).await),
+        };
+        let outcome = match &result {
+            Ok(status) => match &status.error {
+                None => "success: connected".to_string(),
+                Some(error) => format!("success: disconnected: {error}"),
+            },
+            Err(err) => format!("failure: {err}"),
+        };
+        self.audit(actor, "cluster.test", &request.server_url, &outcome)
+            .await;
+        result
+    }
+
+    async fn connect_and_probe(&self, kubeconfig: &str) -> Status {
+        let result = match connect::client_from_kubeconfig(kubeconfig, self.probe_timeout).await {
+            Ok(client) => connect::probe(&client, self.probe_timeout).await,
+            Err(err) => Err(err),
+        };
+        Status::from_probe(result)
+    }
+
+    /// Every cluster with its cached status; never contacts a cluster.
+    pub async fn list(&self) -> Result<Vec<ClusterView>, RegistryError> {
+        let records = self.store.list_clusters().await?;
+        Ok(records.iter().map(|r| self.view(r)).collect())
+    }
+
+    /// One cluster with its cached status.
+    pub async fn get(&self, name: &str) -> Result<ClusterView, RegistryError> {
+        let record = self
+            .store
+            .get_cluster(name)
+            .await?
+            .ok_or_else(|| RegistryError::NotFound(name.to_string()))?;
+        Ok(self.view(&record))
+    }
+
+    /// The unsealed registration of `name`, for the internal endpoint and local resolution.
+    pub async fn resolve(&self, name: &str) -> Result<ResolvedCluster, RegistryError> {
+        let record = self
+            .store
+            .get_cluster(name)
+            .await?
+            .ok_or_else(|| RegistryError::NotFound(name.to_string()))?;
+        Ok(ResolvedCluster {
+            kubeconfig: self.sealer.open(&record.kubeconfig_sealed)?,
+            name: record.name,
+            server_url: record.server_url,
+            namespaces: record.namespaces,
+        })
+    }
+
+    /// Rewrites every sealed kubeconfig under the current key (audited as `cluster.reseal`).
+    pub async fn reseal(&self, actor: &str) -> Result<usize, RegistryError> {
+        let result = match self
+            .store
+            .reseal_clusters(|blob| self.sealer.reseal(blob))
+            .await
+        {
+            Ok(Ok(count)) => Ok(count),
+            Ok(Err(err)) => Err(err.into()),
+            Err(err) => Err(err.into()),
+        };
+        self.audited(actor, "cluster.reseal", "*", result).await
+    }
+
+    /// A cached client for a registered cluster, built on first use.
+    pub async fn cached_cluster(&self, name: &str) -> Result<CachedCluster, ResolveFailure> {
+        if let Some(entry) = self.clients.get(name) {
+            return Ok(entry);
+        }
+        let resolved = self.resolve(name).await.map_err(ResolveFailure::Registry)?;
+        let client = connect::client_from_kubeconfig(&resolved.kubeconfig, self.probe_timeout)
+            .await
+            .map_err(ResolveFailure::Connect)?;
+        let entry = CachedCluster::new(client, resolved.namespaces);
+        self.clients.insert(name, entry.clone());
+        Ok(entry)
+    }
+
+    /// Probes one registered cluster now and records the result on the status board.
+    pub async fn probe(&self, name: &str) -> Status {
+        let result = match self.cached_cluster(name).await {
+            Ok(entry) => connect::probe(&entry.client, self.probe_timeout).await,
+            Err(ResolveFailure::Connect(err)) => Err(err),
+            Err(ResolveFailure::Registry(err)) => Err(ConnectError::Other(err.to_string())),
+        };
+        let status = Status::from_probe(result);
+        self.set_status(name, status.clone());
+        status
+    }
+
+    /// Probes every registered cluster concurrently and warns about credentials that expire
+    /// within [`EXPIRY_WARNING`].
+    pub async fn probe_all(self: &Arc<Self>) -> Result<(), RegistryError> {
+        let records = self.store.list_clusters().await?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for record in records {
+            warn_if_expiring(&record);
+            let registry = Arc::clone(self);
+            tasks.spawn(async move { registry.probe(&record.name).await });
+        }
+        while tasks.join_next().await.is_some() {}
+        Ok(())
+    }
+
+    /// Runs [`Registry::probe_all`] every `interval` until the task is dropped.
+    pub async fn probe_loop(self: Arc<Self>, interval: Duration) {
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            if let Err(err) = self.probe_all().await {
+                tracing::warn!(%err, "cluster probe round failed");
+            }
+        }
+    }
+}
+
+/// Why a cached client could not be produced.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveFailure {
+    /// Unknown cluster, or the registration cannot be read.
+    #[error(transparent)]
+    Registry(RegistryError),
+    /// The kubeconfig does not yield a client.
+    #[error(transparent)]
+    Connect(ConnectError),
+}
+
+/// Whether credentials expiring at `expires_at` (RFC 3339) are within [`EXPIRY_WARNING`] of
+/// `now` (or already expired). Unknown or unreadable expiry is not "expiring".
+pub fn expires_soon(expires_at: Option<&str>, now: Timestamp) -> bool {
+    expires_at
+        .and_then(|text| text.parse::<Timestamp>().ok())
+        .is_some_and(|at| at.as_second() - now.as_second() <= EXPIRY_WARNING.as_secs() as i64)
+}
+
+fn warn_if_expiring(record: &ClusterRecord) {
+    let expires = record.credential_expires_at.as_deref();
+    if expires_soon(expires, Timestamp::now()) {
+        tracing::warn!(
+            cluster = %record.name,
+            credential_expires_at = expires.unwrap_or_default(),
+            "cluster credentials expire within 7 days (or have expired); register fresh credentials"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_warning_starts_seven_days_ahead() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        assert!(expires_soon(Some("2026-01-08T00:00:00Z"), now));
+        assert!(expires_soon(Some("2025-12-01T00:00:00Z"), now));
+        assert!(!expires_soon(Some("2026-01-08T00:00:01Z"), now));
+        assert!(!expires_soon(None, now));
+        assert!(!expires_soon(Some("garbage"), now));
+    }
+}

@@ -1,0 +1,234 @@
+//! Resolution of an App destination to a client: an empty cluster name means the management
+//! cluster (in-cluster config, or the daemon's kubeconfig and context); any other name is a
+//! registered cluster, looked up in the local registry (`--role all|server`) or through the
+//! server's internal endpoint (`--role operator`), with the namespace allowlist enforced
+//! before any request reaches the cluster.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::cache::{CachedCluster, ClientCache};
+use super::connect::{self, ConnectError};
+use super::registry::{Registry, RegistryError, ResolveFailure, ResolvedCluster};
+
+/// Why a destination cannot be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The namespace is outside the cluster's allowlist (403).
+    #[error("namespace {namespace:?} is not in the namespaces allowlist of cluster {cluster:?}")]
+    NamespaceNotAllowed {
+        /// The destination namespace.
+        namespace: String,
+        /// The destination cluster.
+        cluster: String,
+    },
+    /// No cluster of that name is registered (404).
+    #[error("cluster {0:?} is not registered")]
+    UnknownCluster(String),
+    /// The registry or internal endpoint failed.
+    #[error("cannot look up cluster {cluster:?}: {reason}")]
+    Lookup {
+        /// The cluster.
+        cluster: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A client could not be built.
+    #[error("cannot connect to cluster {cluster:?}: {source}")]
+    Connect {
+        /// The cluster (empty: the management cluster).
+        cluster: String,
+        /// The cause.
+        source: ConnectError,
+    },
+}
+
+/// Refuses `namespace` unless the allowlist is empty or contains it.
+pub fn check_namespace(
+    cluster: &str,
+    allowlist: &[String],
+    namespace: &str,
+) -> Result<(), ResolveError> {
+    if allowlist.is_empty() || allowlist.iter().any(|n| n == namespace) {
+        Ok(())
+    } else {
+        Err(ResolveError::NamespaceNotAllowed {
+            namespace: namespace.to_string(),
+            cluster: cluster.to_string(),
+        })
+    }
+}
+
+/// Where registered clusters are looked up.
+pub enum ClusterSource {
+    /// This process's registry (roles `all` and `server`).
+    Local(Arc<Registry>),
+    /// A wardn server's `GET /internal/clusters/{name}/kubeconfig` (role `operator`).
+    Remote {
+        /// Base URL of the server, e.g. `http://wardn:8080`.
+        server: String,
+        /// `WARDN_INTERNAL_TOKEN`.
+        internal_token: String,
+        /// HTTP client.
+        http: reqwest::Client,
+        /// Clients built from fetched kubeconfigs; entries expire so updates are seen.
+        cache: ClientCache,
+    },
+}
+
+/// Resolves destinations to cached clients.
+pub struct Resolver {
+    source: ClusterSource,
+    management: tokio::sync::OnceCell<kube::Client>,
+    timeout: Duration,
+}
+
+impl Resolver {
+    /// A resolver over `source`; clients time out after `timeout`.
+    pub fn new(source: ClusterSource, timeout: Duration) -> Resolver {
+        Resolver {
+            source,
+            management: tokio::sync::OnceCell::new(),
+            timeout,
+        }
+    }
+
+    /// Uses `client` for the management cluster instead of inferring one (in-cluster config,
+    /// else `KUBECONFIG`/`~/.kube/config` and its current context) on first use.
+    pub fn with_management(self, client: kube::Client) -> Resolver {
+        let management = tokio::sync::OnceCell::new();
+        // A fresh cell: setting it cannot fail.
+        let _ = management.set(client);
+        Resolver { management, ..self }
+    }
+
+    /// A resolver fetching kubeconfigs from a wardn server, caching clients for `ttl`.
+    pub fn remote(
+        server: &str,
+        internal_token: &str,
+        ttl: Duration,
+        timeout: Duration,
+    ) -> Resolver {
+        Resolver::new(
+            ClusterSource::Remote {
+                server: server.trim_end_matches('/').to_string(),
+                internal_token: internal_token.to_string(),
+                http: reqwest::Client::new(),
+                cache: ClientCache::with_ttl(ttl),
+            },
+            timeout,
+        )
+    }
+
+    /// The client for `cluster` after checking `namespace` against its allowlist; an empty
+    /// `cluster` is the management cluster.
+    pub async fn resolve(
+        &self,
+        cluster: &str,
+        namespace: &str,
+    ) -> Result<kube::Client, ResolveError> {
+        if cluster.is_empty() {
+            return self.management().await;
+        }
+        let entry = self.cached(cluster).await?;
+        check_namespace(cluster, &entry.namespaces, namespace)?;
+        Ok(entry.client)
+    }
+
+    async fn management(&self) -> Result<kube::Client, ResolveError> {
+        self.management
+            .get_or_try_init(|| async {
+                let config = kube::Config::infer()
+                    .await
+                    .map_err(|err| ResolveError::Connect {
+                        cluster: String::new(),
+                        source: ConnectError::Config(err.to_string()),
+                    })?;
+                kube::Client::try_from(config).map_err(|err| ResolveError::Connect {
+                    cluster: String::new(),
+                    source: connect::classify(&err),
+                })
+            })
+            .await
+            .cloned()
+    }
+
+    async fn cached(&self, cluster: &str) -> Result<CachedCluster, ResolveError> {
+        match &self.source {
+            ClusterSource::Local(registry) => {
+                registry
+                    .cached_cluster(cluster)
+                    .await
+                    .map_err(|err| match err {
+                        ResolveFailure::Registry(RegistryError::NotFound(name)) => {
+                            ResolveError::UnknownCluster(name)
+                        }
+                        ResolveFailure::Registry(err) => ResolveError::Lookup {
+                            cluster: cluster.to_string(),
+                            reason: err.to_string(),
+                        },
+                        ResolveFailure::Connect(source) => ResolveError::Connect {
+                            cluster: cluster.to_string(),
+                            source,
+                        },
+                    })
+            }
+            ClusterSource::Remote {
+                server,
+                internal_token,
+                http,
+                cache,
+            } => {
+                if let Some(entry) = cache.get(cluster) {
+                    return Ok(entry);
+                }
+                let resolved = fetch(self.timeout, http, server, internal_token, cluster).await?;
+                let client = connect::client_from_kubeconfig(&resolved.kubeconfig, self.timeout)
+                    .await
+                    .map_err(|source| ResolveError::Connect {
+                        cluster: cluster.to_string(),
+                        source,
+                    })?;
+                let entry = CachedCluster::new(client, resolved.namespaces);
+                cache.insert(cluster, entry.clone());
+                Ok(entry)
+            }
+        }
+    }
+
+    /// Drops the cached client of `cluster` (after the cluster was updated or removed).
+    pub fn invalidate(&self, cluster: &str) {
+        match &self.source {
+            ClusterSource::Local(registry) => registry.clients().invalidate(cluster),
+            ClusterSource::Remote { cache, .. } => cache.invalidate(cluster),
+        }
+    }
+}
+
+async fn fetch(
+    timeout: Duration,
+    http: &reqwest::Client,
+    server: &str,
+    internal_token: &str,
+    cluster: &str,
+) -> Result<ResolvedCluster, ResolveError> {
+    let lookup = |reason: String| ResolveError::Lookup {
+        cluster: cluster.to_string(),
+        reason,
+    };
+    let response = http
+        .get(format!("{server}/internal/clusters/{cluster}/kubeconfig"))
+        .bearer_auth(internal_token)
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(|err| lookup(err.to_string()))?;
+    match response.status() {
+        reqwest::StatusCode::NOT_FOUND => Err(ResolveError::UnknownCluster(cluster.to_string())),
+        status if !status.is_success() => Err(lookup(format!("server answered {status}"))),
+        _ => response
+            .json::<ResolvedCluster>()
+            .await
+            .map_err(|err| lookup(err.to_string())),
+    }
+}

@@ -1,0 +1,284 @@
+//! Authentication: the admin user (argon2 password hash), login sessions in an HttpOnly
+//! SameSite cookie, bearer API tokens, the internal token, and CSRF protection for
+//! cookie-authenticated writes (they must be `Content-Type: application/json`, which a
+//! cross-site form cannot send without a CORS preflight).
+
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::AppState;
+use super::body::JsonBody;
+use super::error::ApiError;
+use crate::clusters::registry::now_rfc3339;
+
+/// The administrator's user name.
+pub const ADMIN_USER: &str = "admin";
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "wardn_session";
+/// Session lifetime in seconds (12 hours).
+pub const SESSION_TTL_SECS: i64 = 12 * 3600;
+/// Prefix of API tokens, so they are recognisable in secret scanners.
+pub const TOKEN_PREFIX: &str = "wardn_";
+
+/// Who is making a request, as recorded in audit entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor(pub String);
+
+/// Errors of the authentication helpers.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// Hashing a password failed.
+    #[error("password hashing failed: {0}")]
+    Hash(String),
+    /// The random generator failed.
+    #[error("random generator failed: {0}")]
+    Random(String),
+}
+
+/// `count` random bytes, URL-safe base64.
+pub fn random_secret(count: usize) -> Result<String, AuthError> {
+    let mut bytes = vec![0u8; count];
+    getrandom::fill(&mut bytes).map_err(|err| AuthError::Random(err.to_string()))?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// SHA-256 hex of a high-entropy secret (session or API token), as stored.
+pub fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// An argon2id PHC string for `password`.
+pub fn hash_password(password: &str) -> Result<String, AuthError> {
+    let mut salt = [0u8; 16];
+    getrandom::fill(&mut salt).map_err(|err| AuthError::Random(err.to_string()))?;
+    let salt = SaltString::encode_b64(&salt).map_err(|err| AuthError::Hash(err.to_string()))?;
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|err| AuthError::Hash(err.to_string()))
+}
+
+/// Whether `password` matches the stored PHC string.
+pub fn verify_password(password: &str, stored: &str) -> bool {
+    PasswordHash::new(stored)
+        .map(|parsed| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+fn now_secs() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value)
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Middleware for `/api` routes: a bearer API token or a session cookie is required; writes
+/// authenticated by cookie must be JSON (CSRF protection).
+pub async fn require_user(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let headers = request.headers();
+    let actor = if let Some(token) = bearer(headers) {
+        let owner = state
+            .store()
+            .api_token_owner(&token_hash(token))
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("invalid API token"))?;
+        Actor(format!("{}/token:{}", owner.username, owner.name))
+    } else if let Some(session) = session_cookie(headers) {
+        let user = state
+            .store()
+            .session_user(&token_hash(session), now_secs())
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("session expired or invalid; log in again"))?;
+        let safe = matches!(
+            *request.method(),
+            Method::GET | Method::HEAD | Method::OPTIONS
+        );
+        if !safe && !is_json(headers) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "cookie-authenticated writes require Content-Type: application/json (CSRF protection)",
+            ));
+        }
+        Actor(user)
+    } else {
+        return Err(ApiError::unauthorized(
+            "authentication required: log in (POST /api/v1/auth/login) or send Authorization: Bearer TOKEN",
+        ));
+    };
+    request.extensions_mut().insert(actor);
+    Ok(next.run(request).await)
+}
+
+/// Middleware for `/internal` routes: `Authorization: Bearer $WARDN_INTERNAL_TOKEN`.
+pub async fn require_internal(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let Some(expected) = state.internal_token_hash() else {
+        return Err(ApiError::unauthorized(
+            "internal endpoints are disabled: WARDN_INTERNAL_TOKEN is not set on the server",
+        ));
+    };
+    // Comparing digests keeps the comparison independent of the secret's bytes.
+    match bearer(request.headers()) {
+        Some(token) if token_hash(token) == expected => Ok(next.run(request).await),
+        _ => Err(ApiError::unauthorized("internal token required")),
+    }
+}
+
+/// `POST /api/v1/auth/login` body.
+#[derive(Debug, Deserialize)]
+pub struct LoginRequest {
+    /// User name.
+    pub username: String,
+    /// Password.
+    pub password: String,
+}
+
+/// `POST /api/v1/auth/login`: checks the password and sets the session cookie.
+pub async fn login(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<LoginRequest>,
+) -> Result<Response, ApiError> {
+    let stored = state.store().password_hash(&body.username).await?;
+    let password = body.password;
+    let valid = match stored {
+        Some(stored) => tokio::task::spawn_blocking(move || verify_password(&password, &stored))
+            .await
+            .map_err(|err| ApiError::internal(&err))?,
+        None => false,
+    };
+    let outcome = if valid {
+        "success"
+    } else {
+        "failure: invalid credentials"
+    };
+    state
+        .store()
+        .record_audit(
+            &body.username,
+            "auth.login",
+            &body.username,
+            outcome,
+            &now_rfc3339(),
+        )
+        .await;
+    if !valid {
+        return Err(ApiError::unauthorized("invalid username or password"));
+    }
+    let session = random_secret(32).map_err(|err| ApiError::internal(&err))?;
+    state
+        .store()
+        .create_session(
+            &token_hash(&session),
+            &body.username,
+            now_secs() + SESSION_TTL_SECS,
+        )
+        .await?;
+    let cookie = format!(
+        "{SESSION_COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_TTL_SECS}"
+    );
+    Ok((
+        [(header::SET_COOKIE, cookie)],
+        Json(serde_json::json!({ "username": body.username })),
+    )
+        .into_response())
+}
+
+/// `POST /api/v1/auth/logout`: ends the session and clears the cookie.
+pub async fn logout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    if let Some(session) = session_cookie(&headers) {
+        state
+            .store()
+            .delete_session(&token_hash(session), now_secs())
+            .await?;
+    }
+    let cookie = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    Ok(([(header::SET_COOKIE, cookie)], StatusCode::NO_CONTENT).into_response())
+}
+
+/// `POST /api/v1/tokens` body.
+#[derive(Debug, Deserialize)]
+pub struct TokenRequest {
+    /// A label for the token (e.g. `ci` or `laptop`).
+    pub name: String,
+}
+
+/// `POST /api/v1/tokens`: creates an API token, shown once in the answer.
+pub async fn create_token(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    JsonBody(body): JsonBody<TokenRequest>,
+) -> Result<Response, ApiError> {
+    let name = body.name.trim();
+    if name.is_empty() || name.len() > 100 {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "name: must be 1-100 characters",
+        ));
+    }
+    let token = format!(
+        "{TOKEN_PREFIX}{}",
+        random_secret(32).map_err(|err| ApiError::internal(&err))?
+    );
+    let user = actor.0.split('/').next().unwrap_or(&actor.0).to_string();
+    state
+        .store()
+        .create_api_token(&token_hash(&token), name, &user, &now_rfc3339())
+        .await?;
+    state
+        .store()
+        .record_audit(&actor.0, "token.create", name, "success", &now_rfc3339())
+        .await;
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::json!({ "name": name, "token": token })),
+    )
+        .into_response())
+}

@@ -1,0 +1,319 @@
+//! `wardn serve`: the HTTP API (axum). Every route is declared once in [`route_table`] with its
+//! access level, and the router is built from that table, so the authentication requirement of
+//! each route is visible in one place and checked by a test that walks the table.
+
+pub mod audit;
+pub mod auth;
+pub mod body;
+pub mod clusters;
+pub mod error;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::Method;
+use axum::middleware::from_fn_with_state;
+use axum::routing::{MethodRouter, delete, get, post, put};
+use axum::{Json, Router};
+
+use crate::clusters::registry::{Registry, now_rfc3339};
+use crate::clusters::seal::{SealError, Sealer};
+use crate::store::{Store, StoreError};
+
+/// Largest request body accepted (bigger bodies get 413).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// State shared by every handler.
+#[derive(Clone)]
+pub struct AppState {
+    registry: Arc<Registry>,
+    internal_token_hash: Option<String>,
+}
+
+impl AppState {
+    /// State over `registry`; `/internal` accepts `internal_token` (disabled when `None`).
+    pub fn new(registry: Arc<Registry>, internal_token: Option<&str>) -> AppState {
+        AppState {
+            registry,
+            internal_token_hash: internal_token
+                .filter(|t| !t.is_empty())
+                .map(auth::token_hash),
+        }
+    }
+
+    /// The cluster registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        self.registry.store()
+    }
+
+    fn internal_token_hash(&self) -> Option<&str> {
+        self.internal_token_hash.as_deref()
+    }
+}
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone (login, health).
+    Public,
+    /// A logged-in user (session cookie) or an API token.
+    User,
+    /// Holders of `WARDN_INTERNAL_TOKEN`.
+    Internal,
+}
+
+/// One API route: method, path, access level and handler.
+pub struct RouteSpec {
+    /// HTTP method.
+    pub method: Method,
+    /// Path pattern (axum syntax, `{param}`).
+    pub path: &'static str,
+    /// Who may call it.
+    pub access: Access,
+    handler: MethodRouter<AppState>,
+}
+
+fn route(
+    method: Method,
+    path: &'static str,
+    access: Access,
+    handler: MethodRouter<AppState>,
+) -> RouteSpec {
+    RouteSpec {
+        method,
+        path,
+        access,
+        handler,
+    }
+}
+
+async fn health() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+/// Every route the server answers.
+pub fn route_table() -> Vec<RouteSpec> {
+    use Access::{Internal, Public, User};
+    vec![
+        route(Method::GET, "/api/v1/health", Public, get(health)),
+        route(
+            Method::POST,
+            "/api/v1/auth/login",
+            Public,
+            post(auth::login),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/auth/logout",
+            User,
+            post(auth::logout),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/tokens",
+            User,
+            post(auth::create_token),
+        ),
+        route(Method::GET, "/api/v1/clusters", User, get(clusters::list)),
+        route(
+            Method::POST,
+            "/api/v1/clusters",
+            User,
+            post(clusters::create),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/clusters/test",
+            User,
+            post(clusters::test),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/clusters/reseal",
+            User,
+            post(clusters::reseal),
+        ),
+        route(
+            Method::GET,
+            "/api/v1/clusters/{name}",
+            User,
+            get(clusters::get),
+        ),
+        route(
+            Method::PUT,
+            "/api/v1/clusters/{name}",
+            User,
+            put(clusters::update),
+        ),
+        route(
+            Method::DELETE,
+            "/api/v1/clusters/{name}",
+            User,
+            delete(clusters::remove),
+        ),
+        route(Method::GET, "/api/v1/audit", User, get(audit::list)),
+        route(
+            Method::GET,
+            "/internal/clusters/{name}/kubeconfig",
+            Internal,
+            get(clusters::internal_kubeconfig),
+        ),
+    ]
+}
+
+/// The router for [`route_table`], each route behind the middleware its access level needs.
+pub fn router(state: AppState) -> Router {
+    let mut router = Router::new();
+    for spec in route_table() {
+        let handler = match spec.access {
+            Access::Public => spec.handler,
+            Access::User => spec
+                .handler
+                .route_layer(from_fn_with_state(state.clone(), auth::require_user)),
+            Access::Internal => spec
+                .handler
+                .route_layer(from_fn_with_state(state.clone(), auth::require_internal)),
+        };
+        router = router.route(spec.path, handler);
+    }
+    router
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// Settings of `wardn serve`.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Data directory (holds the SQLite file).
+    pub data_dir: PathBuf,
+    /// PostgreSQL URL; SQLite in `data_dir` when absent.
+    pub database_url: Option<String>,
+    /// Admin password to set (`WARDN_ADMIN_PASSWORD`); generated and printed once if absent
+    /// and no admin exists yet.
+    pub admin_password: Option<String>,
+    /// `WARDN_INTERNAL_TOKEN`; `/internal` is disabled without it.
+    pub internal_token: Option<String>,
+    /// Time between background probe rounds.
+    pub probe_interval: Duration,
+    /// Time limit of one connection attempt or probe.
+    pub probe_timeout: Duration,
+}
+
+/// Errors starting or running the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The credentials key is missing or invalid.
+    #[error(transparent)]
+    Key(#[from] SealError),
+    /// The store cannot be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The admin password cannot be set.
+    #[error(transparent)]
+    Auth(#[from] auth::AuthError),
+    /// Binding or serving failed.
+    #[error("cannot serve on {addr}: {source}")]
+    Io {
+        /// The listen address.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// A bound, ready server.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    probe_interval: Duration,
+    /// The address actually bound (useful with port 0).
+    pub addr: SocketAddr,
+    /// The admin password, if it was generated at this start (print it once).
+    pub generated_admin_password: Option<String>,
+}
+
+/// Sets the admin password from `password`, or generates one if no admin exists yet.
+/// Returns the generated password.
+pub async fn ensure_admin(
+    store: &Store,
+    password: Option<&str>,
+) -> Result<Option<String>, ServeError> {
+    let generated = match password.filter(|p| !p.is_empty()) {
+        Some(password) => {
+            let hash = auth::hash_password(password)?;
+            store
+                .upsert_user(auth::ADMIN_USER, &hash, &now_rfc3339())
+                .await?;
+            return Ok(None);
+        }
+        None if store.password_hash(auth::ADMIN_USER).await?.is_some() => return Ok(None),
+        None => auth::random_secret(18)?,
+    };
+    let hash = auth::hash_password(&generated)?;
+    store
+        .upsert_user(auth::ADMIN_USER, &hash, &now_rfc3339())
+        .await?;
+    Ok(Some(generated))
+}
+
+impl Server {
+    /// Opens the store, sets up the admin user and binds the listener.
+    pub async fn bind(options: ServeOptions, sealer: Sealer) -> Result<Server, ServeError> {
+        let store = Store::open(&options.data_dir, options.database_url.as_deref()).await?;
+        let generated_admin_password =
+            ensure_admin(&store, options.admin_password.as_deref()).await?;
+        let registry = Arc::new(Registry::new(store, sealer, options.probe_timeout));
+        let state = AppState::new(registry, options.internal_token.as_deref());
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|source| ServeError::Io {
+                addr: options.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| ServeError::Io {
+            addr: options.listen,
+            source,
+        })?;
+        Ok(Server {
+            listener,
+            state,
+            probe_interval: options.probe_interval,
+            addr,
+            generated_admin_password,
+        })
+    }
+
+    /// The registry behind the server (for in-process consumers such as the reconciler).
+    pub fn registry(&self) -> &Arc<Registry> {
+        self.state.registry()
+    }
+
+    /// Serves until `shutdown` completes, probing clusters in the background.
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let prober =
+            tokio::spawn(Arc::clone(self.state.registry()).probe_loop(self.probe_interval));
+        tracing::info!(addr = %self.addr, "wardn API listening");
+        let result = axum::serve(self.listener, router(self.state.clone()))
+            .with_graceful_shutdown(shutdown)
+            .await;
+        prober.abort();
+        self.state.store().close().await;
+        result.map_err(|source| ServeError::Io {
+            addr: self.addr,
+            source,
+        })
+    }
+}

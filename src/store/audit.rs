@@ -1,0 +1,242 @@
+//! The audit log: every mutation is recorded with actor, action, target, outcome and time.
+//! Entries form a SHA-256 hash chain (each entry hashes its predecessor's hash), and the
+//! newest hash is kept as the head, so [`verify`] detects a changed, inserted or deleted entry.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Store, StoreError};
+
+/// The `prev_hash` of the first entry.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// What happened, before it is chained; never carries secret material.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEntry {
+    /// Who did it: a username, or `token:NAME` for API tokens.
+    pub actor: String,
+    /// The action, e.g. `cluster.register`.
+    pub action: String,
+    /// What it was done to, e.g. a cluster name.
+    pub target: String,
+    /// `success`, or `failure: REASON`.
+    pub outcome: String,
+}
+
+/// One stored, chained audit entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Position in the chain, from 1.
+    pub seq: i64,
+    /// When (RFC 3339).
+    pub at: String,
+    /// Who.
+    pub actor: String,
+    /// What action.
+    pub action: String,
+    /// On what.
+    pub target: String,
+    /// With which result.
+    pub outcome: String,
+    /// Hash of the previous entry ([`GENESIS_HASH`] for the first).
+    pub prev_hash: String,
+    /// Hash of this entry's fields and `prev_hash`.
+    pub hash: String,
+}
+
+/// The newest entry's position and hash, stored apart from the entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    /// Sequence number of the newest entry.
+    pub seq: i64,
+    /// Its hash.
+    pub hash: String,
+}
+
+/// Why a chain failed verification.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// An entry's fields no longer match its hash.
+    #[error("audit entry {seq} was changed: its hash does not match its contents")]
+    Changed {
+        /// The entry.
+        seq: i64,
+    },
+    /// Sequence numbers or links are broken: an entry was deleted or inserted.
+    #[error("audit entry before {seq} is missing or was replaced (chain broken)")]
+    Broken {
+        /// The first entry after the break.
+        seq: i64,
+    },
+    /// The newest entries were deleted: the head points past the last entry.
+    #[error(
+        "audit log ends at entry {last} but its head records entry {head}: entries were deleted"
+    )]
+    Truncated {
+        /// The last entry present.
+        last: i64,
+        /// The head's sequence number.
+        head: i64,
+    },
+}
+
+/// The hash of an entry: SHA-256 hex over its fields and the previous hash, as a JSON array.
+pub fn entry_hash(seq: i64, at: &str, fields: &NewEntry, prev_hash: &str) -> String {
+    let canonical = serde_json::json!([
+        seq,
+        at,
+        fields.actor,
+        fields.action,
+        fields.target,
+        fields.outcome,
+        prev_hash
+    ]);
+    hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+}
+
+/// Checks that `entries` (in order) form an unbroken chain ending at `head`.
+pub fn verify(entries: &[Entry], head: Option<&Head>) -> Result<(), ChainError> {
+    let mut prev_hash = GENESIS_HASH;
+    for (index, entry) in entries.iter().enumerate() {
+        let expected_seq = index as i64 + 1;
+        if entry.seq != expected_seq || entry.prev_hash != prev_hash {
+            return Err(ChainError::Broken { seq: entry.seq });
+        }
+        let fields = NewEntry {
+            actor: entry.actor.clone(),
+            action: entry.action.clone(),
+            target: entry.target.clone(),
+            outcome: entry.outcome.clone(),
+        };
+        if entry_hash(entry.seq, &entry.at, &fields, &entry.prev_hash) != entry.hash {
+            return Err(ChainError::Changed { seq: entry.seq });
+        }
+        prev_hash = &entry.hash;
+    }
+    let last = entries.last().map_or(0, |e| e.seq);
+    match head {
+        Some(head) if head.seq != last => Err(ChainError::Truncated {
+            last,
+            head: head.seq,
+        }),
+        Some(head) if head.hash != prev_hash => Err(ChainError::Changed { seq: head.seq }),
+        None if last != 0 => Err(ChainError::Truncated { last, head: 0 }),
+        _ => Ok(()),
+    }
+}
+
+fn from_row(row: &AnyRow) -> Result<Entry, sqlx::Error> {
+    Ok(Entry {
+        seq: row.try_get("seq")?,
+        at: row.try_get("at")?,
+        actor: row.try_get("actor")?,
+        action: row.try_get("action")?,
+        target: row.try_get("target")?,
+        outcome: row.try_get("outcome")?,
+        prev_hash: row.try_get("prev_hash")?,
+        hash: row.try_get("hash")?,
+    })
+}
+
+impl Store {
+    /// Appends an entry at time `at` (RFC 3339), chaining it to the current head.
+    pub async fn append_audit(&self, fields: &NewEntry, at: &str) -> Result<Entry, StoreError> {
+        let _guard = self.audit_lock.lock().await;
+        let mut tx = self.pool.begin().await?;
+        let head = sqlx::query("SELECT seq, hash FROM audit_head WHERE id = 1")
+            .fetch_optional(&mut *tx)
+            .await?;
+        let (prev_seq, prev_hash) = match head {
+            Some(row) => (
+                row.try_get::<i64, _>("seq")?,
+                row.try_get::<String, _>("hash")?,
+            ),
+            None => (0, GENESIS_HASH.to_string()),
+        };
+        let seq = prev_seq + 1;
+        let hash = entry_hash(seq, at, fields, &prev_hash);
+        sqlx::query(
+            "INSERT INTO audit_log (seq, at, actor, action, target, outcome, prev_hash, hash) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(seq)
+        .bind(at)
+        .bind(&fields.actor)
+        .bind(&fields.action)
+        .bind(&fields.target)
+        .bind(&fields.outcome)
+        .bind(&prev_hash)
+        .bind(&hash)
+        .execute(&mut *tx)
+        .await?;
+        let moved = sqlx::query("UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1")
+            .bind(seq)
+            .bind(&hash)
+            .execute(&mut *tx)
+            .await?;
+        if moved.rows_affected() == 0 {
+            sqlx::query("INSERT INTO audit_head (id, seq, hash) VALUES (1, $1, $2)")
+                .bind(seq)
+                .bind(&hash)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(Entry {
+            seq,
+            at: at.to_string(),
+            actor: fields.actor.clone(),
+            action: fields.action.clone(),
+            target: fields.target.clone(),
+            outcome: fields.outcome.clone(),
+            prev_hash,
+            hash,
+        })
+    }
+
+    /// Every audit entry in order, and the recorded head.
+    pub async fn audit_log(&self) -> Result<(Vec<Entry>, Option<Head>), StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, at, actor, action, target, outcome, prev_hash, hash FROM audit_log ORDER BY seq",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let entries = rows.iter().map(from_row).collect::<Result<Vec<_>, _>>()?;
+        let head = sqlx::query("SELECT seq, hash FROM audit_head WHERE id = 1")
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|row| -> Result<Head, sqlx::Error> {
+                Ok(Head {
+                    seq: row.try_get("seq")?,
+                    hash: row.try_get("hash")?,
+                })
+            })
+            .transpose()?;
+        Ok((entries, head))
+    }
+}
+
+impl Store {
+    /// Appends an entry, logging (not returning) a failure: audit writes must not turn a
+    /// completed operation into an error answer.
+    pub async fn record_audit(
+        &self,
+        actor: &str,
+        action: &str,
+        target: &str,
+        outcome: &str,
+        at: &str,
+    ) {
+        let entry = NewEntry {
+            actor: actor.to_string(),
+            action: action.to_string(),
+            target: target.to_string(),
+            outcome: outcome.to_string(),
+        };
+        if let Err(err) = self.append_audit(&entry, at).await {
+            tracing::error!(%err, action, target, "cannot write audit entry");
+        }
+    }
+}

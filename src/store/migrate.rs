@@ -1,0 +1,45 @@
+//! A minimal migration runner over `sqlx::Any`: the SQL files in `migrations/` are embedded at
+//! build time and applied in order, each in its own transaction, recorded in `wardn_migrations`.
+
+use sqlx::{AnyPool, Row};
+
+use super::StoreError;
+
+/// Every migration, in order: (version, file name, SQL).
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "0001_registry.sql",
+    include_str!("../../migrations/0001_registry.sql"),
+)];
+
+/// Applies every migration not yet recorded in the database.
+pub(super) async fn run(pool: &AnyPool) -> Result<(), StoreError> {
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS wardn_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL)",
+    )
+    .execute(pool)
+    .await?;
+    let applied: Vec<i64> = sqlx::query("SELECT version FROM wardn_migrations")
+        .fetch_all(pool)
+        .await?
+        .iter()
+        .map(|row| row.try_get::<i64, _>("version"))
+        .collect::<Result<_, _>>()?;
+    for &(version, name, sql) in MIGRATIONS {
+        if applied.contains(&version) {
+            continue;
+        }
+        let mut tx = pool.begin().await?;
+        sqlx::raw_sql(sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(|source| StoreError::Migrate { name, source })?;
+        sqlx::query("INSERT INTO wardn_migrations (version, name) VALUES ($1, $2)")
+            .bind(version)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! Persistent state of the control plane: registered clusters (sealed), users, sessions, API
+//! tokens and the hash-chained audit log.
+//!
+//! One code path serves both backends through `sqlx::Any`: an embedded SQLite file in the data
+//! directory by default, PostgreSQL when a `postgres://` URL is given. The migrations in
+//! `migrations/` are portable SQL and run unchanged on both.
+
+pub mod audit;
+pub mod auth;
+pub mod clusters;
+mod migrate;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sqlx::AnyPool;
+use sqlx::any::AnyPoolOptions;
+
+/// Name of the SQLite file created in the data directory when no database URL is given.
+pub const SQLITE_FILE: &str = "wardn.db";
+
+/// Errors from the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The data directory could not be created.
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The database URL is neither `sqlite:` nor `postgres://`/`postgresql://`.
+    #[error("--database-url: unsupported scheme (expected postgres:// or sqlite:)")]
+    UnsupportedUrl,
+    /// Connecting to the database failed.
+    #[error("cannot connect to the {backend} database: {source}")]
+    Connect {
+        /// `sqlite` or `postgres`.
+        backend: &'static str,
+        /// The driver error.
+        source: sqlx::Error,
+    },
+    /// A migration failed to apply.
+    #[error("migration {name} failed: {source}")]
+    Migrate {
+        /// The migration file name.
+        name: &'static str,
+        /// The driver error.
+        source: sqlx::Error,
+    },
+    /// A row with the same key exists already.
+    #[error("{0} already exists")]
+    Duplicate(String),
+    /// A stored value could not be decoded.
+    #[error("corrupt stored value in {field}: {reason}")]
+    Corrupt {
+        /// Table and column.
+        field: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+    /// Any other database error.
+    #[error("database error: {0}")]
+    Query(#[from] sqlx::Error),
+}
+
+/// Which database engine a [`Store`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded SQLite file.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+/// A handle to the database; cheap to clone and shared by every request handler.
+#[derive(Clone)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+    /// Serialises audit appends in this process so the hash chain stays linear.
+    audit_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens the store wardn is configured with: PostgreSQL when `database_url` is given,
+    /// otherwise the SQLite file [`SQLITE_FILE`] in `data_dir` (created if missing).
+    pub async fn open(data_dir: &Path, database_url: Option<&str>) -> Result<Store, StoreError> {
+        match database_url {
+            Some(url) => Store::connect(url).await,
+            None => {
+                std::fs::create_dir_all(data_dir).map_err(|source| StoreError::DataDir {
+                    path: data_dir.to_path_buf(),
+                    source,
+                })?;
+                let path = data_dir.join(SQLITE_FILE);
+                Store::connect(&format!("sqlite://{}?mode=rwc", path.display())).await
+            }
+        }
+    }
+
+    /// Connects to `url` (`sqlite:` or `postgres://`) and applies pending migrations.
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else {
+            return Err(StoreError::UnsupportedUrl);
+        };
+        let name = match backend {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(8)
+            .connect(url)
+            .await
+            .map_err(|source| StoreError::Connect {
+                backend: name,
+                source,
+            })?;
+        if backend == Backend::Sqlite {
+            // WAL lets readers (the clusters list) proceed while a writer commits.
+            sqlx::query("PRAGMA journal_mode=WAL")
+                .execute(&pool)
+                .await?;
+        }
+        migrate::run(&pool).await?;
+        Ok(Store {
+            pool,
+            backend,
+            audit_lock: Arc::new(tokio::sync::Mutex::new(())),
+        })
+    }
+
+    /// The engine behind this store.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Closes every pooled connection (flushes SQLite's WAL on the last close).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}

@@ -1,0 +1,478 @@
+//! The HTTP API end to end against an in-process server: authentication on every route,
+//! cookies and CSRF, tokens, every clusters route and error case, audit and the internal
+//! endpoint.
+
+mod support;
+
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+use support::server::{INTERNAL_TOKEN, TestServer, kubeconfig};
+use wardn::server::{Access, route_table};
+use wardn::store::audit;
+
+const STAGING: &str = "https://staging.example.com:6443";
+
+async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn register_body(name: &str, server: &str) -> Value {
+    json!({"name": name, "server_url": server, "kubeconfig": kubeconfig(server, "tok-123"),
+           "namespaces": ["staging", "default"]})
+}
+
+#[tokio::test]
+async fn every_route_but_login_and_health_requires_authentication() {
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let http = Client::new();
+    let table = route_table();
+    assert!(table.len() >= 13);
+    for route in table {
+        let url = server.url(&route.path.replace("{name}", "staging"));
+        let anonymous = http
+            .request(route.method.clone(), &url)
+            .header("content-type", "application/json");
+        let (status, _) = send(anonymous.body("{}")).await;
+        match route.access {
+            Access::Public => assert_ne!(
+                status,
+                StatusCode::UNAUTHORIZED,
+                "{} {}",
+                route.method,
+                route.path
+            ),
+            Access::User | Access::Internal => {
+                assert_eq!(
+                    status,
+                    StatusCode::UNAUTHORIZED,
+                    "{} {}",
+                    route.method,
+                    route.path
+                );
+                let forged = http
+                    .request(route.method.clone(), &url)
+                    .bearer_auth("wardn_forged");
+                let (status, _) = send(forged).await;
+                assert_eq!(
+                    status,
+                    StatusCode::UNAUTHORIZED,
+                    "{} {}",
+                    route.method,
+                    route.path
+                );
+            }
+        }
+        if route.access == Access::Internal {
+            // A user's API token is not the internal token.
+            let (status, _) =
+                send(http.request(route.method.clone(), &url).bearer_auth(&token)).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{}", route.path);
+        }
+    }
+}
+
+#[tokio::test]
+async fn login_sets_an_httponly_samesite_cookie_and_cookie_writes_need_json() {
+    let server = TestServer::start(None).await;
+    let http = Client::new();
+    let (status, body) = send(
+        http.post(server.url("/api/v1/auth/login"))
+            .json(&json!({"username": "admin", "password": "wrong"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["error"], "invalid username or password");
+
+    let response = http
+        .post(server.url("/api/v1/auth/login"))
+        .json(&json!({"username": "admin", "password": support::server::ADMIN_PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    let set_cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(set_cookie.starts_with("wardn_session="), "{set_cookie}");
+    assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"));
+    let cookie = set_cookie.split(';').next().unwrap().to_string();
+
+    let (status, body) = send(
+        http.get(server.url("/api/v1/clusters"))
+            .header("cookie", &cookie),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, json!({"clusters": []}));
+
+    // A cross-site form post cannot set a JSON content type: refused.
+    let form = http
+        .post(server.url("/api/v1/clusters"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("name=x");
+    let (status, body) = send(form).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(body["error"].as_str().unwrap().contains("CSRF"));
+
+    let logout = http
+        .post(server.url("/api/v1/auth/logout"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/json");
+    let (status, _) = send(logout).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = send(
+        http.get(server.url("/api/v1/clusters"))
+            .header("cookie", &cookie),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn api_tokens_authenticate_and_are_audited_by_name() {
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    assert!(token.starts_with("wardn_"));
+    let http = Client::new();
+    let (status, _) = send(http.get(server.url("/api/v1/clusters")).bearer_auth(&token)).await;
+    assert_eq!(status, StatusCode::OK);
+    // Token-authenticated writes need no cookie-CSRF header.
+    let (status, _) = send(
+        http.post(server.url("/api/v1/clusters"))
+            .bearer_auth(&token)
+            .json(&register_body("staging", STAGING)),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, log) = send(http.get(server.url("/api/v1/audit")).bearer_auth(&token)).await;
+    let actions: Vec<(&str, &str)> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["action"].as_str().unwrap(), e["actor"].as_str().unwrap()))
+        .collect();
+    assert!(actions.contains(&("token.create", "admin")), "{actions:?}");
+    assert!(
+        actions.contains(&("cluster.register", "admin/token:tests")),
+        "{actions:?}"
+    );
+    let (status, body) = send(
+        http.post(server.url("/api/v1/tokens"))
+            .bearer_auth(&token)
+            .json(&json!({"name": ""})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str().unwrap()),
+        (StatusCode::BAD_REQUEST, "name: must be 1-100 characters")
+    );
+}
+
+async fn post_cluster(server: &TestServer, token: &str, body: &Value) -> (StatusCode, Value) {
+    send(
+        Client::new()
+            .post(server.url("/api/v1/clusters"))
+            .bearer_auth(token)
+            .json(body),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn registration_validates_each_field_with_a_400_naming_it() {
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let exec = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://staging.example.com:6443\nusers:\n- name: u\n  user:\n    exec:\n      command: /bin/sh\n";
+    let provider = exec.replace(
+        "exec:\n      command: /bin/sh",
+        "auth-provider:\n      name: gcp",
+    );
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"name": "x", "server_url": STAGING, "kubeconfig": exec}),
+            "kubeconfig.users[0].user.exec",
+        ),
+        (
+            json!({"name": "x", "server_url": STAGING, "kubeconfig": provider}),
+            "kubeconfig.users[0].user.auth-provider",
+        ),
+        (
+            json!({"name": "x", "server_url": "http://staging.example.com:6443", "kubeconfig": kubeconfig(STAGING, "t")}),
+            "server_url",
+        ),
+        (
+            json!({"name": "x", "server_url": STAGING, "kubeconfig": kubeconfig("https://other:6443", "t")}),
+            "kubeconfig.clusters[0].cluster.server",
+        ),
+        (
+            json!({"name": "x", "server_url": STAGING, "kubeconfig": ""}),
+            "kubeconfig",
+        ),
+        (
+            json!({"name": "x", "server_url": STAGING, "kubeconfig": "{{{{ not yaml"}),
+            "kubeconfig",
+        ),
+        (
+            json!({"name": "x", "server_url": STAGING, "kubeconfig": "x".repeat(300_000)}),
+            "kubeconfig",
+        ),
+        (
+            json!({"name": "Not_A_Label", "server_url": STAGING, "kubeconfig": kubeconfig(STAGING, "t")}),
+            "name",
+        ),
+        (
+            json!({"name": "x", "server_url": STAGING, "kubeconfig": kubeconfig(STAGING, "t"), "namespaces": ["ok", "Bad NS"]}),
+            "namespaces[1]",
+        ),
+    ];
+    for (body, field) in cases {
+        let (status, answer) = post_cluster(&server, &token, &body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {answer}");
+        let message = answer["error"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{field}: ")),
+            "{field}: {message}"
+        );
+        assert!(!message.contains("/bin/sh"), "{message}");
+    }
+    let (status, answer) = post_cluster(&server, &token, &json!({"name": "x"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        answer["error"].as_str().unwrap().contains("server_url"),
+        "{answer}"
+    );
+    let (status, _) = send(
+        Client::new()
+            .post(server.url("/api/v1/clusters"))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(vec![b' '; wardn::server::MAX_BODY_BYTES + 1]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let long = json!({"name": "n".repeat(10_000), "server_url": STAGING, "kubeconfig": kubeconfig(STAGING, "t")});
+    let (status, _) = post_cluster(&server, &token, &long).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (_, log) = send(
+        Client::new()
+            .get(server.url("/api/v1/audit"))
+            .bearer_auth(&token),
+    )
+    .await;
+    let last = log["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["action"], "cluster.register");
+    assert_eq!(
+        last["target"].as_str().unwrap().len(),
+        253,
+        "audit targets are bounded"
+    );
+    let (_, list) = send(
+        Client::new()
+            .get(server.url("/api/v1/clusters"))
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(list, json!({"clusters": []}), "nothing stored");
+}
+
+#[tokio::test]
+async fn clusters_crud_with_409_404_cached_status_and_audit() {
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let http = Client::new();
+    let (status, created) = post_cluster(&server, &token, &register_body("staging", STAGING)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["name"], "staging");
+    assert_eq!(created["status"], "disconnected");
+    assert_eq!(created["namespaces"], json!(["staging", "default"]));
+    assert!(created.get("kubeconfig").is_none());
+
+    let (status, dup) = post_cluster(&server, &token, &register_body("staging", STAGING)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{dup}");
+
+    // The registry probes in the background; staging.example.com does not resolve here.
+    let probed = server.registry.probe("staging").await;
+    assert_eq!(
+        probed.status,
+        wardn::clusters::registry::Connectivity::Disconnected
+    );
+    let (status, list) = send(http.get(server.url("/api/v1/clusters")).bearer_auth(&token)).await;
+    assert_eq!(status, StatusCode::OK);
+    let entry = &list["clusters"][0];
+    for key in [
+        "name",
+        "server_url",
+        "status",
+        "version",
+        "node_count",
+        "namespaces",
+        "error",
+    ] {
+        assert!(entry.get(key).is_some(), "{key} missing in {entry}");
+    }
+    assert_eq!(entry["status"], "disconnected");
+
+    let (status, got) = send(
+        http.get(server.url("/api/v1/clusters/staging"))
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(
+        (status, got["server_url"].as_str()),
+        (StatusCode::OK, Some(STAGING))
+    );
+    for method in [
+        reqwest::Method::GET,
+        reqwest::Method::PUT,
+        reqwest::Method::DELETE,
+    ] {
+        let (status, body) = send(
+            http.request(method.clone(), server.url("/api/v1/clusters/nope"))
+                .bearer_auth(&token)
+                .json(&json!({})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {body}");
+        assert_eq!(body["error"], "cluster \"nope\" not found");
+    }
+
+    server.registry.cached_cluster("staging").await.unwrap();
+    assert!(server.registry.clients().contains("staging"));
+    let (status, updated) = send(
+        http.put(server.url("/api/v1/clusters/staging"))
+            .bearer_auth(&token)
+            .json(&json!({"namespaces": ["staging"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{updated}");
+    assert_eq!(updated["namespaces"], json!(["staging"]));
+    // The update dropped the stale client: whatever is cached now carries the new allowlist
+    // (a background re-probe may already have rebuilt it).
+    let cached = server.registry.cached_cluster("staging").await.unwrap();
+    assert_eq!(
+        cached.namespaces,
+        ["staging"],
+        "update drops the cached client"
+    );
+    let (status, bad) = send(
+        http.put(server.url("/api/v1/clusters/staging"))
+            .bearer_auth(&token)
+            .json(&json!({"server_url": "https://elsewhere:6443"})),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "the stored kubeconfig points elsewhere: {bad}"
+    );
+    let (status, _) = send(
+        http.put(server.url("/api/v1/clusters/staging"))
+            .bearer_auth(&token)
+            .json(&json!({"server_url": "https://elsewhere:6443", "kubeconfig": kubeconfig("https://elsewhere:6443", "t2")})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let (status, _) = send(
+        http.delete(server.url("/api/v1/clusters/staging"))
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = send(
+        http.get(server.url("/api/v1/clusters/staging"))
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    let (_, log) = send(http.get(server.url("/api/v1/audit")).bearer_auth(&token)).await;
+    let entries: Vec<audit::Entry> = serde_json::from_value(log["entries"].clone()).unwrap();
+    let head: Option<audit::Head> = serde_json::from_value(log["head"].clone()).unwrap();
+    audit::verify(&entries, head.as_ref()).unwrap();
+    let summary: Vec<(String, String, String)> = entries
+        .iter()
+        .filter(|e| e.action.starts_with("cluster."))
+        .map(|e| {
+            (
+                e.action.clone(),
+                e.target.clone(),
+                e.outcome.split(':').next().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("cluster.register", "staging", "success"),
+        ("cluster.register", "staging", "failure"),
+        ("cluster.update", "staging", "success"),
+        ("cluster.update", "staging", "failure"),
+        ("cluster.update", "staging", "success"),
+        ("cluster.remove", "staging", "success"),
+    ];
+    let expected: Vec<(String, String, String)> = expected
+        .iter()
+        .map(|(a, t, o)| (a.to_string(), t.to_string(), o.to_string()))
+        .collect();
+    // GET/PUT/DELETE on the unknown cluster add update/remove failures for "nope".
+    let staging: Vec<_> = summary
+        .into_iter()
+        .filter(|(_, t, _)| t == "staging")
+        .collect();
+    assert_eq!(staging, expected);
+    let text = serde_json::to_string(&entries).unwrap();
+    assert!(
+        !text.contains("tok-123") && !text.contains("apiVersion"),
+        "no secrets in audit"
+    );
+}
+
+#[tokio::test]
+async fn internal_endpoint_serves_the_unsealed_kubeconfig_to_the_internal_token_only() {
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let body = register_body("staging", STAGING);
+    post_cluster(&server, &token, &body).await;
+    let http = Client::new();
+    let url = server.url("/internal/clusters/staging/kubeconfig");
+    let (status, resolved) = send(http.get(&url).bearer_auth(INTERNAL_TOKEN)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resolved["kubeconfig"], body["kubeconfig"]);
+    assert_eq!(resolved["namespaces"], json!(["staging", "default"]));
+    let (status, _) = send(http.get(&url).bearer_auth(&token)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = send(
+        http.get(server.url("/internal/clusters/nope/kubeconfig"))
+            .bearer_auth(INTERNAL_TOKEN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn credential_expiry_from_a_jwt_is_shown() {
+    use base64::Engine;
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"exp":1893456000}"#);
+    let jwt = format!("eyJhbGciOiJSUzI1NiJ9.{claims}.c2ln");
+    let body =
+        json!({"name": "jwt", "server_url": STAGING, "kubeconfig": kubeconfig(STAGING, &jwt)});
+    let (status, view) = post_cluster(&server, &token, &body).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(view["credential_expires_at"], "2030-01-01T00:00:00Z");
+    let (_, view) = send(
+        Client::new()
+            .get(server.url("/api/v1/clusters/jwt"))
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(view["credential_expires_at"], "2030-01-01T00:00:00Z");
+}

@@ -1,0 +1,279 @@
+//! The `wardn` binary: `serve` start-up (key required, generated admin password printed once),
+//! and every client command against a running server and a kubesim cluster.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use kubesim::{Cluster, ClusterConfig};
+use support::server::{ADMIN_PASSWORD, TestServer};
+
+const WARDN: &str = env!("CARGO_BIN_EXE_wardn");
+
+fn wardn(config_dir: &Path, args: &[&str]) -> Output {
+    Command::new(WARDN)
+        .args(args)
+        .env("WARDN_CONFIG_DIR", config_dir)
+        .env_remove("WARDN_SERVER")
+        .env_remove("WARDN_TOKEN")
+        .output()
+        .unwrap()
+}
+
+fn ok(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn failed(output: &Output) -> String {
+    assert!(!output.status.success(), "expected failure: {output:?}");
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_commands_cover_login_tokens_clusters_and_audit() {
+    kubesim::install_crypto_provider();
+    let cluster = Cluster::start(ClusterConfig {
+        name: "staging".into(),
+        nodes: 2,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let server = TestServer::start(None).await;
+    let base = server.base.clone();
+    let config = tempfile::tempdir().unwrap();
+    let dir = config.path().to_path_buf();
+    let kubeconfig = dir.join("staging.kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig()).unwrap();
+    let expired = dir.join("expired.kubeconfig");
+    std::fs::write(
+        &expired,
+        cluster.kubeconfig_with_token(&cluster.tokens().expired),
+    )
+    .unwrap();
+    let url = cluster.url();
+
+    blocking(move || {
+        let out = failed(&wardn(&dir, &["clusters", "list"]));
+        assert!(out.contains("no server: pass --server URL"), "{out}");
+
+        let mut login = Command::new(WARDN)
+            .args(["login", "--server", &base, "--password-stdin"])
+            .env("WARDN_CONFIG_DIR", &dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(
+            login.stdin.as_mut().unwrap(),
+            format!("{ADMIN_PASSWORD}\n").as_bytes(),
+        )
+        .unwrap();
+        assert!(ok(&login.wait_with_output().unwrap()).contains("credentials saved"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join("credentials.json"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+
+        let token = ok(&wardn(&dir, &["tokens", "create", "ci"]));
+        assert!(token.trim().starts_with("wardn_"));
+        // --token overrides the saved token: a wrong one fails clearly.
+        let out = failed(&wardn(
+            &dir,
+            &["clusters", "list", "--server", &base, "--token", "bad"],
+        ));
+        assert!(
+            out.contains("401") && out.contains("invalid API token"),
+            "{out}"
+        );
+        let listed = ok(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "list",
+                "--server",
+                &base,
+                "--token",
+                token.trim(),
+            ],
+        ));
+        assert!(listed.starts_with("NAME"), "{listed}");
+
+        let kc = kubeconfig.to_str().unwrap();
+        let out = ok(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "add",
+                "staging",
+                "--server-url",
+                &url,
+                "--kubeconfig",
+                kc,
+                "--namespaces",
+                "staging,default",
+            ],
+        ));
+        assert!(out.contains("cluster staging registered"), "{out}");
+        let out = failed(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "add",
+                "staging",
+                "--server-url",
+                &url,
+                "--kubeconfig",
+                kc,
+            ],
+        ));
+        assert!(
+            out.contains("409") && out.contains("already exists"),
+            "{out}"
+        );
+        let out = failed(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "add",
+                "x",
+                "--server-url",
+                "http://a:1",
+                "--kubeconfig",
+                kc,
+            ],
+        ));
+        assert!(
+            out.contains("400") && out.contains("server_url: must use https://"),
+            "{out}"
+        );
+
+        let out = ok(&wardn(
+            &dir,
+            &["clusters", "test", "--server-url", &url, "--kubeconfig", kc],
+        ));
+        assert!(out.contains("\"connected\""), "{out}");
+        let out = failed(&wardn(
+            &dir,
+            &[
+                "clusters",
+                "test",
+                "--server-url",
+                &url,
+                "--kubeconfig",
+                expired.to_str().unwrap(),
+            ],
+        ));
+        assert!(
+            out.contains("disconnected: credentials rejected or expired"),
+            "{out}"
+        );
+
+        let out = ok(&wardn(&dir, &["clusters", "get", "staging"]));
+        let view: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            view["namespaces"],
+            serde_json::json!(["staging", "default"])
+        );
+        let out = ok(&wardn(&dir, &["clusters", "list"]));
+        assert!(out.lines().nth(1).unwrap().starts_with("staging"), "{out}");
+
+        let out = ok(&wardn(&dir, &["clusters", "reseal"]));
+        assert!(out.contains("resealed 1"), "{out}");
+        let out = ok(&wardn(&dir, &["clusters", "rm", "staging"]));
+        assert!(out.contains("removed"), "{out}");
+        let out = failed(&wardn(&dir, &["clusters", "rm", "staging"]));
+        assert!(out.contains("404") && out.contains("not found"), "{out}");
+
+        let out = ok(&wardn(&dir, &["audit", "verify"]));
+        assert!(out.contains("audit log intact"), "{out}");
+    })
+    .await;
+
+    // Tamper with one entry in the database: verification fails.
+    let db = server.data.path().join(wardn::store::SQLITE_FILE);
+    let db_url = format!("sqlite://{}", db.display());
+    support::execute(
+        &db_url,
+        "UPDATE audit_log SET actor = 'mallory' WHERE seq = 3",
+    )
+    .await;
+    let dir = config.path().to_path_buf();
+    let out = blocking(move || failed(&wardn(&dir, &["audit", "verify"]))).await;
+    assert!(
+        out.contains("audit log verification FAILED: audit entry 3 was changed"),
+        "{out}"
+    );
+}
+
+#[test]
+fn serve_requires_a_key_and_prints_a_generated_admin_password_once() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_str().unwrap();
+    let output = Command::new(WARDN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir])
+        .env_remove("WARDN_CREDENTIALS_KEY")
+        .output()
+        .unwrap();
+    let err = failed(&output);
+    assert!(err.contains("WARDN_CREDENTIALS_KEY is not set"), "{err}");
+    let output = Command::new(WARDN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir])
+        .env("WARDN_CREDENTIALS_KEY", "c2hvcnQ=")
+        .output()
+        .unwrap();
+    let err = failed(&output);
+    assert!(
+        err.contains("WARDN_CREDENTIALS_KEY: expected 32 bytes")
+            && err.contains("decodes to 5 bytes"),
+        "{err}"
+    );
+    assert!(!err.contains("c2hvcnQ="), "the key is never echoed");
+
+    let start = || {
+        let mut child = Command::new(WARDN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir])
+            .env("WARDN_CREDENTIALS_KEY", "2a".repeat(32))
+            .env_remove("WARDN_ADMIN_PASSWORD")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut seen = Vec::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            let done = line.starts_with("wardn: listening on http://127.0.0.1:");
+            seen.push(line);
+            if done {
+                break;
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        seen
+    };
+    let first = start();
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first[0].starts_with("wardn: generated password for user 'admin' (shown once): "));
+    let second = start();
+    assert_eq!(second.len(), 1, "no new password on restart: {second:?}");
+}

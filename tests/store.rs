@@ -1,0 +1,206 @@
+//! The store's test suite, run unchanged against SQLite and PostgreSQL.
+
+mod support;
+
+use support::postgres::Postgres;
+use support::{Backend, TestDb, execute};
+use wardn::store::audit::{self, ChainError, NewEntry};
+use wardn::store::clusters::ClusterRecord;
+use wardn::store::{Store, StoreError};
+
+fn record(name: &str) -> ClusterRecord {
+    ClusterRecord {
+        name: name.to_string(),
+        server_url: format!("https://{name}.example.com:6443"),
+        kubeconfig_sealed: "enc:v1:AAAA".to_string(),
+        namespaces: vec!["staging".to_string(), "default".to_string()],
+        credential_expires_at: None,
+        created_at: "2026-01-01T00:00:00Z".to_string(),
+        updated_at: "2026-01-01T00:00:00Z".to_string(),
+    }
+}
+
+async fn clusters(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    store.insert_cluster(&record("staging")).await.unwrap();
+    store.insert_cluster(&record("production")).await.unwrap();
+    assert!(matches!(
+        store.insert_cluster(&record("staging")).await,
+        Err(StoreError::Duplicate(_))
+    ));
+    let names: Vec<String> = store
+        .list_clusters()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["production", "staging"]);
+    assert_eq!(
+        store.get_cluster("staging").await.unwrap(),
+        Some(record("staging"))
+    );
+    assert_eq!(store.get_cluster("nope").await.unwrap(), None);
+
+    let mut changed = record("staging");
+    changed.namespaces = vec![];
+    changed.credential_expires_at = Some("2030-01-01T00:00:00Z".to_string());
+    changed.updated_at = "2026-02-01T00:00:00Z".to_string();
+    assert!(store.update_cluster(&changed).await.unwrap());
+    assert_eq!(store.get_cluster("staging").await.unwrap(), Some(changed));
+    assert!(!store.update_cluster(&record("nope")).await.unwrap());
+
+    let count = store
+        .reseal_clusters(|blob| Ok::<_, String>(format!("{blob}X")))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(count, 2);
+    let staging = store.get_cluster("staging").await.unwrap().unwrap();
+    assert_eq!(staging.kubeconfig_sealed, "enc:v1:AAAAX");
+    let failed = store
+        .reseal_clusters(|_| Err::<String, _>("no key"))
+        .await
+        .unwrap();
+    assert_eq!(failed, Err("no key"));
+    let staging = store.get_cluster("staging").await.unwrap().unwrap();
+    assert_eq!(
+        staging.kubeconfig_sealed, "enc:v1:AAAAX",
+        "failed reseal changes nothing"
+    );
+
+    assert!(store.delete_cluster("staging").await.unwrap());
+    assert!(!store.delete_cluster("staging").await.unwrap());
+    assert_eq!(store.list_clusters().await.unwrap().len(), 1);
+    store.close().await;
+
+    // Reopening applies no migration twice and keeps the data.
+    let again = Store::connect(&db.url).await.unwrap();
+    assert_eq!(again.list_clusters().await.unwrap().len(), 1);
+    again.close().await;
+}
+
+async fn auth(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    assert_eq!(store.password_hash("admin").await.unwrap(), None);
+    store.upsert_user("admin", "h1", "t").await.unwrap();
+    store.upsert_user("admin", "h2", "t").await.unwrap();
+    assert_eq!(
+        store.password_hash("admin").await.unwrap().as_deref(),
+        Some("h2")
+    );
+
+    store.create_session("s1", "admin", 100).await.unwrap();
+    store.create_session("s2", "admin", 50).await.unwrap();
+    assert_eq!(
+        store.session_user("s1", 60).await.unwrap().as_deref(),
+        Some("admin")
+    );
+    assert_eq!(store.session_user("s2", 60).await.unwrap(), None, "expired");
+    store.delete_session("s1", 60).await.unwrap();
+    assert_eq!(store.session_user("s1", 60).await.unwrap(), None);
+
+    store
+        .create_api_token("th", "ci", "admin", "t")
+        .await
+        .unwrap();
+    let owner = store.api_token_owner("th").await.unwrap().unwrap();
+    assert_eq!(
+        (owner.name.as_str(), owner.username.as_str()),
+        ("ci", "admin")
+    );
+    assert_eq!(store.api_token_owner("other").await.unwrap(), None);
+    store.close().await;
+}
+
+fn entry(action: &str, target: &str) -> NewEntry {
+    NewEntry {
+        actor: "admin".to_string(),
+        action: action.to_string(),
+        target: target.to_string(),
+        outcome: "success".to_string(),
+    }
+}
+
+async fn audit_chain(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let (empty, head) = store.audit_log().await.unwrap();
+    assert!(empty.is_empty());
+    audit::verify(&empty, head.as_ref()).unwrap();
+    for (i, target) in ["a", "b", "c", "d"].iter().enumerate() {
+        let written = store
+            .append_audit(
+                &entry("cluster.register", target),
+                &format!("2026-01-0{}T00:00:00Z", i + 1),
+            )
+            .await
+            .unwrap();
+        assert_eq!(written.seq, i as i64 + 1);
+    }
+    let (entries, head) = store.audit_log().await.unwrap();
+    assert_eq!(entries.len(), 4);
+    assert_eq!(entries[1].prev_hash, entries[0].hash);
+    audit::verify(&entries, head.as_ref()).unwrap();
+
+    execute(
+        &db.url,
+        "UPDATE audit_log SET outcome = 'failure' WHERE seq = 2",
+    )
+    .await;
+    let (entries, head) = store.audit_log().await.unwrap();
+    assert_eq!(
+        audit::verify(&entries, head.as_ref()),
+        Err(ChainError::Changed { seq: 2 })
+    );
+    execute(
+        &db.url,
+        "UPDATE audit_log SET outcome = 'success' WHERE seq = 2",
+    )
+    .await;
+
+    execute(&db.url, "DELETE FROM audit_log WHERE seq = 3").await;
+    let (entries, head) = store.audit_log().await.unwrap();
+    assert_eq!(
+        audit::verify(&entries, head.as_ref()),
+        Err(ChainError::Broken { seq: 4 })
+    );
+
+    execute(&db.url, "DELETE FROM audit_log WHERE seq = 4").await;
+    let (entries, head) = store.audit_log().await.unwrap();
+    assert_eq!(
+        audit::verify(&entries, head.as_ref()),
+        Err(ChainError::Truncated { last: 2, head: 4 })
+    );
+    store.close().await;
+}
+
+async fn suite(backend: Backend<'_>) {
+    clusters(backend.database("clusters_case")).await;
+    auth(backend.database("auth_case")).await;
+    audit_chain(backend.database("audit_case")).await;
+}
+
+#[tokio::test]
+async fn store_suite_on_sqlite() {
+    suite(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn store_suite_on_postgres() {
+    let pg = Postgres::start();
+    suite(Backend::Postgres(&pg)).await;
+}
+
+#[tokio::test]
+async fn open_creates_the_sqlite_file_in_the_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("nested/data");
+    let store = Store::open(&data, None).await.unwrap();
+    assert_eq!(store.backend(), wardn::store::Backend::Sqlite);
+    assert!(data.join(wardn::store::SQLITE_FILE).exists());
+    store.close().await;
+    assert!(matches!(
+        Store::connect("mysql://x").await,
+        Err(StoreError::UnsupportedUrl)
+    ));
+}

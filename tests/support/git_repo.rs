@@ -1,0 +1,81 @@
+//! Real repositories for the source integration tests: real repositories made with the `git` CLI.
+
+
+
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Runs `git` in `dir` and returns its trimmed stdout; panics with stderr on failure.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A working repository (non-bare) on branch `main`, used as the "remote".
+pub struct Upstream {
+    pub dir: PathBuf,
+}
+
+impl Upstream {
+    /// Creates an empty repository in `dir`.
+    pub fn init(dir: &Path) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        git(dir, &["init", "-q", "-b", "main"]);
+        Self {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Writes `files` (path → content) and commits them; returns the commit id.
+    pub fn commit(&self, files: &[(&str, &str)], message: &str) -> String {
+        for (path, content) in files {
+            let p = self.dir.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, content).unwrap();
+        }
+        git(&self.dir, &["add", "-A"]);
+        git(&self.dir, &["commit", "-q", "--allow-empty", "-m", message]);
+        self.head()
+    }
+
+    /// Removes `path` and commits; returns the commit id.
+    pub fn remove(&self, path: &str, message: &str) -> String {
+        git(&self.dir, &["rm", "-rq", path]);
+        git(&self.dir, &["commit", "-q", "-m", message]);
+        self.head()
+    }
+
+    /// The current commit id.
+    pub fn head(&self) -> String {
+        git(&self.dir, &["rev-parse", "HEAD"])
+    }
+
+    /// Runs any git command here.
+    pub fn git(&self, args: &[&str]) -> String {
+        git(&self.dir, args)
+    }
+
+    /// The repository's path as a string (a plain-path repoURL).
+    pub fn url(&self) -> String {
+        self.dir.display().to_string()
+    }
+}

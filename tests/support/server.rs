@@ -1,0 +1,146 @@
+//! An in-process wardn server on an ephemeral port, with a known admin password and internal
+//! token, stopped when dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wardn::clusters::registry::Registry;
+use wardn::clusters::seal::Sealer;
+use wardn::server::{ServeOptions, Server};
+
+/// The admin password the test servers use.
+pub const ADMIN_PASSWORD: &str = "correct horse battery staple";
+/// The internal token the test servers use.
+pub const INTERNAL_TOKEN: &str = "internal-token-for-tests-0123456789";
+/// The credentials key the test servers use.
+pub const KEY: [u8; 32] = [42u8; 32];
+
+/// A running test server.
+pub struct TestServer {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The registry behind it.
+    pub registry: Arc<Registry>,
+    /// The data directory (SQLite file lives here unless a database URL was given).
+    pub data: tempfile::TempDir,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Installs ring as the rustls provider (the binary does this in main).
+pub fn crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+impl TestServer {
+    /// Starts a server on SQLite (`database_url` None) or the given database.
+    pub async fn start(database_url: Option<String>) -> TestServer {
+        TestServer::start_with(
+            database_url,
+            Sealer::new(&KEY, None),
+            tempfile::tempdir().unwrap(),
+        )
+        .await
+    }
+
+    /// Starts a server with a given sealer and data directory.
+    pub async fn start_with(
+        database_url: Option<String>,
+        sealer: Sealer,
+        data: tempfile::TempDir,
+    ) -> TestServer {
+        crypto();
+        let options = ServeOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: data.path().to_path_buf(),
+            database_url,
+            admin_password: Some(ADMIN_PASSWORD.to_string()),
+            internal_token: Some(INTERNAL_TOKEN.to_string()),
+            probe_interval: Duration::from_secs(3600),
+            probe_timeout: Duration::from_secs(3),
+        };
+        let server = Server::bind(options, sealer).await.unwrap();
+        let base = format!("http://{}", server.addr);
+        let registry = Arc::clone(server.registry());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            server
+                .run(async move {
+                    let _ = rx.await;
+                })
+                .await
+                .unwrap();
+        });
+        TestServer {
+            base,
+            registry,
+            data,
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Stops the server and waits for it (closing the store).
+    pub async fn stop(mut self) -> tempfile::TempDir {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.data, dir)
+    }
+
+    /// `base` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Logs in as admin and returns the session cookie (`wardn_session=…`).
+    pub async fn login(&self) -> String {
+        let response = reqwest::Client::new()
+            .post(self.url("/api/v1/auth/login"))
+            .json(&serde_json::json!({"username": "admin", "password": ADMIN_PASSWORD}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let cookie = response.headers()["set-cookie"].to_str().unwrap();
+        cookie.split(';').next().unwrap().to_string()
+    }
+
+    /// Creates an API token (through a login session) and returns it.
+    pub async fn token(&self) -> String {
+        let cookie = self.login().await;
+        let response = reqwest::Client::new()
+            .post(self.url("/api/v1/tokens"))
+            .header("cookie", cookie)
+            .json(&serde_json::json!({"name": "tests"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        let body: serde_json::Value = response.json().await.unwrap();
+        body["token"].as_str().unwrap().to_string()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A kubeconfig for `server` with a bearer `token` and distinctive (fake) CA data.
+pub fn kubeconfig(server: &str, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: remote\n  cluster:\n    server: {server}\n\
+         \x20   certificate-authority-data: TUlTU0lOR19DQV9EQVRBX0ZPUl9URVNUUw==\n\
+         users:\n- name: wardn\n  user:\n    token: {token}\n\
+         contexts:\n- name: remote\n  context:\n    cluster: remote\n    user: wardn\n\
+         current-context: remote\n"
+    )
+}
