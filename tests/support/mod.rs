@@ -1,6 +1,8 @@
 //! Helpers shared by the source integration tests: real repositories made with the `git` CLI.
 #![allow(dead_code)]
 
+pub mod https_git;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
