@@ -6,6 +6,8 @@
 
 pub mod credentials;
 pub mod git;
+pub mod poller;
 pub mod snapshot;
 pub mod spec;
+pub mod status;
 pub mod url;
