@@ -11,3 +11,4 @@ pub mod snapshot;
 pub mod spec;
 pub mod status;
 pub mod url;
+pub mod webhook;
