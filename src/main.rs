@@ -20,6 +20,14 @@ struct Cli {
 enum Command {
     /// Print the version of this build.
     Version,
+    /// Render a directory like `kubectl kustomize DIR` (kustomize v5), without kustomize.
+    Render {
+        /// The directory (with a kustomization, or plain manifests).
+        dir: std::path::PathBuf,
+        /// Print a JSON array of the objects instead of YAML.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -29,6 +37,10 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Version => {
             println!("wardn {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Render { dir, json } => {
+            print!("{}", wardn::render::render_path(&dir, json)?);
             Ok(())
         }
     }

@@ -1,0 +1,551 @@
+//! A YAML emitter that reproduces, byte for byte, what kustomize prints: its objects go
+//! through `sigs.k8s.io/yaml.JSONToYAML`, i.e. go-yaml v2's `Marshal` of a
+//! `map[interface{}]interface{}`. So keys are sorted with go-yaml v2's "natural" order,
+//! strings are quoted by YAML 1.1 resolution rules, long scalars are folded at 80 columns,
+//! multi-line strings become literal blocks and sequences sit at their key's indentation.
+//!
+//! The code mirrors the relevant parts of go-yaml v2's `emitterc.go` (state: column, indent,
+//! whitespace, indention) so that the line-folding decisions match exactly.
+
+use serde_json::{Map, Value};
+
+use super::scalar;
+
+/// go-yaml v2's default line width.
+const BEST_WIDTH: usize = 80;
+/// go-yaml v2's indentation step.
+const BEST_INDENT: i64 = 2;
+/// Longest key go-yaml v2 still writes as a simple (`key: value`) key.
+const MAX_SIMPLE_KEY: usize = 128;
+
+/// Serialises one document (an object) as go-yaml v2 would, ending with a newline.
+pub fn to_yaml(value: &Value) -> String {
+    let mut e = Emitter {
+        out: String::new(),
+        column: 0,
+        indent: -1,
+        whitespace: true,
+        indention: true,
+    };
+    e.node(value, Ctx::default());
+    if e.column != 0 || e.out.is_empty() {
+        e.out.push('\n');
+    }
+    e.out
+}
+
+/// Serialises documents separated by `---` lines, like kustomize's `AsYaml`.
+pub fn documents_to_yaml(values: &[Value]) -> String {
+    let mut out = String::new();
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&to_yaml(v));
+    }
+    out
+}
+
+/// Where a node is being written.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ctx {
+    /// The node is a value of a block mapping.
+    mapping: bool,
+    /// The node is a simple mapping key.
+    simple_key: bool,
+}
+
+/// Output scalar styles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    Plain,
+    Single,
+    Double,
+    Literal,
+}
+
+struct Emitter {
+    out: String,
+    column: usize,
+    indent: i64,
+    whitespace: bool,
+    indention: bool,
+}
+
+impl Emitter {
+    fn put(&mut self, c: char) {
+        self.out.push(c);
+        self.column += 1;
+    }
+
+    fn put_break(&mut self) {
+        self.out.push('\n');
+        self.column = 0;
+    }
+
+    fn write_str(&mut self, s: &str) {
+        for c in s.chars() {
+            self.put(c);
+        }
+    }
+
+    fn write_indent(&mut self) {
+        let indent = self.indent.max(0) as usize;
+        if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
+            self.put_break();
+        }
+        while self.column < indent {
+            self.put(' ');
+        }
+        self.whitespace = true;
+        self.indention = true;
+    }
+
+    fn write_indicator(&mut self, ind: &str, need_ws: bool, is_ws: bool, is_indention: bool) {
+        if need_ws && !self.whitespace {
+            self.put(' ');
+        }
+        self.write_str(ind);
+        self.whitespace = is_ws;
+        self.indention = self.indention && is_indention;
+    }
+
+    /// go-yaml's `increase_indent`; returns the previous indent to restore.
+    fn increase_indent(&mut self, flow: bool, indentless: bool) -> i64 {
+        let saved = self.indent;
+        if self.indent < 0 {
+            self.indent = if flow { BEST_INDENT } else { 0 };
+        } else if !indentless {
+            self.indent += BEST_INDENT;
+        }
+        saved
+    }
+
+    fn node(&mut self, value: &Value, ctx: Ctx) {
+        match value {
+            Value::Object(map) if !map.is_empty() => self.block_mapping(map),
+            Value::Array(items) if !items.is_empty() => self.block_sequence(items, ctx),
+            Value::Object(_) => self.flow_empty("{}"),
+            Value::Array(_) => self.flow_empty("[]"),
+            Value::String(s) => self.string_scalar(s, ctx),
+            Value::Null => self.scalar("null", Style::Plain, ctx),
+            Value::Bool(b) => self.scalar(if *b { "true" } else { "false" }, Style::Plain, ctx),
+            Value::Number(n) => self.scalar(&scalar::format_number(n), Style::Plain, ctx),
+        }
+    }
+
+    fn flow_empty(&mut self, text: &str) {
+        self.write_indicator(&text[..1], true, true, false);
+        self.write_indicator(&text[1..], false, false, false);
+    }
+
+    fn block_mapping(&mut self, map: &Map<String, Value>) {
+        let saved = self.increase_indent(false, false);
+        let mut keys: Vec<&String> = map.keys().collect();
+        keys.sort_by(|a, b| scalar::natural_cmp(a, b));
+        for key in keys {
+            let value = &map[key.as_str()];
+            self.write_indent();
+            if is_simple_key(key) {
+                self.node(
+                    &Value::String(key.clone()),
+                    Ctx {
+                        mapping: true,
+                        simple_key: true,
+                    },
+                );
+                self.write_indicator(":", false, false, false);
+            } else {
+                self.write_indicator("?", true, false, true);
+                self.node(
+                    &Value::String(key.clone()),
+                    Ctx {
+                        mapping: true,
+                        simple_key: false,
+                    },
+                );
+                self.write_indent();
+                self.write_indicator(":", true, false, true);
+            }
+            self.node(
+                value,
+                Ctx {
+                    mapping: true,
+                    simple_key: false,
+                },
+            );
+        }
+        self.indent = saved;
+    }
+
+    fn block_sequence(&mut self, items: &[Value], ctx: Ctx) {
+        let saved = self.increase_indent(false, ctx.mapping && !self.indention);
+        for item in items {
+            self.write_indent();
+            self.write_indicator("-", true, false, true);
+            self.node(item, Ctx::default());
+        }
+        self.indent = saved;
+    }
+
+    fn string_scalar(&mut self, s: &str, ctx: Ctx) {
+        let style = if s.contains('\n') {
+            Style::Literal
+        } else if scalar::resolves_to_string(s) {
+            Style::Plain
+        } else {
+            Style::Double
+        };
+        self.scalar(s, style, ctx);
+    }
+
+    fn scalar(&mut self, s: &str, requested: Style, ctx: Ctx) {
+        let a = analyze(s);
+        let mut style = requested;
+        if ctx.simple_key && a.multiline {
+            style = Style::Double;
+        }
+        if style == Style::Plain {
+            if !a.block_plain_allowed || (s.is_empty() && ctx.simple_key) {
+                style = Style::Single;
+            }
+        }
+        if style == Style::Single && !a.single_quoted_allowed {
+            style = Style::Double;
+        }
+        if style == Style::Literal && (!a.block_allowed || ctx.simple_key) {
+            style = Style::Double;
+        }
+        let saved = self.increase_indent(true, false);
+        let allow_breaks = !ctx.simple_key;
+        match style {
+            Style::Plain => self.write_plain(s, allow_breaks),
+            Style::Single => self.write_single(s, allow_breaks),
+            Style::Double => self.write_double(s, allow_breaks),
+            Style::Literal => self.write_literal(s),
+        }
+        self.indent = saved;
+    }
+
+    fn write_plain(&mut self, s: &str, allow_breaks: bool) {
+        if !self.whitespace {
+            self.put(' ');
+        }
+        let chars: Vec<char> = s.chars().collect();
+        let mut spaces = false;
+        for (i, &c) in chars.iter().enumerate() {
+            if c == ' ' {
+                let next_space = chars.get(i + 1) == Some(&' ');
+                if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_space {
+                    self.write_indent();
+                } else {
+                    self.put(c);
+                }
+                spaces = true;
+            } else {
+                self.put(c);
+                self.indention = false;
+                spaces = false;
+            }
+        }
+        self.whitespace = false;
+        self.indention = false;
+    }
+
+    fn write_single(&mut self, s: &str, allow_breaks: bool) {
+        self.write_indicator("'", true, false, false);
+        let chars: Vec<char> = s.chars().collect();
+        let mut spaces = false;
+        let mut breaks = false;
+        for (i, &c) in chars.iter().enumerate() {
+            if c == ' ' {
+                let next_space = chars.get(i + 1) == Some(&' ');
+                if allow_breaks
+                    && !spaces
+                    && self.column > BEST_WIDTH
+                    && i > 0
+                    && i + 1 < chars.len()
+                    && !next_space
+                {
+                    self.write_indent();
+                } else {
+                    self.put(c);
+                }
+                spaces = true;
+            } else if scalar::is_break(c) {
+                if !breaks && c == '\n' {
+                    self.put_break();
+                }
+                self.write_break(c);
+                self.indention = true;
+                breaks = true;
+            } else {
+                if breaks {
+                    self.write_indent();
+                }
+                if c == '\'' {
+                    self.put('\'');
+                }
+                self.put(c);
+                self.indention = false;
+                spaces = false;
+                breaks = false;
+            }
+        }
+        self.write_indicator("'", false, false, false);
+    }
+
+    /// go-yaml's `write_break`: a newline, or another line-break character copied as is.
+    fn write_break(&mut self, c: char) {
+        if c == '\n' {
+            self.put_break();
+        } else {
+            self.out.push(c);
+            self.column = 0;
+        }
+    }
+
+    fn write_double(&mut self, s: &str, allow_breaks: bool) {
+        self.write_indicator("\"", true, false, false);
+        let chars: Vec<char> = s.chars().collect();
+        let mut spaces = false;
+        for (i, &c) in chars.iter().enumerate() {
+            if !scalar::is_printable(c)
+                || c == '\u{FEFF}'
+                || scalar::is_break(c)
+                || c == '"'
+                || c == '\\'
+            {
+                self.put('\\');
+                match escape_letter(c) {
+                    Some(l) => self.put(l),
+                    None => {
+                        let v = c as u32;
+                        let (prefix, digits) = if v <= 0xFF {
+                            ('x', 2)
+                        } else if v <= 0xFFFF {
+                            ('u', 4)
+                        } else {
+                            ('U', 8)
+                        };
+                        self.put(prefix);
+                        self.write_str(&format!("{v:0digits$X}"));
+                    }
+                }
+                spaces = false;
+            } else if c == ' ' {
+                if allow_breaks
+                    && !spaces
+                    && self.column > BEST_WIDTH
+                    && i != 0
+                    && i + 1 != chars.len()
+                {
+                    self.write_indent();
+                    if chars.get(i + 1) == Some(&' ') {
+                        self.put('\\');
+                    }
+                } else {
+                    self.put(c);
+                }
+                spaces = true;
+            } else {
+                self.put(c);
+                spaces = false;
+            }
+        }
+        self.write_indicator("\"", false, false, false);
+    }
+
+    fn write_literal(&mut self, s: &str) {
+        self.write_indicator("|", true, false, false);
+        let chars: Vec<char> = s.chars().collect();
+        if chars
+            .first()
+            .is_some_and(|&c| c == ' ' || scalar::is_break(c))
+        {
+            self.write_indicator(&BEST_INDENT.to_string(), false, false, false);
+        }
+        let chomp = match chars.as_slice() {
+            [] => Some("-"),
+            [.., last] if !scalar::is_break(*last) => Some("-"),
+            [_] => Some("+"),
+            [.., prev, _] if scalar::is_break(*prev) => Some("+"),
+            _ => None,
+        };
+        if let Some(ch) = chomp {
+            self.write_indicator(ch, false, false, false);
+        }
+        self.put_break();
+        self.indention = true;
+        self.whitespace = true;
+        let mut breaks = true;
+        for &c in &chars {
+            if scalar::is_break(c) {
+                self.write_break(c);
+                self.indention = true;
+                breaks = true;
+            } else {
+                if breaks {
+                    self.write_indent();
+                    breaks = false;
+                }
+                self.put(c);
+                self.indention = false;
+            }
+        }
+    }
+}
+
+fn escape_letter(c: char) -> Option<char> {
+    Some(match c {
+        '\0' => '0',
+        '\u{7}' => 'a',
+        '\u{8}' => 'b',
+        '\t' => 't',
+        '\n' => 'n',
+        '\u{b}' => 'v',
+        '\u{c}' => 'f',
+        '\r' => 'r',
+        '\u{1b}' => 'e',
+        '"' => '"',
+        '\\' => '\\',
+        '\u{85}' => 'N',
+        '\u{a0}' => '_',
+        '\u{2028}' => 'L',
+        '\u{2029}' => 'P',
+        _ => return None,
+    })
+}
+
+/// go-yaml's `check_simple_key` for a string key.
+fn is_simple_key(key: &str) -> bool {
+    key.len() <= MAX_SIMPLE_KEY && !analyze(key).multiline
+}
+
+/// The subset of go-yaml's `analyze_scalar` results the emitter needs.
+struct Analysis {
+    multiline: bool,
+    block_plain_allowed: bool,
+    single_quoted_allowed: bool,
+    block_allowed: bool,
+}
+
+fn analyze(s: &str) -> Analysis {
+    if s.is_empty() {
+        return Analysis {
+            multiline: false,
+            block_plain_allowed: true,
+            single_quoted_allowed: true,
+            block_allowed: false,
+        };
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let mut block_indicators = s.starts_with("---") || s.starts_with("...");
+    let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) =
+        (false, false, false, false);
+    let (mut break_space, mut space_break, mut previous_space, mut previous_break) =
+        (false, false, false, false);
+    let (mut line_breaks, mut special) = (false, false);
+    let mut preceded_by_ws = true;
+    let n = chars.len();
+    for (i, &c) in chars.iter().enumerate() {
+        let followed_by_ws = i + 1 >= n || matches!(chars[i + 1], ' ' | '\t');
+        if i == 0 {
+            match c {
+                '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
+                | '%' | '@' | '`' => block_indicators = true,
+                '?' | ':' | '-' if followed_by_ws => block_indicators = true,
+                _ => {}
+            }
+        } else {
+            match c {
+                ':' if followed_by_ws => block_indicators = true,
+                '#' if preceded_by_ws => block_indicators = true,
+                _ => {}
+            }
+        }
+        if !scalar::is_printable(c) {
+            special = true;
+        }
+        if c == ' ' {
+            if i == 0 {
+                leading_space = true;
+            }
+            if i + 1 == n {
+                trailing_space = true;
+            }
+            if previous_break {
+                break_space = true;
+            }
+            previous_space = true;
+            previous_break = false;
+        } else if scalar::is_break(c) {
+            line_breaks = true;
+            if i == 0 {
+                leading_break = true;
+            }
+            if i + 1 == n {
+                trailing_break = true;
+            }
+            if previous_space {
+                space_break = true;
+            }
+            previous_space = false;
+            previous_break = true;
+        } else {
+            previous_space = false;
+            previous_break = false;
+        }
+        preceded_by_ws = matches!(c, ' ' | '\t') || scalar::is_break(c);
+    }
+    let mut a = Analysis {
+        multiline: line_breaks,
+        block_plain_allowed: true,
+        single_quoted_allowed: true,
+        block_allowed: true,
+    };
+    if leading_space || leading_break || trailing_space || trailing_break {
+        a.block_plain_allowed = false;
+    }
+    if trailing_space {
+        a.block_allowed = false;
+    }
+    if break_space {
+        a.block_plain_allowed = false;
+        a.single_quoted_allowed = false;
+    }
+    if space_break || special {
+        a.block_plain_allowed = false;
+        a.single_quoted_allowed = false;
+        a.block_allowed = false;
+    }
+    if line_breaks || block_indicators {
+        a.block_plain_allowed = false;
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sorts_quotes_and_indents_like_go_yaml_v2() {
+        let v = json!({"metadata": {"name": "a", "labels": {"y": "yes", "n": "1"}},
+                       "spec": {"args": ["true", " sp", "a: b", "multi\nline\n", "x\ny"], "e": [], "m": {}}});
+        assert_eq!(
+            to_yaml(&v),
+            "metadata:\n  labels:\n    \"n\": \"1\"\n    \"y\": \"yes\"\n  name: a\nspec:\n  args:\n  - \"true\"\n  - ' sp'\n  - 'a: b'\n  - |\n    multi\n    line\n  - |-\n    x\n    y\n  e: []\n  m: {}\n"
+        );
+    }
+
+    #[test]
+    fn folds_long_plain_strings_at_80_columns() {
+        let long = "word ".repeat(30);
+        let v = json!({"k": long.trim_end()});
+        let out = to_yaml(&v);
+        assert!(out.lines().all(|l| l.len() < 90), "{out}");
+        assert!(out.lines().nth(1).unwrap().starts_with("  word"));
+    }
+}

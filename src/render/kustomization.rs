@@ -1,0 +1,296 @@
+//! The kustomization file format (kustomize v5, `kustomize.config.k8s.io/v1beta1`).
+//! Unknown fields are refused, as kustomize does.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A parsed `kustomization.yaml` (or a `Component`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Kustomization {
+    /// `apiVersion` (informational, not checked).
+    #[serde(default, rename = "apiVersion")]
+    pub _api_version: Option<Value>,
+    /// `Kustomization` or `Component`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Informational metadata (ignored).
+    #[serde(default, rename = "metadata")]
+    pub _metadata: Option<Value>,
+    /// Files and directories to include.
+    #[serde(default)]
+    pub resources: Vec<String>,
+    /// Deprecated spelling of `resources` (directories).
+    #[serde(default)]
+    pub bases: Vec<String>,
+    /// Component directories applied to the accumulated resources.
+    #[serde(default)]
+    pub components: Vec<String>,
+    /// Namespace set on every namespaced object.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Prefix for every name.
+    #[serde(default)]
+    pub name_prefix: Option<String>,
+    /// Suffix for every name.
+    #[serde(default)]
+    pub name_suffix: Option<String>,
+    /// Labels added to metadata and selectors (deprecated form).
+    #[serde(default)]
+    pub common_labels: BTreeMap<String, String>,
+    /// Labels with explicit selector/template behaviour.
+    #[serde(default)]
+    pub labels: Vec<Label>,
+    /// Annotations added to every object.
+    #[serde(default)]
+    pub common_annotations: BTreeMap<String, String>,
+    /// Image overrides.
+    #[serde(default)]
+    pub images: Vec<Image>,
+    /// Replica overrides.
+    #[serde(default)]
+    pub replicas: Vec<Replica>,
+    /// Patches (strategic merge or JSON 6902).
+    #[serde(default)]
+    pub patches: Vec<Patch>,
+    /// Deprecated strategic-merge patches (file paths or inline documents).
+    #[serde(default)]
+    pub patches_strategic_merge: Vec<String>,
+    /// Deprecated JSON 6902 patches.
+    #[serde(default)]
+    pub patches_json6902: Vec<Patch>,
+    /// ConfigMap generators.
+    #[serde(default)]
+    pub config_map_generator: Vec<Generator>,
+    /// Secret generators.
+    #[serde(default)]
+    pub secret_generator: Vec<Generator>,
+    /// Options for every generator of this kustomization.
+    #[serde(default)]
+    pub generator_options: Option<GeneratorOptions>,
+    /// Field replacements.
+    #[serde(default)]
+    pub replacements: Vec<Value>,
+    /// Output ordering.
+    #[serde(default)]
+    pub sort_options: Option<SortOptions>,
+    /// Build metadata annotations to add (`originAnnotations`, `transformerAnnotations`,
+    /// `managedByLabel`).
+    #[serde(default)]
+    pub build_metadata: Vec<String>,
+    /// Not supported by wardn (refused with a clear error).
+    #[serde(default)]
+    pub vars: Option<Value>,
+    /// Not supported by wardn.
+    #[serde(default)]
+    pub crds: Option<Value>,
+    /// Not supported by wardn.
+    #[serde(default, rename = "openapi")]
+    pub openapi: Option<Value>,
+    /// Not supported by wardn.
+    #[serde(default)]
+    pub configurations: Option<Value>,
+    /// Not supported by wardn (plugins).
+    #[serde(default)]
+    pub generators: Option<Value>,
+    /// Not supported by wardn (plugins).
+    #[serde(default)]
+    pub transformers: Option<Value>,
+    /// Not supported by wardn (plugins).
+    #[serde(default)]
+    pub validators: Option<Value>,
+    /// Not supported by wardn (Helm).
+    #[serde(default)]
+    pub helm_charts: Option<Value>,
+    /// Not supported by wardn (Helm).
+    #[serde(default)]
+    pub helm_globals: Option<Value>,
+}
+
+impl Kustomization {
+    /// The first field wardn refuses to handle, if any.
+    pub fn unsupported_field(&self) -> Option<&'static str> {
+        [
+            ("vars", &self.vars),
+            ("crds", &self.crds),
+            ("openapi", &self.openapi),
+            ("configurations", &self.configurations),
+            ("generators", &self.generators),
+            ("transformers", &self.transformers),
+            ("validators", &self.validators),
+            ("helmCharts", &self.helm_charts),
+            ("helmGlobals", &self.helm_globals),
+        ]
+        .into_iter()
+        .find(|(_, v)| v.as_ref().is_some_and(|v| !v.is_null()))
+        .map(|(name, _)| name)
+    }
+}
+
+/// One `labels` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Label {
+    /// The labels.
+    #[serde(default)]
+    pub pairs: BTreeMap<String, String>,
+    /// Also add to selectors (and templates).
+    #[serde(default)]
+    pub include_selectors: bool,
+    /// Also add to pod templates.
+    #[serde(default)]
+    pub include_templates: bool,
+    /// Extra field specs: refused (only the built-in field specs are supported).
+    #[serde(default)]
+    pub fields: Option<Value>,
+}
+
+/// One `images` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Image {
+    /// The image name to match.
+    #[serde(default)]
+    pub name: String,
+    /// Replacement name.
+    #[serde(default)]
+    pub new_name: String,
+    /// Replacement tag.
+    #[serde(default)]
+    pub new_tag: String,
+    /// Replacement digest.
+    #[serde(default)]
+    pub digest: String,
+}
+
+/// One `replicas` entry.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Replica {
+    /// The workload name.
+    pub name: String,
+    /// The replica count.
+    pub count: i64,
+}
+
+/// One `patches` / `patchesJson6902` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Patch {
+    /// A file holding the patch.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The inline patch.
+    #[serde(default)]
+    pub patch: Option<String>,
+    /// Which objects to patch.
+    #[serde(default)]
+    pub target: Option<Target>,
+    /// `allowNameChange` / `allowKindChange`.
+    #[serde(default)]
+    pub options: BTreeMap<String, bool>,
+}
+
+/// A patch or replacement target selector.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Target {
+    /// Group (regex).
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Version (regex).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Kind (regex).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Name (regex).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Namespace (regex).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Label selector.
+    #[serde(default)]
+    pub label_selector: Option<String>,
+    /// Annotation selector.
+    #[serde(default)]
+    pub annotation_selector: Option<String>,
+}
+
+/// A `configMapGenerator` / `secretGenerator` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Generator {
+    /// Object name.
+    #[serde(default)]
+    pub name: String,
+    /// Object namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// `create` (default), `merge` or `replace`.
+    #[serde(default)]
+    pub behavior: Option<String>,
+    /// `KEY=VALUE` entries.
+    #[serde(default)]
+    pub literals: Vec<String>,
+    /// `[key=]path` entries.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// Env files.
+    #[serde(default)]
+    pub envs: Vec<String>,
+    /// Deprecated single env file.
+    #[serde(default)]
+    pub env: Option<String>,
+    /// Secret type.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    /// Per-generator options.
+    #[serde(default)]
+    pub options: Option<GeneratorOptions>,
+}
+
+/// `generatorOptions` or a generator's `options`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GeneratorOptions {
+    /// Labels on the generated object.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations on the generated object.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    /// Skip the content-hash name suffix.
+    #[serde(default)]
+    pub disable_name_suffix_hash: Option<bool>,
+    /// Mark the object immutable.
+    #[serde(default)]
+    pub immutable: Option<bool>,
+}
+
+/// `sortOptions`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SortOptions {
+    /// `legacy` or `fifo`.
+    #[serde(default)]
+    pub order: Option<String>,
+    /// Custom orderFirst/orderLast lists for legacy sorting.
+    #[serde(default)]
+    pub legacy_sort_options: Option<LegacySortOptions>,
+}
+
+/// `sortOptions.legacySortOptions`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LegacySortOptions {
+    /// Kinds output first, in this order.
+    #[serde(default)]
+    pub order_first: Vec<String>,
+    /// Kinds output last, in this order.
+    #[serde(default)]
+    pub order_last: Vec<String>,
+}

@@ -1,0 +1,374 @@
+//! Loading and building kustomizations: finding the kustomization file, accumulating
+//! `resources` (files and nested kustomizations) and `components`, then running the
+//! generators and transformers of each level, in kustomize's order.
+
+use serde_json::Value;
+
+use super::kustomization::Kustomization;
+use super::resource::{Origin, Res};
+use super::tree::{EntryKind, Tree, normalize};
+use super::{RenderError, generators, nameref, parse, patches, replacements, sort, transform};
+
+/// The file names kustomize recognises, in the order it probes them.
+pub const KUSTOMIZATION_FILES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// Deepest nesting of kustomizations accepted (cycles are detected separately).
+const MAX_DEPTH: usize = 64;
+
+/// Builds the directory `dir` of `tree` into the final, ordered objects.
+pub fn build_top(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError> {
+    if tree.kind(dir)? != Some(EntryKind::Dir) {
+        return Err(RenderError::Invalid(format!(
+            "{}: not a directory",
+            display_dir(dir)
+        )));
+    }
+    let Some(file) = find_kustomization(tree, dir)? else {
+        return plain_directory(tree, dir);
+    };
+    let mut builder = Builder {
+        tree,
+        stack: Vec::new(),
+    };
+    let (mut resources, kust) = builder.build(dir, &file, Vec::new(), Level::Top)?;
+    transform::add_hash_suffixes(&mut resources);
+    nameref::fix(&mut resources);
+    transform::build_metadata(&mut resources, &kust.build_metadata, dir, &file)?;
+    sort::apply(&mut resources, kust.sort_options.as_ref(), &file)?;
+    for res in &mut resources {
+        drop_empty_metadata_maps(&mut res.obj);
+    }
+    Ok(resources.into_iter().map(|r| r.obj).collect())
+}
+
+/// kustomize drops `metadata.labels` and `metadata.annotations` when they are empty maps.
+fn drop_empty_metadata_maps(obj: &mut Value) {
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        for key in ["labels", "annotations"] {
+            if meta
+                .get(key)
+                .is_some_and(|v| v.as_object().is_some_and(|m| m.is_empty()))
+            {
+                meta.remove(key);
+            }
+        }
+    }
+}
+
+/// A directory without a kustomization: its `*.yaml`, `*.yml` and `*.json` files, in lexical
+/// order, documents in file order.
+fn plain_directory(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError> {
+    let mut out = Vec::new();
+    for entry in tree.read_dir(dir)? {
+        let manifest = [".yaml", ".yml", ".json"]
+            .iter()
+            .any(|ext| entry.name.ends_with(ext));
+        if entry.kind == EntryKind::File && manifest {
+            let path = join(dir, &entry.name);
+            for res in load_file(tree, &path)? {
+                out.push(res.obj);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The kustomization file in `dir`, if any; several is an error, as in kustomize.
+pub fn find_kustomization(tree: &dyn Tree, dir: &str) -> Result<Option<String>, RenderError> {
+    let mut found = Vec::new();
+    for name in KUSTOMIZATION_FILES {
+        let path = join(dir, name);
+        if tree.kind(&path)? == Some(EntryKind::File) {
+            found.push(path);
+        }
+    }
+    if found.len() > 1 {
+        return Err(RenderError::Invalid(format!(
+            "Found multiple kustomization files under: {}",
+            display_dir(dir)
+        )));
+    }
+    Ok(found.pop())
+}
+
+/// How a kustomization is being built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// The directory being rendered.
+    Top,
+    /// A `resources` entry.
+    Resource,
+    /// A `components` entry.
+    Component,
+}
+
+struct Builder<'a> {
+    tree: &'a dyn Tree,
+    /// Directories being built, outermost first (cycle detection).
+    stack: Vec<String>,
+}
+
+impl Builder<'_> {
+    /// Builds one kustomization on top of `acc` (non-empty only for components).
+    fn build(
+        &mut self,
+        dir: &str,
+        file: &str,
+        mut acc: Vec<Res>,
+        level: Level,
+    ) -> Result<(Vec<Res>, Kustomization), RenderError> {
+        let kust = read_kustomization(self.tree, file)?;
+        let is_component = kust.kind.as_deref() == Some("Component");
+        match level {
+            Level::Component if !is_component => {
+                return Err(RenderError::Invalid(format!(
+                    "{file}: expected kind 'Component' for a components entry, got '{}'",
+                    kust.kind.as_deref().unwrap_or("Kustomization")
+                )));
+            }
+            Level::Top | Level::Resource if is_component => {
+                return Err(RenderError::Invalid(format!(
+                    "{file}: expected kind != 'Component' (a Component can only be listed under components)"
+                )));
+            }
+            _ => {}
+        }
+        self.stack.push(dir.to_string());
+        let result = self.build_body(dir, file, &kust, &mut acc);
+        self.stack.pop();
+        result?;
+        Ok((acc, kust))
+    }
+
+    fn build_body(
+        &mut self,
+        dir: &str,
+        file: &str,
+        kust: &Kustomization,
+        acc: &mut Vec<Res>,
+    ) -> Result<(), RenderError> {
+        for entry in kust.resources.iter().chain(&kust.bases) {
+            let loaded = self.resource_entry(dir, entry).map_err(|e| {
+                e.context(format!("accumulating resources from '{entry}' in {file}"))
+            })?;
+            append_unique(acc, loaded, entry)?;
+        }
+        for entry in &kust.components {
+            let path = self.child_dir(dir, entry)?;
+            let child = find_kustomization(self.tree, &path)?
+                .ok_or_else(|| missing_kustomization(&path))
+                .map_err(|e| {
+                    e.context(format!("accumulating components from '{entry}' in {file}"))
+                })?;
+            let taken = std::mem::take(acc);
+            let (built, _) = self
+                .build(&path, &child, taken, Level::Component)
+                .map_err(|e| {
+                    e.context(format!("accumulating components from '{entry}' in {file}"))
+                })?;
+            *acc = built;
+        }
+        generators::run(self.tree, dir, file, kust, acc)?;
+        patches::strategic_merge_files(self.tree, dir, file, &kust.patches_strategic_merge, acc)?;
+        patches::patches(self.tree, dir, file, &kust.patches, acc)?;
+        transform::run(kust, acc, file)?;
+        patches::json6902(self.tree, dir, file, &kust.patches_json6902, acc)?;
+        transform::replicas(&kust.replicas, acc, file)?;
+        transform::images(&kust.images, acc);
+        replacements::run(self.tree, dir, file, &kust.replacements, acc)?;
+        Ok(())
+    }
+
+    /// Resolves a directory entry (resource or component), refusing remote URLs and cycles.
+    fn child_dir(&self, dir: &str, entry: &str) -> Result<String, RenderError> {
+        refuse_remote(entry)?;
+        let path = normalize(dir, entry)?;
+        for visited in &self.stack {
+            if path.is_empty() || *visited == path || visited.starts_with(&format!("{path}/")) {
+                return Err(RenderError::Invalid(format!(
+                    "cycle detected: candidate root '{}' contains visited root '{}'",
+                    display_dir(&path),
+                    display_dir(visited)
+                )));
+            }
+        }
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(RenderError::Invalid(format!(
+                "{}: kustomizations nested more than {MAX_DEPTH} deep",
+                display_dir(&path)
+            )));
+        }
+        Ok(path)
+    }
+
+    fn resource_entry(&mut self, dir: &str, entry: &str) -> Result<Vec<Res>, RenderError> {
+        refuse_remote(entry)?;
+        let path = normalize(dir, entry)?;
+        match self.tree.kind(&path)? {
+            Some(EntryKind::File) => {
+                restrict(dir, &path)?;
+                load_file(self.tree, &path)
+            }
+            Some(EntryKind::Dir) => {
+                let path = self.child_dir(dir, entry)?;
+                let file = find_kustomization(self.tree, &path)?
+                    .ok_or_else(|| missing_kustomization(&path))?;
+                let (built, _) = self.build(&path, &file, Vec::new(), Level::Resource)?;
+                Ok(built)
+            }
+            None => Err(RenderError::Invalid(format!(
+                "{path}: no such file or directory"
+            ))),
+        }
+    }
+}
+
+/// Reads and parses a kustomization file.
+fn read_kustomization(tree: &dyn Tree, file: &str) -> Result<Kustomization, RenderError> {
+    let bytes = tree.read_file(file, parse::MAX_FILE_BYTES)?;
+    let doc = parse::document(file, &bytes)?;
+    let empty = match &doc {
+        Value::Null => true,
+        Value::Object(m) => m.keys().all(|k| k == "apiVersion" || k == "kind"),
+        _ => false,
+    };
+    if empty {
+        return Err(RenderError::Invalid(format!(
+            "{file}: kustomization is empty"
+        )));
+    }
+    let kust: Kustomization =
+        serde_json::from_value(doc).map_err(|e| RenderError::Kustomization {
+            file: file.to_string(),
+            message: go_style_json_error(&e.to_string()),
+        })?;
+    if let Some(field) = kust.unsupported_field() {
+        return Err(RenderError::Kustomization {
+            file: file.to_string(),
+            message: format!("the `{field}` field is not supported by wardn"),
+        });
+    }
+    Ok(kust)
+}
+
+/// Rewrites serde's "unknown field `x`, expected one of …" as kustomize's
+/// `json: unknown field "x"`.
+fn go_style_json_error(message: &str) -> String {
+    match message.strip_prefix("unknown field `") {
+        Some(rest) => {
+            let name = rest.split('`').next().unwrap_or(rest);
+            format!("json: unknown field \"{name}\"")
+        }
+        None => message.to_string(),
+    }
+}
+
+/// Loads the objects of one manifest file (`kind: List` documents are expanded).
+pub fn load_file(tree: &dyn Tree, path: &str) -> Result<Vec<Res>, RenderError> {
+    let bytes = tree.read_file(path, parse::MAX_FILE_BYTES)?;
+    let mut out = Vec::new();
+    for doc in parse::documents(path, &bytes)? {
+        push_object(path, doc, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn push_object(path: &str, doc: Value, out: &mut Vec<Res>) -> Result<(), RenderError> {
+    let Value::Object(map) = doc else {
+        return Err(RenderError::Invalid(format!(
+            "{path}: a document is not a mapping (a Kubernetes object)"
+        )));
+    };
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        return Err(RenderError::Invalid(format!(
+            "{path}: missing kind in object"
+        )));
+    }
+    if kind.ends_with("List") {
+        if let Some(items) = map.get("items") {
+            let Value::Array(items) = items else {
+                return Err(RenderError::Invalid(format!(
+                    "{path}: items of a {kind} is not a list"
+                )));
+            };
+            for item in items.clone() {
+                push_object(path, item, out)?;
+            }
+            return Ok(());
+        }
+    }
+    out.push(Res::new(Value::Object(map), Origin::File(path.to_string())));
+    Ok(())
+}
+
+/// Appends `new` to `acc`, refusing an id that is already present.
+fn append_unique(acc: &mut Vec<Res>, new: Vec<Res>, entry: &str) -> Result<(), RenderError> {
+    for res in new {
+        let id = res.id();
+        if acc.iter().any(|r| r.id() == id) {
+            return Err(RenderError::Invalid(format!(
+                "merging resources from '{entry}': may not add resource with an already registered id: {id}"
+            )));
+        }
+        acc.push(res);
+    }
+    Ok(())
+}
+
+/// kustomize's default load restrictor: a file must be in or below the kustomization root.
+pub fn restrict(dir: &str, path: &str) -> Result<(), RenderError> {
+    if dir.is_empty() || path.starts_with(&format!("{dir}/")) {
+        Ok(())
+    } else {
+        Err(RenderError::Invalid(format!(
+            "security; file '{path}' is not in or below '{}'",
+            display_dir(dir)
+        )))
+    }
+}
+
+/// Reads a file referenced by a kustomization in `dir` (load restrictor applied).
+pub fn read_local(tree: &dyn Tree, dir: &str, entry: &str) -> Result<Vec<u8>, RenderError> {
+    refuse_remote(entry)?;
+    let path = normalize(dir, entry)?;
+    restrict(dir, &path)?;
+    Ok(tree.read_file(&path, parse::MAX_FILE_BYTES)?)
+}
+
+fn refuse_remote(entry: &str) -> Result<(), RenderError> {
+    let remote = entry.contains("://")
+        || entry.starts_with("git@")
+        || entry.starts_with("github.com/")
+        || entry.starts_with("gitlab.com/")
+        || entry.starts_with("bitbucket.org/");
+    if remote {
+        Err(RenderError::Invalid(format!(
+            "remote resource '{entry}' refused: wardn renders only files inside the source snapshot"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+fn missing_kustomization(dir: &str) -> RenderError {
+    RenderError::Invalid(format!(
+        "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
+        display_dir(dir)
+    ))
+}
+
+/// `dir/name` for tree paths.
+pub fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// A tree directory for messages (`.` for the root).
+pub fn display_dir(dir: &str) -> &str {
+    if dir.is_empty() { "." } else { dir }
+}

@@ -1,0 +1,104 @@
+//! YAML/JSON input parsing with hard budgets, so that hostile files (huge inputs, document
+//! storms, alias bombs) fail fast with a clear error instead of exhausting the process.
+//!
+//! Scalars are resolved as kustomize's kyaml (go-yaml v3) does: only `true`/`false` are
+//! booleans (`yes`, `on` stay strings) and `012` is octal.
+
+use serde_json::Value;
+
+use super::RenderError;
+
+/// Largest file the renderer reads (bytes).
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Most documents accepted in one file.
+const MAX_DOCUMENTS: usize = 20_000;
+/// Most YAML nodes accepted in one file.
+const MAX_NODES: usize = 5_000_000;
+/// Most events replayed from aliases in one file (alias-bomb guard).
+const MAX_ALIAS_REPLAY: usize = 100_000;
+
+fn options() -> serde_saphyr::Options {
+    let mut options = serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_documents: MAX_DOCUMENTS,
+            max_nodes: MAX_NODES,
+            max_events: MAX_NODES * 2,
+        },
+        strict_booleans: true,
+        legacy_octal_numbers: true,
+    };
+    options.alias_limits.max_total_replayed_events = MAX_ALIAS_REPLAY;
+    options
+}
+
+/// Parses every document of a YAML (or JSON) file; empty documents are skipped.
+pub fn documents(file: &str, bytes: &[u8]) -> Result<Vec<Value>, RenderError> {
+    let text = text(file, bytes)?;
+    serde_saphyr::from_multiple_with_options::<Value>(text, options()).map_err(|e| {
+        RenderError::Yaml {
+            file: file.to_string(),
+            message: first_line(&e.to_string()),
+        }
+    })
+}
+
+/// Parses a single-document file (a kustomization, a patch).
+pub fn document(file: &str, bytes: &[u8]) -> Result<Value, RenderError> {
+    let mut docs = documents(file, bytes)?;
+    match docs.len() {
+        0 => Ok(Value::Null),
+        1 => Ok(docs.remove(0)),
+        n => Err(RenderError::Yaml {
+            file: file.to_string(),
+            message: format!("expected one document, found {n}"),
+        }),
+    }
+}
+
+/// The file's bytes as UTF-8 text (a leading byte-order mark is dropped).
+pub fn text<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, RenderError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| RenderError::Yaml {
+        file: file.to_string(),
+        message: format!("not valid UTF-8: {e}"),
+    })?;
+    Ok(text.strip_prefix('\u{FEFF}').unwrap_or(text))
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or(s).trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kyaml_scalar_resolution() {
+        let docs = documents("a.yaml", b"a: yes\nb: 012\nc: 0x1F\n---\n---\nd: true\n").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0]["a"], "yes");
+        assert_eq!(docs[0]["b"], 10);
+        assert_eq!(docs[0]["c"], 31);
+        assert_eq!(docs[1]["d"], true);
+    }
+
+    #[test]
+    fn alias_bombs_fail_fast() {
+        let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        let mut prev = 'a';
+        for c in 'b'..='k' {
+            bomb.push_str(&format!(
+                "{c}: &{c} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
+            ));
+            prev = c;
+        }
+        let err = documents("bomb.yaml", bomb.as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("bomb.yaml"), "{err}");
+    }
+
+    #[test]
+    fn bad_yaml_names_the_file() {
+        let err = documents("x.yaml", b"a: [unclosed\n").unwrap_err();
+        assert!(err.to_string().starts_with("x.yaml:"), "{err}");
+    }
+}

@@ -1,0 +1,473 @@
+//! go-yaml v2 scalar rules used by the emitter: which strings may be written unquoted (YAML
+//! 1.1 resolution), the "natural" key order of its map sorter, number formatting, and the
+//! printable/line-break character classes of its emitter.
+
+use std::cmp::Ordering;
+
+use serde_json::Number;
+
+/// Whether `s`, written as a plain scalar, would read back as a string under go-yaml v2's
+/// YAML 1.1 resolver (`resolve` plus `isBase60Float`). If not, the emitter must quote it.
+pub fn resolves_to_string(s: &str) -> bool {
+    !resolves_to_other(s) && !is_base60_float(s)
+}
+
+fn resolves_to_other(s: &str) -> bool {
+    const SPECIAL: &[&str] = &[
+        "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no",
+        "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null",
+        "NULL", ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
+        "-.Inf", "-.INF", "<<",
+    ];
+    let Some(first) = s.bytes().next() else {
+        return true;
+    };
+    let hint = match first {
+        b'+' | b'-' => 'S',
+        b'0'..=b'9' => 'D',
+        b'y' | b'Y' | b'n' | b'N' | b't' | b'T' | b'f' | b'F' | b'o' | b'O' | b'~' => 'M',
+        b'.' => '.',
+        _ => return false,
+    };
+    if SPECIAL.contains(&s) {
+        return s != "<<";
+    }
+    match hint {
+        'M' => false,
+        '.' => is_dot_float(s),
+        _ => {
+            if hint == 'D' && is_timestamp(s) {
+                return true;
+            }
+            let plain: String = s.chars().filter(|&c| c != '_').collect();
+            is_go_int(&plain) || is_yaml_float(&plain)
+        }
+    }
+}
+
+/// `strconv.ParseFloat` on a string starting with `.`.
+fn is_dot_float(s: &str) -> bool {
+    let rest = &s[1..];
+    let (mant, exp) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    if mant.is_empty() || !mant.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    match exp {
+        None => true,
+        Some(e) => {
+            let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+            !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit()) && s.parse::<f64>().is_ok()
+        }
+    }
+}
+
+/// `strconv.ParseInt(s, 0, 64)` or `strconv.ParseUint(s, 0, 64)` succeeds.
+fn is_go_int(s: &str) -> bool {
+    let (neg, signed, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, true, &s[1..]),
+        Some(b'+') => (false, true, &s[1..]),
+        _ => (false, false, s),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
+        (16, d.to_string())
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (8, d.to_string())
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (2, d.to_string())
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, lower[1..].to_string())
+    } else {
+        (10, lower)
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return false;
+    }
+    let Ok(v) = u128::from_str_radix(&digits, radix) else {
+        return false;
+    };
+    if neg {
+        v <= 1u128 << 63
+    } else if signed {
+        v <= i64::MAX as u128
+    } else {
+        v <= u64::MAX as u128
+    }
+}
+
+/// go-yaml's `yamlStyleFloat` regexp plus a successful, finite `ParseFloat`.
+fn is_yaml_float(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    if matches!(b.first(), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - start
+    };
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    } else {
+        if digits(&mut i) == 0 {
+            return false;
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            digits(&mut i);
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len() && s.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// go-yaml's timestamp formats: `2006-1-2`, `2006-1-2 15:4:5.9`, `2006-1-2T15:4:5.9Z07:00`.
+fn is_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 5 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
+        return false;
+    }
+    let year: u32 = s[..4].parse().unwrap_or(0);
+    let mut p = Cursor { b, i: 5 };
+    let Some(month) = p.num(1, 2) else {
+        return false;
+    };
+    if !p.eat(b'-') {
+        return false;
+    }
+    let Some(day) = p.num(1, 2) else {
+        return false;
+    };
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return false;
+    }
+    if p.done() {
+        return true;
+    }
+    let sep = b[p.i];
+    if !matches!(sep, b'T' | b't' | b' ') {
+        return false;
+    }
+    p.i += 1;
+    let (Some(h), true, Some(m), true, Some(sec)) = (
+        p.num(1, 2),
+        p.eat(b':'),
+        p.num(1, 2),
+        p.eat(b':'),
+        p.num(1, 2),
+    ) else {
+        return false;
+    };
+    if h > 23 || m > 59 || sec > 59 {
+        return false;
+    }
+    if p.eat(b'.') && p.num(1, 9).is_none() {
+        return false;
+    }
+    if sep == b' ' {
+        return p.done();
+    }
+    if p.eat(b'Z') {
+        return p.done();
+    }
+    if !(p.eat(b'+') || p.eat(b'-')) {
+        return false;
+    }
+    let (Some(zh), true, Some(zm)) = (p.num(2, 2), p.eat(b':'), p.num(2, 2)) else {
+        return false;
+    };
+    zh <= 24 && zm <= 59 && p.done()
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn num(&mut self, min: usize, max: usize) -> Option<u32> {
+        let start = self.i;
+        while self.i < self.b.len() && self.i - start < max && self.b[self.i].is_ascii_digit() {
+            self.i += 1;
+        }
+        if self.i - start < min {
+            return None;
+        }
+        std::str::from_utf8(&self.b[start..self.i])
+            .ok()?
+            .parse()
+            .ok()
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        if self.b.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.i == self.b.len()
+    }
+}
+
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// go-yaml v2's `isBase60Float` (`1:20`, `-1:20:30.5`).
+fn is_base60_float(s: &str) -> bool {
+    let b = s.as_bytes();
+    let Some(&c) = b.first() else {
+        return false;
+    };
+    if !(c == b'+' || c == b'-' || c.is_ascii_digit()) || !s.contains(':') {
+        return false;
+    }
+    let mut i = usize::from(c == b'+' || c == b'-');
+    if !b.get(i).is_some_and(u8::is_ascii_digit) {
+        return false;
+    }
+    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+        i += 1;
+    }
+    let mut groups = 0;
+    while b.get(i) == Some(&b':') {
+        i += 1;
+        let start = i;
+        while i < b.len() && i - start < 2 && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        let n = i - start;
+        if n == 0 || (n == 2 && b[start] > b'5') {
+            return false;
+        }
+        groups += 1;
+    }
+    if groups == 0 {
+        return false;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+            i += 1;
+        }
+    }
+    i == b.len()
+}
+
+/// go-yaml v2's map key order (`keyList.Less` on strings): letters compare by code point,
+/// letters sort after non-letters, and runs of digits compare by numeric value.
+pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    if less(a, b) {
+        Ordering::Less
+    } else if less(b, a) {
+        Ordering::Greater
+    } else {
+        Ordering::Equal
+    }
+}
+
+fn less(a: &str, b: &str) -> bool {
+    let ar: Vec<char> = a.chars().collect();
+    let br: Vec<char> = b.chars().collect();
+    let digit = |c: char| c.is_ascii_digit();
+    for i in 0..ar.len().min(br.len()) {
+        if ar[i] == br[i] {
+            continue;
+        }
+        let al = ar[i].is_alphabetic();
+        let bl = br[i].is_alphabetic();
+        if al && bl {
+            return ar[i] < br[i];
+        }
+        if al || bl {
+            return bl;
+        }
+        let (mut an, mut bn): (i64, i64) = (0, 0);
+        if ar[i] == '0' || br[i] == '0' {
+            let mut j = i;
+            while j > 0 && digit(ar[j - 1]) {
+                j -= 1;
+                if ar[j] != '0' {
+                    an = 1;
+                    bn = 1;
+                    break;
+                }
+            }
+        }
+        let mut ai = i;
+        while ai < ar.len() && digit(ar[ai]) {
+            an = an
+                .wrapping_mul(10)
+                .wrapping_add(i64::from(ar[ai] as u8 - b'0'));
+            ai += 1;
+        }
+        let mut bi = i;
+        while bi < br.len() && digit(br[bi]) {
+            bn = bn
+                .wrapping_mul(10)
+                .wrapping_add(i64::from(br[bi] as u8 - b'0'));
+            bi += 1;
+        }
+        if an != bn {
+            return an < bn;
+        }
+        if ai != bi {
+            return ai < bi;
+        }
+        return ar[i] < br[i];
+    }
+    ar.len() < br.len()
+}
+
+/// How a JSON number comes out of kustomize: Go's JSON encoding followed by go-yaml v2's
+/// resolution, i.e. integral values as integers and other floats in `%g` shortest form.
+pub fn format_number(n: &Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        if f.abs() < 9.2e18 {
+            return format!("{}", f as i64);
+        }
+        if f > 0.0 && f < 1.8e19 {
+            return format!("{}", f as u64);
+        }
+    }
+    format_g(f)
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
+fn format_g(f: f64) -> String {
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.to_string();
+    }
+    if f.is_nan() {
+        return ".nan".to_string();
+    }
+    let e = format!("{f:e}");
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let sign = if neg { "-" } else { "" };
+    if !(-4..6).contains(&exp) {
+        let frac = if digits.len() > 1 {
+            format!(".{}", &digits[1..])
+        } else {
+            String::new()
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{}{frac}e{esign}{:02}", &digits[..1], exp.abs());
+    }
+    if exp < 0 {
+        let zeros = "0".repeat((-exp - 1) as usize);
+        return format!("{sign}0.{zeros}{digits}");
+    }
+    let int_len = exp as usize + 1;
+    if digits.len() <= int_len {
+        format!("{sign}{digits}{}", "0".repeat(int_len - digits.len()))
+    } else {
+        format!("{sign}{}.{}", &digits[..int_len], &digits[int_len..])
+    }
+}
+
+/// go-yaml's `is_printable` (with unicode output enabled).
+pub fn is_printable(c: char) -> bool {
+    let v = c as u32;
+    v == 0x0A
+        || (0x20..=0x7E).contains(&v)
+        || (0xA0..=0xD7FF).contains(&v)
+        || ((0xE000..=0xFFFD).contains(&v) && v != 0xFEFF)
+}
+
+/// go-yaml's `is_break`.
+pub fn is_break(c: char) -> bool {
+    matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml11_resolution() {
+        for s in [
+            "yes",
+            "n",
+            "true",
+            "123",
+            "0x1F",
+            "012",
+            "0o12",
+            "1_000",
+            "1e3",
+            ".inf",
+            ".5",
+            "2001-12-14",
+            "1:20",
+            "",
+            "~",
+            "-1",
+            "+1.5",
+        ] {
+            assert!(!resolves_to_string(s), "{s}");
+        }
+        for s in [
+            "abc",
+            "0x",
+            "1.2.3",
+            "2001-02-30",
+            "<<",
+            "1e400",
+            "-",
+            "v1",
+            "3Mi",
+            "0xFFFFFFFFFFFFFFFFF",
+        ] {
+            assert!(resolves_to_string(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn natural_order() {
+        let mut v = vec!["b10", "b9", "a", "B", "_x", "1", "a0", "a00"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, ["_x", "1", "B", "a", "a0", "a00", "b9", "b10"]);
+    }
+
+    #[test]
+    fn go_g_format() {
+        assert_eq!(format_g(1.5), "1.5");
+        assert_eq!(format_g(1234567.5), "1.2345675e+06");
+        assert_eq!(format_g(0.0001), "0.0001");
+        assert_eq!(format_g(0.00001), "1e-05");
+        assert_eq!(format_g(-2.25), "-2.25");
+    }
+}

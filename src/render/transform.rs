@@ -1,0 +1,379 @@
+//! The built-in transformers that do not patch: namespace, name prefix/suffix, labels,
+//! annotations, replicas, images, generator hash suffixes and build metadata.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::RenderError;
+use super::kustomization::{Image, Kustomization, Replica};
+use super::labels::{self, FieldSpec};
+use super::resource::{Origin, Res, child_map, ensure_map};
+
+/// Namespace, prefix, suffix, labels and annotations of one kustomization, in kustomize's
+/// order.
+pub fn run(kust: &Kustomization, acc: &mut [Res], file: &str) -> Result<(), RenderError> {
+    if let Some(ns) = kust.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        for res in acc.iter_mut() {
+            set_namespace(res, ns);
+        }
+    }
+    let prefix = kust.name_prefix.as_deref().unwrap_or("");
+    let suffix = kust.name_suffix.as_deref().unwrap_or("");
+    if !prefix.is_empty() || !suffix.is_empty() {
+        for res in acc.iter_mut() {
+            if !matches!(
+                res.kind(),
+                "CustomResourceDefinition" | "APIService" | "Namespace"
+            ) {
+                let name = format!("{prefix}{}{suffix}", res.name());
+                res.set_name(&name);
+            }
+        }
+    }
+    if !kust.common_labels.is_empty() {
+        let pairs = pairs(&kust.common_labels);
+        let specs = label_specs(true, true);
+        for res in acc.iter_mut() {
+            labels::set_pairs(res, &specs, &pairs);
+        }
+    }
+    for label in &kust.labels {
+        if label.fields.is_some() {
+            return Err(RenderError::Kustomization {
+                file: file.to_string(),
+                message:
+                    "labels[].fields is not supported by wardn (only the built-in field specs)"
+                        .into(),
+            });
+        }
+        let pairs = pairs(&label.pairs);
+        let specs = label_specs(label.include_selectors, label.include_templates);
+        for res in acc.iter_mut() {
+            labels::set_pairs(res, &specs, &pairs);
+        }
+    }
+    if !kust.common_annotations.is_empty() {
+        let pairs = pairs(&kust.common_annotations);
+        let mut specs = vec![labels::METADATA_ANNOTATIONS];
+        specs.extend(labels::template_annotation_specs());
+        for res in acc.iter_mut() {
+            labels::set_pairs(res, &specs, &pairs);
+        }
+    }
+    Ok(())
+}
+
+fn pairs(map: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn label_specs(selectors: bool, templates: bool) -> Vec<FieldSpec> {
+    let mut specs = vec![labels::METADATA_LABELS];
+    if selectors || templates {
+        specs.extend(labels::template_label_specs());
+    }
+    if selectors {
+        specs.extend(labels::selector_specs());
+    }
+    specs
+}
+
+/// The namespace transformer: namespaced objects move to `ns`, Namespace objects are renamed
+/// to it, and ServiceAccount subjects in the `default` namespace follow.
+fn set_namespace(res: &mut Res, ns: &str) {
+    if res.kind() == "Namespace" {
+        res.set_name(ns);
+        return;
+    }
+    if !res.is_cluster_scoped() {
+        res.set_namespace(ns);
+    }
+    if matches!(res.kind(), "RoleBinding" | "ClusterRoleBinding") {
+        if let Some(Value::Array(subjects)) = res.obj.get_mut("subjects") {
+            for subject in subjects {
+                let is_sa = subject.get("kind").and_then(Value::as_str) == Some("ServiceAccount");
+                let in_default =
+                    subject.get("namespace").and_then(Value::as_str) == Some("default");
+                if is_sa && in_default {
+                    ensure_map(subject).insert("namespace".into(), Value::String(ns.into()));
+                }
+            }
+        }
+    }
+}
+
+/// The `replicas` transformer.
+pub fn replicas(entries: &[Replica], acc: &mut [Res], file: &str) -> Result<(), RenderError> {
+    const KINDS: [&str; 4] = [
+        "Deployment",
+        "ReplicationController",
+        "ReplicaSet",
+        "StatefulSet",
+    ];
+    for entry in entries {
+        let mut matched = false;
+        for res in acc.iter_mut() {
+            let named = res.name() == entry.name || res.orig_name == entry.name;
+            if named && KINDS.contains(&res.kind()) {
+                child_map(&mut res.obj, "spec").insert("replicas".into(), entry.count.into());
+                matched = true;
+            }
+        }
+        if !matched {
+            return Err(RenderError::Invalid(format!(
+                "{file}: replicas: resource with name {} does not match a config with the following GVK [Deployment.[noVer].[noGrp] StatefulSet.[noVer].[noGrp] ReplicaSet.[noVer].[noGrp] ReplicationController.[noVer].[noGrp]]",
+                entry.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The `images` transformer: every `containers`/`initContainers` list anywhere in an object.
+pub fn images(entries: &[Image], acc: &mut [Res]) {
+    if entries.is_empty() {
+        return;
+    }
+    let compiled: Vec<(regex::Regex, &Image)> = entries
+        .iter()
+        .filter_map(|img| {
+            let pattern = format!(
+                "^{}(@sha256)?(:[a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}})?$",
+                img.name
+            );
+            regex::Regex::new(&pattern).ok().map(|re| (re, img))
+        })
+        .collect();
+    for res in acc.iter_mut() {
+        walk_containers(&mut res.obj, &compiled);
+    }
+}
+
+fn walk_containers(node: &mut Value, images: &[(regex::Regex, &Image)]) {
+    match node {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if key == "containers" || key == "initContainers" {
+                    if let Value::Array(items) = child {
+                        for item in items.iter_mut() {
+                            update_image(item, images);
+                        }
+                    }
+                }
+                walk_containers(child, images);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk_containers(item, images);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn update_image(container: &mut Value, images: &[(regex::Regex, &Image)]) {
+    let Some(Value::String(current)) = container.get_mut("image") else {
+        return;
+    };
+    for (re, img) in images {
+        if !re.is_match(current) {
+            continue;
+        }
+        let (name, tag, digest) = split_image(current);
+        let mut name = name.to_string();
+        let (mut tag, mut digest) = (tag.to_string(), digest.to_string());
+        if !img.new_name.is_empty() {
+            name = img.new_name.clone();
+        }
+        if !img.new_tag.is_empty() && !img.digest.is_empty() {
+            tag = img.new_tag.clone();
+            digest = img.digest.clone();
+        } else if !img.new_tag.is_empty() {
+            tag = img.new_tag.clone();
+            digest.clear();
+        } else if !img.digest.is_empty() {
+            tag.clear();
+            digest = img.digest.clone();
+        }
+        if !tag.is_empty() {
+            name = format!("{name}:{tag}");
+        }
+        if !digest.is_empty() {
+            name = format!("{name}@{digest}");
+        }
+        *current = name;
+        return;
+    }
+}
+
+/// kustomize's `image.Split`: name, tag and digest of an image reference (a registry host's
+/// port is not taken for a tag).
+pub fn split_image(image: &str) -> (&str, &str, &str) {
+    let offset = match image.find('/') {
+        Some(i) if i > 0 => i,
+        _ => 0,
+    };
+    let search = &image[offset..];
+    let at = search.find('@').map(|i| i + offset);
+    let colon = search.find(':').map(|i| i + offset);
+    match (colon, at) {
+        (None, None) => (image, "", ""),
+        (Some(c), Some(a)) if c < a => (&image[..c], &image[c + 1..a], &image[a + 1..]),
+        (_, Some(a)) => (&image[..a], "", &image[a + 1..]),
+        (Some(c), None) => (&image[..c], &image[c + 1..], ""),
+    }
+}
+
+/// Appends the content hash to generated ConfigMaps and Secrets (done once, at the top).
+pub fn add_hash_suffixes(acc: &mut [Res]) {
+    for res in acc.iter_mut().filter(|r| r.needs_hash) {
+        let hash = content_hash(&res.obj);
+        let name = format!("{}-{hash}", res.name());
+        res.set_name(&name);
+        res.needs_hash = false;
+    }
+}
+
+/// kustomize's name-suffix hash of a ConfigMap or Secret (kind, type, data, binaryData or
+/// stringData).
+pub fn content_hash(obj: &Value) -> String {
+    let get = |key: &str| {
+        obj.get(key)
+            .cloned()
+            .unwrap_or(Value::String(String::new()))
+    };
+    // kustomize looks the name up as a single field literally called `metadata/name`, which
+    // never exists: the name is always hashed as "".
+    let name = Value::String(String::new());
+    let mut m = serde_json::Map::new();
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    m.insert("kind".into(), Value::String(kind.into()));
+    m.insert("name".into(), name);
+    m.insert("data".into(), get("data"));
+    if kind == "Secret" {
+        m.insert("type".into(), get("type"));
+        if let Some(sd @ Value::Object(_)) = obj.get("stringData") {
+            m.insert("stringData".into(), sd.clone());
+        }
+    } else if let Some(bd @ Value::Object(_)) = obj.get("binaryData") {
+        m.insert("binaryData".into(), bd.clone());
+    }
+    let encoded = go_json(&Value::Object(m));
+    let hex = hex::encode(Sha256::digest(encoded.as_bytes()));
+    hex.chars()
+        .take(10)
+        .map(|c| match c {
+            '0' => 'g',
+            '1' => 'h',
+            '3' => 'k',
+            'a' => 'm',
+            'e' => 't',
+            other => other,
+        })
+        .collect()
+}
+
+/// Go's `json.Marshal` of a generic value: keys sorted, HTML characters escaped.
+fn go_json(v: &Value) -> String {
+    let sorted = sort_keys(v);
+    let s = serde_json::to_string(&sorted).unwrap_or_default();
+    s.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+fn sort_keys(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), sort_keys(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sort_keys).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `buildMetadata`: `managedByLabel` and `originAnnotations`.
+pub fn build_metadata(
+    acc: &mut [Res],
+    options: &[String],
+    top: &str,
+    file: &str,
+) -> Result<(), RenderError> {
+    for option in options {
+        match option.as_str() {
+            "managedByLabel" => {
+                for res in acc.iter_mut() {
+                    let meta = child_map(&mut res.obj, "metadata");
+                    ensure_map(meta.entry("labels").or_insert(Value::Null)).insert(
+                        "app.kubernetes.io/managed-by".into(),
+                        Value::String("kustomize-(devel)".into()),
+                    );
+                }
+            }
+            "originAnnotations" => {
+                for res in acc.iter_mut() {
+                    let origin = origin_text(&res.origin, top);
+                    {
+                        let meta = child_map(&mut res.obj, "metadata");
+                        ensure_map(meta.entry("annotations").or_insert(Value::Null))
+                            .insert("config.kubernetes.io/origin".into(), Value::String(origin));
+                    }
+                }
+            }
+            other => {
+                return Err(RenderError::Kustomization {
+                    file: file.to_string(),
+                    message: format!("buildMetadata option '{other}' is not supported"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `config.kubernetes.io/origin` annotation text, paths relative to the top directory.
+fn origin_text(origin: &Origin, top: &str) -> String {
+    match origin {
+        Origin::File(path) => format!("path: {}\n", relative(top, path)),
+        Origin::Generator { file, kind } => format!(
+            "configuredIn: {}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {kind}\n",
+            relative(top, file)
+        ),
+    }
+}
+
+/// The tree path `path` relative to the directory `from`.
+fn relative(from: &str, path: &str) -> String {
+    let from: Vec<&str> = from.split('/').filter(|s| !s.is_empty()).collect();
+    let to: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<&str> = vec![".."; from.len() - common];
+    parts.extend(&to[common..]);
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_images_like_kustomize() {
+        assert_eq!(split_image("nginx"), ("nginx", "", ""));
+        assert_eq!(split_image("nginx:1.2"), ("nginx", "1.2", ""));
+        assert_eq!(
+            split_image("reg:5000/a/b:1@sha256:x"),
+            ("reg:5000/a/b", "1", "sha256:x")
+        );
+        assert_eq!(split_image("a@sha256:x"), ("a", "", "sha256:x"));
+    }
+}
