@@ -7,6 +7,7 @@
 pub mod credentials;
 pub mod git;
 pub mod poller;
+pub mod render_cache;
 pub mod snapshot;
 pub mod spec;
 pub mod status;
