@@ -5,6 +5,7 @@
 //! read straight from the object database; local directories are read in place.
 
 pub mod credentials;
+pub mod directory;
 pub mod git;
 pub mod poller;
 pub mod render_cache;
