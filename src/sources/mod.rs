@@ -5,7 +5,12 @@
 //! read straight from the object database; local directories are read in place.
 
 pub mod credentials;
+pub mod directory;
 pub mod git;
+pub mod poller;
+pub mod render_cache;
 pub mod snapshot;
 pub mod spec;
+pub mod status;
 pub mod url;
+pub mod webhook;

@@ -1,0 +1,226 @@
+//! `Directory` sources: a local directory read in place and watched with `notify`.
+//!
+//! The revision of a directory is `sha256:<hex>`, a hash of every file's path and content
+//! (`.git` excluded), so an unchanged directory keeps its revision across restarts and a
+//! change anywhere yields a new one. The watcher coalesces bursts of file events, re-hashes
+//! the directory and sends a [`SourceUpdate`] only when the revision changed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::Watcher;
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::snapshot::Snapshot;
+use super::status::{Reason, SourceStatus, SourceUpdate};
+use super::url::{SourceKey, parse_repo_url};
+use crate::render::tree::{DirTree, EntryKind, Tree, TreeError};
+
+/// How long file events are collected before the directory is re-hashed.
+const DEBOUNCE: Duration = Duration::from_millis(200);
+/// Files over this size are hashed by size only.
+const MAX_HASHED_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Why a directory source failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectoryError {
+    /// The directory cannot be read.
+    #[error("directory {path}: {source}")]
+    Read {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: TreeError,
+    },
+    /// The directory path is not usable as a source.
+    #[error("directory {path}: {reason}")]
+    Invalid {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The file watcher could not be started.
+    #[error("directory {path}: cannot watch for changes: {source}")]
+    Watch {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: notify::Error,
+    },
+}
+
+/// The source key of a directory: its canonical `file://` URL.
+pub fn directory_key(path: &Path) -> Result<SourceKey, DirectoryError> {
+    let tree = DirTree::new(path).map_err(|source| DirectoryError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = tree
+        .root()
+        .to_str()
+        .ok_or_else(|| DirectoryError::Invalid {
+            path: path.to_path_buf(),
+            reason: "path is not valid UTF-8".to_string(),
+        })?;
+    parse_repo_url(text)
+        .map(|u| u.key)
+        .map_err(|e| DirectoryError::Invalid {
+            path: path.to_path_buf(),
+            reason: e.reason,
+        })
+}
+
+/// Reads `path` as a snapshot whose revision is the content hash of its files.
+pub fn snapshot_directory(path: &Path) -> Result<Snapshot, DirectoryError> {
+    let read_err = |source| DirectoryError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tree = DirTree::new(path).map_err(read_err)?;
+    let mut hasher = Sha256::new();
+    hash_dir(&tree, "", &mut hasher).map_err(read_err)?;
+    Ok(Snapshot {
+        source_key: directory_key(path)?,
+        revision: format!("sha256:{}", hex::encode(hasher.finalize())),
+        tree: Arc::new(tree),
+    })
+}
+
+/// Feeds `path \0 sha256(content) \n` of every file under `dir`, in name order.
+fn hash_dir(tree: &DirTree, dir: &str, hasher: &mut Sha256) -> Result<(), TreeError> {
+    for entry in tree.read_dir(dir)? {
+        if dir.is_empty() && entry.name == ".git" {
+            continue;
+        }
+        let path = if dir.is_empty() {
+            entry.name.clone()
+        } else {
+            format!("{dir}/{}", entry.name)
+        };
+        match entry.kind {
+            EntryKind::Dir => hash_dir(tree, &path, hasher)?,
+            EntryKind::File => {
+                let digest = match tree.read_file(&path, MAX_HASHED_BYTES) {
+                    Ok(bytes) => hex::encode(Sha256::digest(&bytes)),
+                    Err(TreeError::TooLarge { size, .. }) => format!("size:{size}"),
+                    Err(e) => return Err(e),
+                };
+                hasher.update(path.as_bytes());
+                hasher.update([0]);
+                hasher.update(digest.as_bytes());
+                hasher.update(b"\n");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A running directory watch; dropping it stops watching.
+pub struct DirectoryWatch {
+    _watcher: notify::RecommendedWatcher,
+    task: JoinHandle<()>,
+}
+
+impl Drop for DirectoryWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Watches `path` for App `app`: sends its current snapshot at once, then a new one after
+/// each change of content. Must be called inside a tokio runtime.
+pub fn watch(
+    app: &str,
+    path: &Path,
+    updates: mpsc::UnboundedSender<SourceUpdate>,
+) -> Result<DirectoryWatch, DirectoryError> {
+    let key = directory_key(path)?;
+    let (events_tx, mut events) = mpsc::unbounded_channel::<()>();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.is_ok() {
+            // The receiver is gone only when the watch is being dropped.
+            let _ = events_tx.send(());
+        }
+    })
+    .map_err(|source| DirectoryError::Watch {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    watcher
+        .watch(path, notify::RecursiveMode::Recursive)
+        .map_err(|source| DirectoryError::Watch {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let app = app.to_string();
+    let path = path.to_path_buf();
+    let task = tokio::spawn(async move {
+        let mut last: Option<String> = None;
+        loop {
+            let dir = path.clone();
+            let result = tokio::task::spawn_blocking(move || snapshot_directory(&dir)).await;
+            let update = match result {
+                Ok(Ok(snapshot)) if last.as_deref() != Some(snapshot.revision.as_str()) => {
+                    last = Some(snapshot.revision.clone());
+                    Some(SourceUpdate {
+                        app: app.clone(),
+                        status: status(
+                            &key,
+                            Some(snapshot.revision.clone()),
+                            Reason::Fetched,
+                            "directory content changed".to_string(),
+                        ),
+                        snapshot: Some(snapshot),
+                    })
+                }
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => Some(SourceUpdate {
+                    app: app.clone(),
+                    status: status(&key, last.clone(), Reason::Unreachable, e.to_string()),
+                    snapshot: None,
+                }),
+                Err(e) => Some(SourceUpdate {
+                    app: app.clone(),
+                    status: status(&key, last.clone(), Reason::FetchFailed, e.to_string()),
+                    snapshot: None,
+                }),
+            };
+            if let Some(update) = update
+                && updates.send(update).is_err()
+            {
+                return;
+            }
+            if events.recv().await.is_none() {
+                return;
+            }
+            tokio::time::sleep(DEBOUNCE).await;
+            while events.try_recv().is_ok() {}
+        }
+    });
+    Ok(DirectoryWatch {
+        _watcher: watcher,
+        task,
+    })
+}
+
+fn status(
+    key: &SourceKey,
+    revision: Option<String>,
+    reason: Reason,
+    message: String,
+) -> SourceStatus {
+    SourceStatus {
+        source_key: key.clone(),
+        revision,
+        reason,
+        message,
+        failures: u32::from(reason.is_error()),
+        next_poll: Duration::ZERO,
+    }
+}

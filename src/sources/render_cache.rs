@@ -1,0 +1,139 @@
+//! A render cache keyed by content, not by commit.
+//!
+//! Each App's last [`Rendered`] is kept with the inputs the renderer recorded
+//! ([`Rendered::inputs`]: every file read, directory listed and path probed, with a sha256 of
+//! what was seen). On a new revision the inputs are re-checked against the new tree; when all
+//! are unchanged the cached result is reused without rendering. In a monorepo a commit touching
+//! App A's files therefore re-renders only App A, while adding a file to a directory App B
+//! lists (its listing hash changes) re-renders App B.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use crate::render::tree::{EntryKind, Tree};
+use crate::render::{RenderError, Rendered, render};
+
+use super::url::SourceKey;
+
+/// The largest file re-read when checking inputs (the renderer's own per-file limit).
+const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What [`RenderCache::render`] returned.
+#[derive(Debug, Clone)]
+pub struct CachedRender {
+    /// The render result.
+    pub rendered: Arc<Rendered>,
+    /// `true` when the cached result was reused (no render ran).
+    pub reused: bool,
+}
+
+struct Entry {
+    source_key: SourceKey,
+    dir: String,
+    rendered: Arc<Rendered>,
+}
+
+/// Per-App render results, reused while their recorded inputs are unchanged.
+#[derive(Default)]
+pub struct RenderCache {
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+impl RenderCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Renders `dir` of `tree` for App `app`, or reuses the App's previous result when the
+    /// source and directory are the same and every recorded input is unchanged in `tree`.
+    pub fn render(
+        &self,
+        app: &str,
+        source_key: &SourceKey,
+        tree: &dyn Tree,
+        dir: &str,
+    ) -> Result<CachedRender, RenderError> {
+        let previous = {
+            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            entries
+                .get(app)
+                .filter(|e| &e.source_key == source_key && e.dir == dir)
+                .map(|e| e.rendered.clone())
+        };
+        if let Some(rendered) = previous
+            && inputs_unchanged(tree, &rendered.inputs)
+        {
+            return Ok(CachedRender {
+                rendered,
+                reused: true,
+            });
+        }
+        let rendered = Arc::new(render(tree, dir)?);
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.insert(
+            app.to_string(),
+            Entry {
+                source_key: source_key.clone(),
+                dir: dir.to_string(),
+                rendered: rendered.clone(),
+            },
+        );
+        Ok(CachedRender {
+            rendered,
+            reused: false,
+        })
+    }
+
+    /// Forgets App `app` (deleted, or its source changed).
+    pub fn remove(&self, app: &str) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.remove(app);
+    }
+
+    /// How many Apps have a cached render.
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Whether every recorded input hashes the same in `tree`. The key forms follow the
+/// renderer's recorder: `path?` (existence probe: sha256 of `file`, `dir` or `none`), `dir/`
+/// (listing: sha256 of one `name` or `name/` line per entry) and `path` (file bytes). Any read
+/// error counts as a change, so the render runs and reports it.
+pub fn inputs_unchanged(tree: &dyn Tree, inputs: &BTreeMap<String, String>) -> bool {
+    inputs
+        .iter()
+        .all(|(key, want)| current_digest(tree, key).is_some_and(|got| &got == want))
+}
+
+fn current_digest(tree: &dyn Tree, key: &str) -> Option<String> {
+    let bytes = if let Some(path) = key.strip_suffix('?') {
+        let word = match tree.kind(path).ok()? {
+            Some(EntryKind::File) => "file",
+            Some(EntryKind::Dir) => "dir",
+            None => "none",
+        };
+        word.as_bytes().to_vec()
+    } else if let Some(path) = key.strip_suffix('/') {
+        tree.read_dir(path)
+            .ok()?
+            .iter()
+            .map(|e| {
+                let slash = if e.kind == EntryKind::Dir { "/" } else { "" };
+                format!("{}{slash}\n", e.name)
+            })
+            .collect::<String>()
+            .into_bytes()
+    } else {
+        tree.read_file(key, MAX_INPUT_BYTES).ok()?
+    };
+    Some(hex::encode(Sha256::digest(&bytes)))
+}
