@@ -6,6 +6,7 @@ pub mod https_git;
 pub mod postgres;
 pub mod server;
 
+#[allow(unused_imports)]
 pub use git_repo::*;
 
 use sqlx::any::AnyPoolOptions;
