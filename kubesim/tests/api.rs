@@ -689,3 +689,45 @@ async fn garbage_collection_and_kwok_pods() {
     );
     assert!(env.cluster.list_objects("v1", "Pod").is_empty());
 }
+
+#[tokio::test]
+async fn watch_with_a_selector_sees_objects_leave_and_enter_it() {
+    let env = Env::with(ClusterConfig {
+        simulate: false,
+        ..ClusterConfig::default()
+    })
+    .await;
+    let (_, a) = env.json("POST", CMS, &cm("a")).await;
+    let start = rv(&a);
+    let relabel =
+        |app: &str| serde_json::to_vec(&json!({"metadata": {"labels": {"app": app}}})).unwrap();
+    let merge = "application/merge-patch+json";
+    env.raw("PATCH", &format!("{CMS}/a"), merge, relabel("other"))
+        .await;
+    env.raw("PATCH", &format!("{CMS}/a"), merge, relabel("a"))
+        .await;
+    env.json("POST", CMS, &cm("b")).await;
+    let (_, stream) = env
+        .text(&format!(
+            "{CMS}?watch=true&resourceVersion={start}&timeoutSeconds=1&labelSelector=app%3Da"
+        ))
+        .await;
+    let events: Vec<(String, String)> = stream
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_string(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [("DELETED", "a"), ("ADDED", "a")]
+        .iter()
+        .map(|(t, n)| (t.to_string(), n.to_string()))
+        .collect();
+    assert_eq!(events, expected);
+}
