@@ -263,3 +263,46 @@ async fn tokens_expired_unknown_and_out_of_namespace() {
             .ends_with("at the cluster scope")
     );
 }
+
+#[tokio::test]
+async fn odd_shapes_never_break_the_server_or_the_simulation() {
+    let env = Env::start().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let odd_crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "odd.example.com"}, "spec": {"names": "x", "versions": 5, "group": 1}});
+    let (code, _) = env.json("POST", crds, &odd_crd).await;
+    assert!(code.is_success() || code.is_client_error());
+    let (code, s) = env
+        .json(
+            "POST",
+            CMS,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": "x"}),
+        )
+        .await;
+    assert_eq!(code, 400, "{s}");
+    let deploys = "/apis/apps/v1/namespaces/default/deployments";
+    for spec in [
+        json!("weird"),
+        json!({"replicas": "many", "template": 3}),
+        json!({"selector": [], "template": {"spec": {"containers": "no"}}}),
+    ] {
+        let odd = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"generateName": "odd-"}, "spec": spec});
+        env.json("POST", deploys, &odd).await;
+    }
+    let good = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "good"},
+        "spec": {"selector": {"matchLabels": {"app": "good"}},
+            "template": {"metadata": {"labels": {"app": "good"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let (code, _) = env.json("POST", deploys, &good).await;
+    assert_eq!(code, 201);
+    let out = env
+        .kubectl(&[
+            "wait",
+            "--for=condition=Available",
+            "deployment/good",
+            "--timeout=60s",
+        ])
+        .await;
+    assert_eq!(out.code, 0, "the simulation still runs: {out:?}");
+    let (code, _) = env.raw("GET", "/version", "", vec![]).await;
+    assert_eq!(code, 200);
+}

@@ -112,6 +112,7 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> 
             }
         }
     }
+    crate::validate::check_types(info, obj)?;
     obj["apiVersion"] = Value::String(expected);
     obj["kind"] = Value::String(info.kind.clone());
     if !obj.get("metadata").is_some_and(Value::is_object) {
