@@ -446,3 +446,52 @@ subjects: [{kind: ServiceAccount, name: bot, namespace: team-a}]
         .await;
     assert_eq!(can.stdout.trim(), "yes", "{can:?}");
 }
+
+#[tokio::test]
+async fn imperative_create_sends_protobuf() {
+    let env = Env::start().await;
+    env.kubectl(&["create", "namespace", "demo"]).await.ok();
+    env.kubectl(&[
+        "create",
+        "configmap",
+        "c1",
+        "-n",
+        "demo",
+        "--from-literal=a=b",
+    ])
+    .await
+    .ok();
+    env.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "s1",
+        "-n",
+        "demo",
+        "--from-literal=pw=hunter2",
+    ])
+    .await
+    .ok();
+    let ns = env
+        .cluster
+        .get_object("v1", "Namespace", None, "demo")
+        .unwrap();
+    assert_eq!(ns["status"]["phase"], "Active");
+    assert!(ns["metadata"].get("generation").is_none());
+    let cm = env
+        .cluster
+        .get_object("v1", "ConfigMap", Some("demo"), "c1")
+        .unwrap();
+    assert_eq!(cm["data"]["a"], "b");
+    let secret = env
+        .cluster
+        .get_object("v1", "Secret", Some("demo"), "s1")
+        .unwrap();
+    assert_eq!(secret["data"]["pw"], "aHVudGVyMg==");
+    assert_eq!(secret["type"], "Opaque");
+    let refused = env
+        .kubectl(&["create", "deployment", "x", "--image=nginx"])
+        .await;
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("unknown format"), "{refused:?}");
+}

@@ -104,6 +104,30 @@ impl Env {
         let client = self.cluster.client().await.unwrap();
         raw_with(&client, method, path, content_type, body).await
     }
+
+    /// A raw JSON request with the admin token.
+    pub async fn json(&self, method: &str, path: &str, body: &Value) -> (StatusCode, Value) {
+        self.raw(
+            method,
+            path,
+            "application/json",
+            serde_json::to_vec(body).unwrap(),
+        )
+        .await
+    }
+
+    /// A raw GET with the admin token, returning the body as text (watch streams).
+    pub async fn text(&self, path: &str) -> (StatusCode, String) {
+        let client = self.cluster.client().await.unwrap();
+        let req = Request::builder()
+            .uri(path)
+            .body(kube::client::Body::empty())
+            .unwrap();
+        let resp = client.send(req).await.expect("request sent");
+        let status = resp.status();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
 }
 
 /// A raw request through a kube client: (status, parsed JSON body or Null).
@@ -133,4 +157,14 @@ pub async fn raw_with(
 /// Parses YAML text (kubectl -o yaml output) into JSON values.
 pub fn yaml(text: &str) -> Value {
     serde_saphyr::from_str::<Value>(text).expect("valid YAML")
+}
+
+/// A kube client for the kubeconfig that does not retry 429/503 responses.
+pub async fn client_without_retries(kubeconfig: &str) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(kubeconfig).unwrap();
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    config.default_retry = false;
+    kube::Client::try_from(config).unwrap()
 }
