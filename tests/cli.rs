@@ -277,3 +277,92 @@ fn serve_requires_a_key_and_prints_a_generated_admin_password_once() {
     let second = start();
     assert_eq!(second.len(), 1, "no new password on restart: {second:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_logs_of_a_served_registration_hold_no_credentials() {
+    kubesim::install_crypto_provider();
+    let cluster = Cluster::start(ClusterConfig {
+        name: "logged".into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let log_path = data.path().join("stderr.log");
+    let mut child = Command::new(WARDN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--probe-interval", "1"])
+        .arg("--data-dir")
+        .arg(data.path().join("data"))
+        .env("WARDN_CREDENTIALS_KEY", "2a".repeat(32))
+        .env("WARDN_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = blocking(move || {
+        stdout
+            .find_map(|line| {
+                line.unwrap()
+                    .strip_prefix("wardn: listening on ")
+                    .map(str::to_string)
+            })
+            .unwrap()
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let login = http
+        .post(format!("{base}/api/v1/auth/login"))
+        .json(&serde_json::json!({"username": "admin", "password": ADMIN_PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = login.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let created = http
+        .post(format!("{base}/api/v1/clusters"))
+        .header("cookie", &cookie)
+        .json(
+            &serde_json::json!({"name": "logged", "server_url": cluster.url(),
+                                  "kubeconfig": cluster.kubeconfig()}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    // Wait (without a time bound) until a probe round has connected.
+    loop {
+        let list: serde_json::Value = http
+            .get(format!("{base}/api/v1/clusters"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if list["clusters"][0]["status"] == "connected" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("DEBUG"), "debug logging was on");
+    let session = cookie.trim_start_matches("wardn_session=");
+    for secret in [
+        cluster.tokens().admin.as_str(),
+        "kind: Config",
+        ADMIN_PASSWORD,
+        session,
+    ] {
+        assert!(!log.contains(secret), "the log contains {secret:?}");
+    }
+}
