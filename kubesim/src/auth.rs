@@ -1,11 +1,23 @@
-//! Bearer-token authentication and namespace-scoped authorization.
+//! Authentication (admin, namespaced, expired and ServiceAccount bearer tokens) and
+//! authorization (admin: everything; namespaced tokens: their namespace; ServiceAccounts:
+//! RBAC over the stored Roles and bindings, through the `rbac` module).
 
 use std::collections::BTreeMap;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
+use serde_json::Value;
 
-use crate::status::{ApiError, qualified};
+use crate::rbac::{self, Authorizer, Decision, Request, UserInfo};
+use crate::state::State;
+use crate::status::ApiError;
 use crate::util::random_token;
+
+/// The type of Secrets that carry ServiceAccount tokens.
+pub const SA_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
+/// The annotation naming a token Secret's ServiceAccount.
+pub const SA_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
 
 /// The bearer tokens of one cluster, as written to `<name>.tokens.json`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -39,121 +51,156 @@ pub enum Identity {
     Admin,
     /// A namespaced token: allowed everything in that namespace.
     Namespaced(String),
+    /// A ServiceAccount token from a token Secret: authorized by RBAC.
+    ServiceAccount {
+        /// The ServiceAccount's namespace.
+        namespace: String,
+        /// The ServiceAccount's name.
+        name: String,
+    },
 }
 
 impl Identity {
-    /// The user name the API server reports in 403 messages and access reviews.
-    pub fn user(&self) -> String {
+    /// The user as the authorizer and 403 messages see it.
+    pub fn user(&self) -> UserInfo {
         match self {
-            Identity::Admin => "kubesim-admin".to_string(),
-            Identity::Namespaced(ns) => format!("system:serviceaccount:{ns}:kubesim"),
+            Identity::Admin => {
+                UserInfo::new("kubesim-admin", &["system:masters", "system:authenticated"])
+            }
+            Identity::Namespaced(ns) => {
+                UserInfo::new(&format!("kubesim-{ns}"), &["system:authenticated"])
+            }
+            Identity::ServiceAccount { namespace, name } => {
+                UserInfo::service_account(namespace, name)
+            }
         }
     }
 }
 
+/// The ServiceAccount whose token Secret holds `token`, if any.
+fn service_account_for(state: &State, token: &str) -> Option<Identity> {
+    let encoded = STANDARD.encode(token);
+    let store = state.store();
+    let secret = store.list("/secrets", None).find(|s| {
+        s.get("type").and_then(Value::as_str) == Some(SA_TOKEN_TYPE)
+            && s.pointer("/data/token").and_then(Value::as_str) == Some(encoded.as_str())
+    })?;
+    Some(Identity::ServiceAccount {
+        namespace: secret.pointer("/metadata/namespace")?.as_str()?.to_string(),
+        name: secret
+            .pointer("/metadata/annotations")?
+            .get(SA_NAME_ANNOTATION)?
+            .as_str()?
+            .to_string(),
+    })
+}
+
 /// Resolves the `Authorization` header to an identity; 401 for none, unknown or expired.
-pub fn authenticate(tokens: &Tokens, header: Option<&str>) -> Result<Identity, ApiError> {
+pub fn authenticate(state: &State, header: Option<&str>) -> Result<Identity, ApiError> {
+    let tokens = &state.tokens;
     let token = header
         .and_then(|h| h.strip_prefix("Bearer "))
         .map(str::trim)
+        .filter(|t| !t.is_empty())
         .ok_or_else(ApiError::unauthorized)?;
     if token == tokens.admin {
         return Ok(Identity::Admin);
     }
-    tokens
-        .namespaced
-        .iter()
-        .find(|(_, t)| t.as_str() == token)
-        .map(|(ns, _)| Identity::Namespaced(ns.clone()))
-        .ok_or_else(ApiError::unauthorized)
+    if token == tokens.expired {
+        return Err(ApiError::unauthorized());
+    }
+    if let Some((ns, _)) = tokens.namespaced.iter().find(|(_, t)| t.as_str() == token) {
+        return Ok(Identity::Namespaced(ns.clone()));
+    }
+    service_account_for(state, token).ok_or_else(ApiError::unauthorized)
 }
 
-/// What a request asks to do, in authorizer terms.
-#[derive(Debug, Clone)]
-pub struct Attributes<'a> {
-    /// get, list, watch, create, update, patch, delete, deletecollection.
-    pub verb: &'a str,
-    /// API group.
-    pub group: &'a str,
-    /// Plural resource.
-    pub resource: &'a str,
-    /// Subresource ("status", "scale"), if any.
-    pub subresource: Option<&'a str>,
-    /// Namespace of the request, if namespaced.
-    pub namespace: Option<&'a str>,
-    /// Object name, if any.
-    pub name: Option<&'a str>,
+fn rbac_objects(state: &State, key: &str) -> Vec<Value> {
+    state
+        .store()
+        .list(key, None)
+        .map(|o| (**o).clone())
+        .collect()
 }
 
-/// Whether the identity may do this.
-pub fn allowed(identity: &Identity, attrs: &Attributes<'_>) -> bool {
+/// Decides whether the identity may make the request.
+pub fn authorize(state: &State, identity: &Identity, request: &Request) -> Decision {
+    let allow = || Decision::Allow {
+        reason: String::new(),
+    };
     match identity {
-        Identity::Admin => true,
-        Identity::Namespaced(ns) => {
-            attrs.namespace == Some(ns.as_str())
-                || (attrs.group == "authorization.k8s.io" && attrs.verb == "create")
+        Identity::Admin => allow(),
+        Identity::Namespaced(ns) => match request {
+            Request::NonResource { .. } => allow(),
+            Request::Resource(a)
+                if a.namespace == *ns
+                    || (a.api_group == "authorization.k8s.io"
+                        && a.resource.starts_with("selfsubject")) =>
+            {
+                allow()
+            }
+            Request::Resource(_) => Decision::Deny {
+                reason: String::new(),
+            },
+        },
+        Identity::ServiceAccount { .. } => {
+            const G: &str = "rbac.authorization.k8s.io";
+            let roles = rbac_objects(state, &format!("{G}/roles"));
+            let cluster_roles = rbac_objects(state, &format!("{G}/clusterroles"));
+            let role_bindings = rbac_objects(state, &format!("{G}/rolebindings"));
+            let cluster_role_bindings = rbac_objects(state, &format!("{G}/clusterrolebindings"));
+            Authorizer {
+                roles: &roles,
+                cluster_roles: &cluster_roles,
+                role_bindings: &role_bindings,
+                cluster_role_bindings: &cluster_role_bindings,
+            }
+            .authorize(&identity.user(), request)
         }
     }
 }
 
-/// 403 Forbidden, worded as kube-apiserver words RBAC denials.
-pub fn forbidden(identity: &Identity, attrs: &Attributes<'_>) -> ApiError {
-    let resource = match attrs.subresource {
-        Some(sub) => format!("{}/{sub}", attrs.resource),
-        None => attrs.resource.to_string(),
-    };
-    let subject = match attrs.name {
-        Some(name) => format!("{} \"{name}\"", qualified(attrs.group, attrs.resource)),
-        None => qualified(attrs.group, attrs.resource),
-    };
-    let scope = match attrs.namespace {
-        Some(ns) => format!("in the namespace \"{ns}\""),
-        None => "at the cluster scope".to_string(),
-    };
-    ApiError::forbidden(
-        format!(
-            "{subject} is forbidden: User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}",
-            identity.user(),
-            attrs.verb,
-            attrs.group
-        ),
-        attrs.group,
-        attrs.resource,
-        attrs.name.unwrap_or_default(),
-    )
+/// Authorizes a request, or the 403 Forbidden Status kube-apiserver would send.
+pub fn check(state: &State, identity: &Identity, request: &Request) -> Result<(), ApiError> {
+    match authorize(state, identity, request) {
+        Decision::Allow { .. } => Ok(()),
+        Decision::Deny { reason } => Err(ApiError::from_status(&rbac::forbidden_status(
+            &identity.user(),
+            request,
+            &reason,
+        ))),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::ClusterConfig;
 
     #[test]
     fn tokens_resolve_and_namespaced_tokens_stay_in_their_namespace() {
         let t = Tokens::generate(&["team-a".to_string()]);
+        let state = State::new(ClusterConfig::default(), t.clone(), String::new());
         let admin = format!("Bearer {}", t.admin);
-        assert_eq!(authenticate(&t, Some(&admin)).unwrap(), Identity::Admin);
-        assert_eq!(
-            authenticate(&t, Some(&format!("Bearer {}", t.expired)))
-                .unwrap_err()
-                .code,
-            401
-        );
-        assert_eq!(authenticate(&t, None).unwrap_err().code, 401);
-        let id = authenticate(&t, Some(&format!("Bearer {}", t.namespaced["team-a"]))).unwrap();
-        let mut attrs = Attributes {
-            verb: "list",
-            group: "",
-            resource: "configmaps",
-            subresource: None,
-            namespace: Some("team-a"),
-            name: None,
+        assert_eq!(authenticate(&state, Some(&admin)).unwrap(), Identity::Admin);
+        let expired = format!("Bearer {}", t.expired);
+        assert_eq!(authenticate(&state, Some(&expired)).unwrap_err().code, 401);
+        assert_eq!(authenticate(&state, None).unwrap_err().code, 401);
+        let ns_token = format!("Bearer {}", t.namespaced["team-a"]);
+        let id = authenticate(&state, Some(&ns_token)).unwrap();
+        let mut attrs = rbac::ResourceAttributes {
+            verb: "list".into(),
+            resource: "configmaps".into(),
+            namespace: "team-a".into(),
+            ..Default::default()
         };
-        assert!(allowed(&id, &attrs));
-        attrs.namespace = Some("team-b");
-        assert!(!allowed(&id, &attrs));
+        assert!(check(&state, &id, &Request::Resource(attrs.clone())).is_ok());
+        attrs.namespace = "team-b".into();
+        let denied = check(&state, &id, &Request::Resource(attrs)).unwrap_err();
+        assert_eq!(denied.code, 403);
         assert_eq!(
-            forbidden(&id, &attrs).message,
-            "configmaps is forbidden: User \"system:serviceaccount:team-a:kubesim\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"team-b\""
+            denied.message,
+            "configmaps is forbidden: User \"kubesim-team-a\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"team-b\""
         );
     }
 }

@@ -17,7 +17,7 @@ use crate::resources::split_api_version;
 use crate::state::State;
 use crate::store::EventType;
 use crate::util::{new_uid, now_rfc3339};
-use crate::{lifecycle, server, tls};
+use crate::{server, sim, tls};
 
 /// How to start a cluster.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +32,11 @@ pub struct ClusterConfig {
     pub namespaces: Vec<String>,
     /// How long simulated workloads take to become ready.
     pub ready_delay: Duration,
+    /// Whether the kwok-like controllers run (Nodes, ReplicaSets, Pods, workload status).
+    pub simulate: bool,
+    /// How many changes are kept for watches to resume from; older resourceVersions get
+    /// 410 Gone.
+    pub watch_history: usize,
 }
 
 impl Default for ClusterConfig {
@@ -42,6 +47,8 @@ impl Default for ClusterConfig {
             nodes: 1,
             namespaces: Vec::new(),
             ready_delay: Duration::from_millis(500),
+            simulate: true,
+            watch_history: 10_000,
         }
     }
 }
@@ -52,6 +59,7 @@ pub struct Cluster {
     tls: Arc<rustls::ServerConfig>,
     port: u16,
     server: Mutex<Option<JoinHandle<()>>>,
+    sim: Option<JoinHandle<()>>,
 }
 
 /// Namespaces every cluster starts with.
@@ -60,9 +68,6 @@ const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "k
 fn seed(state: &State) {
     let mut store = state.store();
     let registry = state.registry();
-    let Some(ns_info) = registry.by_kind("v1", "Namespace") else {
-        return;
-    };
     let names = SYSTEM_NAMESPACES
         .iter()
         .map(|s| s.to_string())
@@ -76,8 +81,20 @@ fn seed(state: &State) {
             "kind": "Namespace",
             "metadata": {"name": name, "uid": new_uid(), "creationTimestamp": now_rfc3339()},
         });
-        lifecycle::default(&ns_info, &mut ns);
+        crate::defaults::prepare_for_create("v1", "Namespace", &mut ns);
         store.put("/namespaces", ns, EventType::Added);
+    }
+    for mut obj in crate::rbac::bootstrap_policy() {
+        let Some(info) = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .and_then(|k| registry.by_kind("rbac.authorization.k8s.io/v1", k))
+        else {
+            continue;
+        };
+        obj["metadata"]["uid"] = json!(new_uid());
+        obj["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+        store.put(&info.store_key(), obj, EventType::Added);
     }
 }
 
@@ -112,12 +129,17 @@ impl Cluster {
             .port();
         let state = Arc::new(State::new(config, tokens, material.ca_pem));
         seed(&state);
+        let sim = state.config.simulate.then(|| {
+            sim::create_nodes(&mut state.store(), state.config.nodes);
+            sim::spawn(state.clone())
+        });
         let handle = server::spawn(state.clone(), listener, material.server_config.clone());
         Ok(Cluster {
             state,
             tls: material.server_config,
             port,
             server: Mutex::new(Some(handle)),
+            sim,
         })
     }
 
@@ -230,6 +252,9 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         if let Some(handle) = self.server.lock().unwrap_or_else(|e| e.into_inner()).take() {
             handle.abort();
+        }
+        if let Some(sim) = &self.sim {
+            sim.abort();
         }
     }
 }

@@ -1,14 +1,19 @@
-//! Kind-specific server behaviour on writes: CRDs become Established (and their kinds are served), deleted CRDs take their objects with them.
+//! Kind-specific server behaviour on writes: ServiceAccount token Secrets are filled in,
+//! CRDs become Established (and their kinds are served), deleted CRDs take their objects with them.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
+
+use crate::auth::{SA_NAME_ANNOTATION, SA_TOKEN_TYPE};
 
 use crate::resources::ResourceInfo;
 use crate::state::State;
 use crate::store::Store;
-use crate::util::now_rfc3339;
+use crate::util::{now_rfc3339, random_token};
 
 const CRDS: &str = "apiextensions.k8s.io/customresourcedefinitions";
 
@@ -16,10 +21,29 @@ fn is(info: &ResourceInfo, group: &str, kind: &str) -> bool {
     info.group == group && info.kind == kind
 }
 
-/// Adjusts a new object before it is stored.
-pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
+/// Adjusts a new object before it is stored: CRDs get their status; ServiceAccount token
+/// Secrets get a token, the CA and the namespace, as the token controller fills them.
+pub fn on_create(state: &State, info: &ResourceInfo, obj: &mut Value) {
     if is(info, "apiextensions.k8s.io", "CustomResourceDefinition") {
         crd_status(obj, None);
+    }
+    if is(info, "", "Secret")
+        && obj.get("type").and_then(Value::as_str) == Some(SA_TOKEN_TYPE)
+        && obj
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(SA_NAME_ANNOTATION))
+            .is_some()
+    {
+        let ns = obj["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !obj.get("data").is_some_and(Value::is_object) {
+            obj["data"] = json!({});
+        }
+        obj["data"]["token"] = json!(STANDARD.encode(random_token()));
+        obj["data"]["ca.crt"] = json!(STANDARD.encode(&state.ca_pem));
+        obj["data"]["namespace"] = json!(STANDARD.encode(ns));
     }
 }
 

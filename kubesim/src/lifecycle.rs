@@ -19,14 +19,14 @@ pub fn schema_type(info: &ResourceInfo) -> Option<k8s_merge::TypeRef<'static>> {
 }
 
 /// Runs API-server defaulting on a built-in object.
-pub fn default(info: &ResourceInfo, obj: &mut Value) {
+fn default(info: &ResourceInfo, obj: &mut Value) {
     if info.is_builtin() {
         defaults::apply_defaults(&info.api_version(), &info.kind, obj);
     }
 }
 
 /// Create-time steps that need the object's uid or cluster-wide allocations.
-pub fn admit_new(info: &ResourceInfo, obj: &mut Value, ip_seq: &AtomicU32) {
+pub fn admit_new(info: &ResourceInfo, obj: &mut Value, ip_seq: &AtomicU32, port_seq: &AtomicU32) {
     if !info.is_builtin() {
         return;
     }
@@ -37,6 +37,9 @@ pub fn admit_new(info: &ResourceInfo, obj: &mut Value, ip_seq: &AtomicU32) {
             if defaults::assign_cluster_ip(obj, &defaults::allocate_cluster_ip(seq + 1)) {
                 ip_seq.fetch_add(1, Ordering::Relaxed);
             }
+            defaults::assign_node_ports(obj, || {
+                defaults::allocate_node_port(port_seq.fetch_add(1, Ordering::Relaxed))
+            });
         }
         ("batch", "Job") => {
             let uid = obj

@@ -104,7 +104,7 @@ async fn serve(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bod
         .and_then(|h| h.to_str().ok());
     let identity = match (auth, is_public(req.uri().path())) {
         (None, true) => None,
-        (auth, _) => Some(authenticate(&state.tokens, auth)?),
+        (auth, _) => Some(authenticate(&state, auth)?),
     };
     let faults = state.faults();
     if !faults.latency.is_zero() {

@@ -145,7 +145,7 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
-    /// 403 with a message already worded by the authorizer.
+    /// 403 with a message already worded by the caller.
     pub fn forbidden(
         message: impl Into<String>,
         group: &str,
@@ -154,6 +154,32 @@ impl ApiError {
     ) -> ApiError {
         let mut e = Self::new(403, "Forbidden", message);
         e.details = Some(Box::new(details(group, plural, name)));
+        e
+    }
+
+    /// The error a ready-made Status body describes (e.g. the RBAC authorizer's 403).
+    pub fn from_status(status: &Value) -> ApiError {
+        let code = status
+            .get("code")
+            .and_then(Value::as_u64)
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(500);
+        let reason = match code {
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "NotFound",
+            409 => "Conflict",
+            _ => "InternalError",
+        };
+        let mut e = Self::new(
+            code,
+            reason,
+            status
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        );
+        e.details = status.get("details").cloned().map(Box::new);
         e
     }
 

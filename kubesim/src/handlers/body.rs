@@ -29,6 +29,11 @@ pub fn parse_object(req: &Req<'_>) -> Result<Value, ApiError> {
                 ApiError::bad_request(format!("the request body is not valid YAML: {e}"))
             })?
         }
+        crate::protobuf::MEDIA_TYPE if req.target.info.kind == "SelfSubjectAccessReview" => {
+            crate::protobuf::decode_access_review(&req.body).map_err(|e| {
+                ApiError::bad_request(format!("the protobuf request body is not valid: {e}"))
+            })?
+        }
         other => {
             return Err(ApiError::unsupported_media_type(
                 other,

@@ -18,8 +18,9 @@ use hyper::http::request::Parts;
 use hyper::{Method, Response};
 use serde_json::Value;
 
-use crate::auth::{Attributes, Identity, allowed, forbidden};
+use crate::auth::{Identity, check};
 use crate::discovery;
+use crate::rbac::{Request as AuthzRequest, ResourceAttributes};
 use crate::resources::ResourceInfo;
 use crate::server::{Body, full, json_reply};
 use crate::state::State;
@@ -234,6 +235,17 @@ pub async fn route(
         _ => {}
     }
     let identity = identity.ok_or_else(ApiError::unauthorized)?;
+    let resource_path = matches!(
+        segments.as_slice(),
+        ["api", "v1", _, ..] | ["apis", _, _, _, ..]
+    );
+    if !resource_path {
+        let request = AuthzRequest::NonResource {
+            verb: parts.method.as_str().to_ascii_lowercase(),
+            path: path.clone(),
+        };
+        check(state, &identity, &request)?;
+    }
     let (group, version, rest) = match segments.as_slice() {
         ["api"] => {
             let host = parts
@@ -276,17 +288,22 @@ pub async fn route(
     if target.info.create_only != (verb == "create") && target.info.create_only {
         return Err(ApiError::method_not_allowed());
     }
-    let attrs = Attributes {
-        verb,
-        group: &target.info.group,
-        resource: &target.info.plural,
-        subresource: target.subresource.as_deref(),
-        namespace: target.namespace.as_deref(),
-        name: target.name.as_deref(),
+    let info = &target.info;
+    let is_namespace = info.group.is_empty() && info.plural == "namespaces";
+    let attrs = ResourceAttributes {
+        verb: verb.to_string(),
+        api_group: info.group.clone(),
+        api_version: info.version.clone(),
+        resource: info.plural.clone(),
+        subresource: target.subresource.clone().unwrap_or_default(),
+        namespace: match (&target.namespace, &target.name) {
+            (Some(ns), _) => ns.clone(),
+            (None, Some(name)) if is_namespace => name.clone(),
+            _ => String::new(),
+        },
+        name: target.name.clone().unwrap_or_default(),
     };
-    if !allowed(&identity, &attrs) {
-        return Err(forbidden(&identity, &attrs));
-    }
+    check(state, &identity, &AuthzRequest::Resource(attrs))?;
     let header = |h: hyper::header::HeaderName| {
         parts
             .headers

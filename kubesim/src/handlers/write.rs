@@ -86,8 +86,9 @@ pub fn prepare_new(info: &ResourceInfo, obj: &mut Value, now: &str) -> Result<()
     if tracks_generation(info, obj) {
         obj["metadata"]["generation"] = json!(1);
     }
-    if info.status
-        && info.kind != "Node"
+    if info.is_builtin() {
+        crate::defaults::prepare_for_create(&info.api_version(), &info.kind, obj);
+    } else if info.status
         && let Some(m) = obj.as_object_mut()
     {
         m.remove("status");
@@ -122,8 +123,8 @@ pub fn insert_new(
     if store.get(&key, req.ns(), &name).is_some() {
         return Err(ApiError::already_exists(&info.group, &info.plural, &name));
     }
-    hooks::on_create(&info, &mut obj);
-    lifecycle::admit_new(&info, &mut obj, &req.state.ip_seq);
+    hooks::on_create(req.state, &info, &mut obj);
+    lifecycle::admit_new(&info, &mut obj, &req.state.ip_seq, &req.state.port_seq);
     let obj = lifecycle::finish(&info, None, obj, manager, None, now);
     if req.query.dry_run() {
         return Ok((201, present(&info, &obj)));
