@@ -366,3 +366,101 @@ async fn debug_logs_of_a_served_registration_hold_no_credentials() {
         assert!(!log.contains(secret), "the log contains {secret:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_creates_a_least_privilege_identity_and_registers_it() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use kube::api::{Api, ListParams, PostParams};
+
+    kubesim::install_crypto_provider();
+    let cluster = Cluster::start(ClusterConfig {
+        name: "target".into(),
+        namespaces: vec!["team-a".into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let config = tempfile::tempdir().unwrap();
+    let kubeconfig = config.path().join("admin.kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig()).unwrap();
+    let (base, dir) = (server.base.clone(), config.path().to_path_buf());
+    let out = blocking(move || {
+        let kc = kubeconfig.to_str().unwrap().to_string();
+        let args = [
+            "clusters",
+            "bootstrap",
+            "--server",
+            &base,
+            "--token",
+            &token,
+            "--kubeconfig",
+            &kc,
+            "--context",
+            "target",
+            "--name",
+            "target",
+            "--kinds",
+            "ConfigMap,apps/Deployment",
+            "--namespaces",
+            "team-a",
+        ];
+        ok(&wardn(&dir, &args))
+    })
+    .await;
+    assert!(
+        out.contains("ServiceAccount wardn/wardn created")
+            && out.contains("cluster target registered"),
+        "{out}"
+    );
+
+    let admin = cluster.client().await.unwrap();
+    let role = Api::<ClusterRole>::all(admin)
+        .get("wardn-target")
+        .await
+        .unwrap();
+    let rules = serde_json::to_string(&role.rules).unwrap();
+    assert!(!rules.contains('*'), "{rules}");
+    assert!(
+        rules.contains("configmaps") && rules.contains("deployments"),
+        "{rules}"
+    );
+
+    let status = server.registry.probe("target").await;
+    assert_eq!(
+        status.status,
+        wardn::clusters::registry::Connectivity::Connected,
+        "{status:?}"
+    );
+    let wardn_client = server
+        .registry
+        .cached_cluster("target")
+        .await
+        .unwrap()
+        .client;
+    let config_map = |ns: &str| {
+        serde_json::from_value::<ConfigMap>(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe", "namespace": ns}}))
+        .unwrap()
+    };
+    Api::<ConfigMap>::namespaced(wardn_client.clone(), "team-a")
+        .create(&PostParams::default(), &config_map("team-a"))
+        .await
+        .unwrap();
+    let outside = Api::<ConfigMap>::namespaced(wardn_client.clone(), "default")
+        .create(&PostParams::default(), &config_map("default"))
+        .await;
+    assert!(
+        matches!(outside, Err(kube::Error::Api(ref s)) if s.code == 403),
+        "{outside:?}"
+    );
+    let secrets = Api::<Secret>::namespaced(wardn_client, "team-a")
+        .list(&ListParams::default())
+        .await;
+    assert!(
+        matches!(secrets, Err(kube::Error::Api(ref s)) if s.code == 403),
+        "secrets are not granted"
+    );
+}
