@@ -162,7 +162,12 @@ pub enum RegistryError {
 
 /// Current time as RFC 3339 with second precision.
 pub fn now_rfc3339() -> String {
-    Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    rfc3339(Timestamp::now())
+}
+
+/// A timestamp as RFC 3339 in UTC with second precision, the form the store and API use.
+pub fn rfc3339(at: Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// The registry: store, sealer, status board and client cache.
@@ -269,7 +274,7 @@ impl Registry {
     fn check(server_url: &str, kubeconfig: &str) -> Result<Option<String>, ValidationError> {
         kubeconfig::check_server_url(server_url)?;
         let parsed = kubeconfig::validate(kubeconfig, server_url)?;
-        Ok(credential_expiry(&parsed).map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()))
+        Ok(credential_expiry(&parsed).map(rfc3339))
     }
 
     /// Registers a cluster (audited as `cluster.register`).
