@@ -252,6 +252,13 @@ async fn operator_resolution_goes_through_the_internal_endpoint() {
     operator.invalidate("production");
     assert!(operator.resolve("production", "default").await.is_ok());
 
+    let destination = operator.destination("production").await.unwrap();
+    assert_eq!(
+        destination.namespaces,
+        Some(vec!["staging".to_string(), "default".to_string()])
+    );
+    assert_eq!(operator.destination("").await.unwrap().namespaces, None);
+
     // The empty cluster name is the management cluster, with no allowlist.
     let mgmt = operator.resolve("", "anything").await.unwrap();
     assert!(
