@@ -17,6 +17,10 @@ use super::seal::{SealError, Sealer};
 use crate::store::clusters::ClusterRecord;
 use crate::store::{Store, StoreError};
 
+/// How many clusters a probe round contacts at once (a dead cluster holds one slot until its
+/// timeout; the rest proceed).
+pub const PROBE_CONCURRENCY: usize = 16;
+
 /// How long before a credential expires the prober starts warning.
 pub const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
 
@@ -470,15 +474,21 @@ impl Registry {
         status
     }
 
-    /// Probes every registered cluster concurrently and warns about credentials that expire
-    /// within [`EXPIRY_WARNING`].
+    /// Probes every registered cluster, [`PROBE_CONCURRENCY`] at a time, and warns about
+    /// credentials that expire within [`EXPIRY_WARNING`].
     pub async fn probe_all(self: &Arc<Self>) -> Result<(), RegistryError> {
         let records = self.store.list_clusters().await?;
+        let permits = Arc::new(tokio::sync::Semaphore::new(PROBE_CONCURRENCY));
         let mut tasks = tokio::task::JoinSet::new();
         for record in records {
             warn_if_expiring(&record);
             let registry = Arc::clone(self);
-            tasks.spawn(async move { registry.probe(&record.name).await });
+            let permits = Arc::clone(&permits);
+            tasks.spawn(async move {
+                // The semaphore is never closed, so acquiring only waits.
+                let _permit = permits.acquire_owned().await;
+                registry.probe(&record.name).await
+            });
         }
         while tasks.join_next().await.is_some() {}
         Ok(())
