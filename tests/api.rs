@@ -34,6 +34,12 @@ async fn every_route_but_login_and_health_requires_authentication() {
     let http = Client::new();
     let table = route_table();
     assert!(table.len() >= 13);
+    let public: Vec<&str> = table
+        .iter()
+        .filter(|r| r.access == Access::Public)
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(public, ["/api/v1/health", "/api/v1/auth/login"]);
     for route in table {
         let url = server.url(&route.path.replace("{name}", "staging"));
         let anonymous = http

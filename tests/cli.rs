@@ -277,3 +277,190 @@ fn serve_requires_a_key_and_prints_a_generated_admin_password_once() {
     let second = start();
     assert_eq!(second.len(), 1, "no new password on restart: {second:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_logs_of_a_served_registration_hold_no_credentials() {
+    kubesim::install_crypto_provider();
+    let cluster = Cluster::start(ClusterConfig {
+        name: "logged".into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let log_path = data.path().join("stderr.log");
+    let mut child = Command::new(WARDN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--probe-interval", "1"])
+        .arg("--data-dir")
+        .arg(data.path().join("data"))
+        .env("WARDN_CREDENTIALS_KEY", "2a".repeat(32))
+        .env("WARDN_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = blocking(move || {
+        stdout
+            .find_map(|line| {
+                line.unwrap()
+                    .strip_prefix("wardn: listening on ")
+                    .map(str::to_string)
+            })
+            .unwrap()
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let login = http
+        .post(format!("{base}/api/v1/auth/login"))
+        .json(&serde_json::json!({"username": "admin", "password": ADMIN_PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = login.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let created = http
+        .post(format!("{base}/api/v1/clusters"))
+        .header("cookie", &cookie)
+        .json(
+            &serde_json::json!({"name": "logged", "server_url": cluster.url(),
+                                  "kubeconfig": cluster.kubeconfig()}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    // Wait (without a time bound) until a probe round has connected.
+    loop {
+        let list: serde_json::Value = http
+            .get(format!("{base}/api/v1/clusters"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if list["clusters"][0]["status"] == "connected" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("DEBUG"), "debug logging was on");
+    let session = cookie.trim_start_matches("wardn_session=");
+    for secret in [
+        cluster.tokens().admin.as_str(),
+        "kind: Config",
+        ADMIN_PASSWORD,
+        session,
+    ] {
+        assert!(!log.contains(secret), "the log contains {secret:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_creates_a_least_privilege_identity_and_registers_it() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use kube::api::{Api, ListParams, PostParams};
+
+    kubesim::install_crypto_provider();
+    let cluster = Cluster::start(ClusterConfig {
+        name: "target".into(),
+        namespaces: vec!["team-a".into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let config = tempfile::tempdir().unwrap();
+    let kubeconfig = config.path().join("admin.kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig()).unwrap();
+    let (base, dir) = (server.base.clone(), config.path().to_path_buf());
+    let out = blocking(move || {
+        let kc = kubeconfig.to_str().unwrap().to_string();
+        let args = [
+            "clusters",
+            "bootstrap",
+            "--server",
+            &base,
+            "--token",
+            &token,
+            "--kubeconfig",
+            &kc,
+            "--context",
+            "target",
+            "--name",
+            "target",
+            "--kinds",
+            "ConfigMap,apps/Deployment",
+            "--namespaces",
+            "team-a",
+        ];
+        ok(&wardn(&dir, &args))
+    })
+    .await;
+    assert!(
+        out.contains("ServiceAccount wardn/wardn created")
+            && out.contains("cluster target registered"),
+        "{out}"
+    );
+
+    let admin = cluster.client().await.unwrap();
+    let role = Api::<ClusterRole>::all(admin)
+        .get("wardn-target")
+        .await
+        .unwrap();
+    let rules = serde_json::to_string(&role.rules).unwrap();
+    assert!(!rules.contains('*'), "{rules}");
+    assert!(
+        rules.contains("configmaps") && rules.contains("deployments"),
+        "{rules}"
+    );
+
+    let status = server.registry.probe("target").await;
+    assert_eq!(
+        status.status,
+        wardn::clusters::registry::Connectivity::Connected,
+        "{status:?}"
+    );
+    let wardn_client = server
+        .registry
+        .cached_cluster("target")
+        .await
+        .unwrap()
+        .client;
+    let config_map = |ns: &str| {
+        serde_json::from_value::<ConfigMap>(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe", "namespace": ns}}))
+        .unwrap()
+    };
+    Api::<ConfigMap>::namespaced(wardn_client.clone(), "team-a")
+        .create(&PostParams::default(), &config_map("team-a"))
+        .await
+        .unwrap();
+    let outside = Api::<ConfigMap>::namespaced(wardn_client.clone(), "default")
+        .create(&PostParams::default(), &config_map("default"))
+        .await;
+    assert!(
+        matches!(outside, Err(kube::Error::Api(ref s)) if s.code == 403),
+        "{outside:?}"
+    );
+    let secrets = Api::<Secret>::namespaced(wardn_client, "team-a")
+        .list(&ListParams::default())
+        .await;
+    assert!(
+        matches!(secrets, Err(kube::Error::Api(ref s)) if s.code == 403),
+        "secrets are not granted"
+    );
+}

@@ -102,6 +102,34 @@ async fn probing_reports_version_nodes_and_follows_the_cluster_down_and_up() {
     assert_eq!(entry["node_count"], nodes);
     assert!(entry.get("error").is_none());
 
+    // A probe round covers every cluster: a closed port is disconnected, kubesim connected.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("https://127.0.0.1:{}", closed.local_addr().unwrap().port());
+    drop(closed);
+    let body = json!({"name": "dead", "server_url": dead,
+                      "kubeconfig": support::server::kubeconfig(&dead, "t")});
+    let response = Client::new()
+        .post(server.url("/api/v1/clusters"))
+        .bearer_auth(&token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    server.registry.probe_all().await.unwrap();
+    let views = server.registry.list().await.unwrap();
+    let states: Vec<(&str, Connectivity)> = views
+        .iter()
+        .map(|v| (v.name.as_str(), v.status.status))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("dead", Connectivity::Disconnected),
+            ("staging", Connectivity::Connected)
+        ]
+    );
+
     cluster.stop().await;
     let status = server.registry.probe("staging").await;
     assert_eq!(status.status, Connectivity::Disconnected);
@@ -251,6 +279,13 @@ async fn operator_resolution_goes_through_the_internal_endpoint() {
     assert!(operator.resolve("production", "default").await.is_err());
     operator.invalidate("production");
     assert!(operator.resolve("production", "default").await.is_ok());
+
+    let destination = operator.destination("production").await.unwrap();
+    assert_eq!(
+        destination.namespaces,
+        Some(vec!["staging".to_string(), "default".to_string()])
+    );
+    assert_eq!(operator.destination("").await.unwrap().namespaces, None);
 
     // The empty cluster name is the management cluster, with no allowlist.
     let mgmt = operator.resolve("", "anything").await.unwrap();

@@ -241,6 +241,22 @@ async fn key_rotation_with_previous_key_and_reseal() {
     // The new key alone cannot open the old blob.
     let server = TestServer::start_with(None, Sealer::new(&new, None), data).await;
     assert_eq!(fetch(&server).await, 500);
+    let failed: Value = Client::new()
+        .post(server.url("/api/v1/clusters/reseal"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be opened with the configured keys"),
+        "{failed}"
+    );
     let data = server.stop().await;
 
     let server = TestServer::start_with(None, Sealer::new(&new, Some(&old)), data).await;

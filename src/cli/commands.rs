@@ -1,5 +1,5 @@
-//! The client subcommands: `login`, `tokens create`, `clusters add|list|get|test|rm|reseal`
-//! and `audit verify`.
+//! The client subcommands: `login`, `tokens create`,
+//! `clusters add|list|get|test|rm|reseal|bootstrap` and `audit verify`.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 use super::client::{
     ApiClient, CliError, ConnectionArgs, SavedCredentials, save_credentials, send,
 };
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::clusters::bootstrap::{self, BootstrapPlan};
 use crate::clusters::registry::{ClusterView, Connectivity, Status};
 use crate::store::audit::{self, Entry, Head};
 
@@ -155,6 +158,28 @@ pub enum ClustersCommand {
     },
     /// Rewrite every sealed kubeconfig under the server's current key (after a key rotation).
     Reseal,
+    /// Create a least-privilege ServiceAccount on a cluster of your kubeconfig (RBAC for the
+    /// listed kinds only, bound in the allowed namespaces), then register the cluster with it.
+    Bootstrap {
+        /// Context of your kubeconfig that reaches the cluster with admin rights.
+        #[arg(long)]
+        context: String,
+        /// Registry name for the cluster.
+        #[arg(long)]
+        name: String,
+        /// Namespace for wardn's ServiceAccount and token Secret.
+        #[arg(long, default_value = "wardn")]
+        sa_namespace: String,
+        /// Kinds wardn may manage, `Kind` or `group/Kind`, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        kinds: Vec<String>,
+        /// Namespace allowlist; RoleBindings are made only there (default: cluster-wide).
+        #[arg(long, value_delimiter = ',')]
+        namespaces: Vec<String>,
+        /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+    },
 }
 
 fn read_file(path: &Path) -> Result<String, CliError> {
@@ -225,6 +250,22 @@ pub async fn clusters(
                 .await?;
             println!("cluster {name} removed");
         }
+        ClustersCommand::Bootstrap {
+            context,
+            name,
+            sa_namespace,
+            kinds,
+            namespaces,
+            kubeconfig,
+        } => {
+            let plan = BootstrapPlan {
+                name,
+                sa_namespace,
+                kinds,
+                namespaces,
+            };
+            run_bootstrap(&client, &context, kubeconfig.as_deref(), plan).await?;
+        }
         ClustersCommand::Reseal => {
             let result: Value = client
                 .call(Method::POST, "/api/v1/clusters/reseal", None)
@@ -232,6 +273,51 @@ pub async fn clusters(
             println!("resealed {} kubeconfig(s)", result["resealed"]);
         }
     }
+    Ok(())
+}
+
+async fn run_bootstrap(
+    api: &ApiClient,
+    context: &str,
+    kubeconfig: Option<&Path>,
+    plan: BootstrapPlan,
+) -> Result<(), CliError> {
+    let failed =
+        |what: &str, err: &dyn std::fmt::Display| CliError::Failed(format!("{what}: {err}"));
+    let parsed = match kubeconfig {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    }
+    .map_err(|err| failed("kubeconfig", &err))?;
+    let options = KubeConfigOptions {
+        context: Some(context.to_string()),
+        ..KubeConfigOptions::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(parsed, &options)
+        .await
+        .map_err(|err| failed(&format!("context {context}"), &err))?;
+    let server_url = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    let client = kube::Client::try_from(config).map_err(|err| failed("client", &err))?;
+    let identity = bootstrap::bootstrap(&client, &plan)
+        .await
+        .map_err(|err| failed("bootstrap", &err))?;
+    let body = json!({"name": plan.name, "server_url": server_url,
+                      "kubeconfig": bootstrap::kubeconfig(&plan.name, &server_url, &identity),
+                      "namespaces": plan.namespaces});
+    let view: ClusterView = api
+        .call(Method::POST, "/api/v1/clusters", Some(&body))
+        .await?;
+    println!(
+        "ServiceAccount {}/{} created with access to {}; cluster {} registered",
+        plan.sa_namespace,
+        bootstrap::SERVICE_ACCOUNT,
+        plan.kinds.join(", "),
+        view.name
+    );
     Ok(())
 }
 

@@ -93,7 +93,7 @@ fn der_not_after(der: &[u8]) -> Option<Timestamp> {
     let full = match tag {
         // UTCTime YYMMDDHHMMSSZ: years 50-99 are 19xx (RFC 5280).
         0x17 if time.len() == 13 => {
-            let century = if time[..2].parse::<u32>().ok()? >= 50 {
+            let century = if time.get(..2)?.parse::<u32>().ok()? >= 50 {
                 "19"
             } else {
                 "20"
@@ -163,6 +163,24 @@ mod tests {
         let (data, expected) = openssl_certificate(3);
         assert_eq!(certificate_data_not_after(&data), Some(expected));
         assert_eq!(certificate_data_not_after("bm90IGEgY2VydA=="), None);
+    }
+
+    #[test]
+    fn truncated_or_hostile_der_yields_none_without_panicking() {
+        let (data, _) = openssl_certificate(1);
+        let pem = String::from_utf8(STANDARD.decode(data).unwrap()).unwrap();
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = STANDARD.decode(body).unwrap();
+        for end in 0..der.len() {
+            assert_eq!(der_not_after(&der[..end]), None, "prefix of {end} bytes");
+        }
+        // A 13-byte UTCTime whose second byte starts a two-byte character.
+        let mut hostile = vec![
+            0x30, 28, 0x30, 26, 0x02, 1, 1, 0x30, 0, 0x30, 0, 0x30, 17, 0x17, 0,
+        ];
+        hostile.extend([0x17, 13, b'a', 0xc3, 0xa9]);
+        hostile.extend(b"0101000000");
+        assert_eq!(der_not_after(&hostile), None);
     }
 
     #[test]

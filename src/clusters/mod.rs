@@ -1,6 +1,7 @@
 //! Registered remote clusters: sealing of kubeconfigs, their validation, connection and probing,
 //! the client cache, and resolution of App destinations with the namespace allowlist.
 
+pub mod bootstrap;
 pub mod cache;
 pub mod connect;
 pub mod expiry;

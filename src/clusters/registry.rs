@@ -17,6 +17,10 @@ use super::seal::{SealError, Sealer};
 use crate::store::clusters::ClusterRecord;
 use crate::store::{Store, StoreError};
 
+/// How many clusters a probe round contacts at once (a dead cluster holds one slot until its
+/// timeout; the rest proceed).
+pub const PROBE_CONCURRENCY: usize = 16;
+
 /// How long before a credential expires the prober starts warning.
 pub const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
 
@@ -162,7 +166,12 @@ pub enum RegistryError {
 
 /// Current time as RFC 3339 with second precision.
 pub fn now_rfc3339() -> String {
-    Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    rfc3339(Timestamp::now())
+}
+
+/// A timestamp as RFC 3339 in UTC with second precision, the form the store and API use.
+pub fn rfc3339(at: Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// The registry: store, sealer, status board and client cache.
@@ -269,7 +278,7 @@ impl Registry {
     fn check(server_url: &str, kubeconfig: &str) -> Result<Option<String>, ValidationError> {
         kubeconfig::check_server_url(server_url)?;
         let parsed = kubeconfig::validate(kubeconfig, server_url)?;
-        Ok(credential_expiry(&parsed).map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()))
+        Ok(credential_expiry(&parsed).map(rfc3339))
     }
 
     /// Registers a cluster (audited as `cluster.register`).
@@ -465,15 +474,21 @@ impl Registry {
         status
     }
 
-    /// Probes every registered cluster concurrently and warns about credentials that expire
-    /// within [`EXPIRY_WARNING`].
+    /// Probes every registered cluster, [`PROBE_CONCURRENCY`] at a time, and warns about
+    /// credentials that expire within [`EXPIRY_WARNING`].
     pub async fn probe_all(self: &Arc<Self>) -> Result<(), RegistryError> {
         let records = self.store.list_clusters().await?;
+        let permits = Arc::new(tokio::sync::Semaphore::new(PROBE_CONCURRENCY));
         let mut tasks = tokio::task::JoinSet::new();
         for record in records {
             warn_if_expiring(&record);
             let registry = Arc::clone(self);
-            tasks.spawn(async move { registry.probe(&record.name).await });
+            let permits = Arc::clone(&permits);
+            tasks.spawn(async move {
+                // The semaphore is never closed, so acquiring only waits.
+                let _permit = permits.acquire_owned().await;
+                registry.probe(&record.name).await
+            });
         }
         while tasks.join_next().await.is_some() {}
         Ok(())

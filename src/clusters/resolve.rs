@@ -59,6 +59,16 @@ pub fn check_namespace(
     }
 }
 
+/// A resolved destination cluster.
+#[derive(Clone)]
+pub struct Destination {
+    /// A cached client for the cluster.
+    pub client: kube::Client,
+    /// The namespaces Apps may deploy to; `None` means unrestricted (the management cluster,
+    /// or a cluster registered without a list).
+    pub namespaces: Option<Vec<String>>,
+}
+
 /// Where registered clusters are looked up.
 pub enum ClusterSource {
     /// This process's registry (roles `all` and `server`).
@@ -127,12 +137,27 @@ impl Resolver {
         cluster: &str,
         namespace: &str,
     ) -> Result<kube::Client, ResolveError> {
+        let destination = self.destination(cluster).await?;
+        if let Some(allowlist) = &destination.namespaces {
+            check_namespace(cluster, allowlist, namespace)?;
+        }
+        Ok(destination.client)
+    }
+
+    /// The client and namespace allowlist of `cluster` (empty: the management cluster), for
+    /// callers that check every object's namespace themselves before applying.
+    pub async fn destination(&self, cluster: &str) -> Result<Destination, ResolveError> {
         if cluster.is_empty() {
-            return self.management().await;
+            return Ok(Destination {
+                client: self.management().await?,
+                namespaces: None,
+            });
         }
         let entry = self.cached(cluster).await?;
-        check_namespace(cluster, &entry.namespaces, namespace)?;
-        Ok(entry.client)
+        Ok(Destination {
+            client: entry.client,
+            namespaces: (!entry.namespaces.is_empty()).then_some(entry.namespaces),
+        })
     }
 
     async fn management(&self) -> Result<kube::Client, ResolveError> {

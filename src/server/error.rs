@@ -53,7 +53,12 @@ impl From<RegistryError> for ApiError {
             RegistryError::Invalid(_) => ApiError::new(StatusCode::BAD_REQUEST, err.to_string()),
             RegistryError::Duplicate(_) => ApiError::new(StatusCode::CONFLICT, err.to_string()),
             RegistryError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, err.to_string()),
-            RegistryError::Seal(_) | RegistryError::Store(_) => ApiError::internal(&err),
+            RegistryError::Seal(_) => {
+                // Key trouble is an operator's to fix; the message names the keys, no secrets.
+                tracing::error!(error = %err, "sealing failed");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
+            }
+            RegistryError::Store(_) => ApiError::internal(&err),
         }
     }
 }
