@@ -23,7 +23,9 @@ struct Usage {
     max_rss_kib: u64,
 }
 
-/// Runs `cmd` to completion (stdout discarded) and measures it with `wait4`.
+/// Runs `cmd` to completion (stdout discarded) and measures it with `wait4`, which also
+/// reaps the child (hence no `Child::wait`).
+#[allow(clippy::zombie_processes)]
 fn measure(cmd: &mut Command) -> Usage {
     let started = Instant::now();
     let child = cmd
