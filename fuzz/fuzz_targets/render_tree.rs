@@ -20,7 +20,11 @@ impl Tree for MemTree {
         if self.0.contains_key(path) {
             return Ok(Some(EntryKind::File));
         }
-        let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
+        let prefix = if path.is_empty() {
+            String::new()
+        } else {
+            format!("{path}/")
+        };
         Ok(self
             .0
             .keys()
@@ -29,7 +33,11 @@ impl Tree for MemTree {
     }
 
     fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, TreeError> {
-        let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
+        let prefix = if path.is_empty() {
+            String::new()
+        } else {
+            format!("{path}/")
+        };
         let mut entries: Vec<DirEntry> = Vec::new();
         for key in self.0.keys().filter_map(|k| k.strip_prefix(&prefix)) {
             let (name, kind) = match key.split_once('/') {
@@ -37,7 +45,10 @@ impl Tree for MemTree {
                 None => (key, EntryKind::File),
             };
             if !entries.iter().any(|e| e.name == name) {
-                entries.push(DirEntry { name: name.to_string(), kind });
+                entries.push(DirEntry {
+                    name: name.to_string(),
+                    kind,
+                });
             }
         }
         entries.sort_by(|a, b| a.name.cmp(&b.name));
@@ -61,7 +72,12 @@ impl Tree for MemTree {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let names = ["kustomization.yaml", "a.yaml", "patch.yaml", "base/kustomization.yaml"];
+    let names = [
+        "kustomization.yaml",
+        "a.yaml",
+        "patch.yaml",
+        "base/kustomization.yaml",
+    ];
     let files = names
         .iter()
         .zip(data.split(|&b| b == 0))
