@@ -3,8 +3,9 @@
 //!
 //! (a) one overlay of 2,000 objects with namespace, name prefix, labels (with selectors),
 //!     100 image overrides and one patch;
-//! (b) a monorepo of 200 small overlays, rendered by one `wardn render` process against 200
-//!     `kubectl kustomize` processes.
+//! (b) a monorepo of 200 small overlays, rendered by one `wardn render` process (of a
+//!     kustomization listing the 200 overlays) against 200 `kubectl kustomize` processes (one
+//!     per overlay).
 //!
 //! Set `KUBECTL` to override the reference binary.
 
@@ -135,10 +136,17 @@ fn generate_monorepo(root: &Path) -> Vec<PathBuf> {
         );
         write(
             &dir.join("overlays/staging/kustomization.yaml"),
-            "resources:\n- ../../base\nnamespace: staging\nnameSuffix: -stg\ncommonLabels:\n  env: staging\nimages:\n- name: nginx\n  newTag: \"1.27\"\nconfigMapGenerator:\n- name: extra\n  literals:\n  - LEVEL=debug\n",
+            &format!(
+                "resources:\n- ../../base\nnamespace: staging\nnameSuffix: -stg\ncommonLabels:\n  env: staging\nimages:\n- name: nginx\n  newTag: \"1.27\"\nconfigMapGenerator:\n- name: {name}-extra\n  literals:\n  - LEVEL=debug\n"
+            ),
         );
         overlays.push(dir.join("overlays/staging"));
     }
+    let mut all = String::from("resources:\n");
+    for app in 0..200 {
+        let _ = writeln!(all, "- app{app:03}/overlays/staging");
+    }
+    write(&root.join("mono/kustomization.yaml"), &all);
     overlays
 }
 
@@ -185,7 +193,11 @@ fn main() {
     );
 
     let overlays = generate_monorepo(tmp.path());
-    let w = measure(Command::new(wardn).arg("render").args(&overlays));
+    let w = measure(
+        Command::new(wardn)
+            .arg("render")
+            .arg(tmp.path().join("mono")),
+    );
     let mut k = Usage::default();
     for overlay in &overlays {
         let one = measure(Command::new(&kubectl).arg("kustomize").arg(overlay));

@@ -22,10 +22,8 @@ enum Command {
     Version,
     /// Render a directory like `kubectl kustomize DIR` (kustomize v5), without kustomize.
     Render {
-        /// The directories (with a kustomization, or plain manifests); several are rendered in
-        /// turn, their outputs separated by `---`.
-        #[arg(required = true)]
-        dirs: Vec<std::path::PathBuf>,
+        /// The directory (with a kustomization, or plain manifests).
+        dir: std::path::PathBuf,
         /// Print a JSON array of the objects instead of YAML.
         #[arg(long)]
         json: bool,
@@ -41,13 +39,8 @@ fn main() -> anyhow::Result<()> {
             println!("wardn {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        Command::Render { dirs, json } => {
-            for (i, dir) in dirs.iter().enumerate() {
-                if i > 0 {
-                    println!("---");
-                }
-                print!("{}", wardn::render::render_path(dir, json)?);
-            }
+        Command::Render { dir, json } => {
+            print!("{}", wardn::render::render_path(&dir, json)?);
             Ok(())
         }
     }
