@@ -7,13 +7,14 @@
 //!     kustomization listing the 200 overlays) against 200 `kubectl kustomize` processes (one
 //!     per overlay).
 //!
+//! Each process is measured by GNU time (`/usr/bin/time`: wall time, CPU time, peak RSS).
 //! Set `KUBECTL` to override the reference binary.
 
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const DEFAULT_KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.32";
 
@@ -26,34 +27,36 @@ struct Usage {
     max_rss_kib: u64,
 }
 
-/// Runs `cmd` to completion (stdout discarded) and measures it with `wait4`, which also
-/// reaps the child (hence no `Child::wait`).
-#[allow(clippy::zombie_processes)]
-fn measure(cmd: &mut Command) -> Usage {
-    let started = Instant::now();
-    let child = cmd
+/// GNU time, which reports a child's wall time, CPU time and peak RSS (from `wait4`).
+const TIME: &str = "/usr/bin/time";
+
+/// Runs `cmd` to completion (stdout discarded) under GNU time and returns its figures.
+fn measure(cmd: &Command) -> Usage {
+    let report = tempfile::NamedTempFile::new().expect("temp file");
+    let status = Command::new(TIME)
+        .arg("-f")
+        .arg("%e %U %S %M")
+        .arg("-o")
+        .arg(report.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our child, not yet waited for; the pointers are to live locals.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(rc, pid, "wait4 failed");
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{cmd:?} failed with status {status}"
-    );
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+        .status()
+        .expect("run /usr/bin/time");
+    assert!(status.success(), "{cmd:?} failed: {status}");
+    let text = fs::read_to_string(report.path()).expect("time report");
+    let fields: Vec<f64> = text
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let [wall, user, sys, rss] = fields[..] else {
+        panic!("unexpected /usr/bin/time output: {text:?}");
     };
     Usage {
-        wall: started.elapsed(),
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        max_rss_kib: usage.ru_maxrss as u64,
+        wall: Duration::from_secs_f64(wall),
+        cpu: Duration::from_secs_f64(user + sys),
+        max_rss_kib: rss as u64,
     }
 }
 
