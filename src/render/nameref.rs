@@ -2,6 +2,8 @@
 //! fields that refer to them by name (ConfigMap/Secret refs in pod specs, service accounts,
 //! role bindings, Ingress backends, HPA targets, …) are rewritten to the new names.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::resource::{Res, is_cluster_scoped_kind, str_at};
@@ -102,6 +104,13 @@ type Edit = (usize, String, String, Option<(String, String)>);
 /// Rewrites every reference to a renamed object.
 pub fn fix(acc: &mut [Res]) {
     let mut edits: Vec<Edit> = Vec::new();
+    let mut by_name: HashMap<(&str, &str), Vec<&Res>> = HashMap::new();
+    for t in acc.iter() {
+        by_name
+            .entry((t.kind(), t.orig_name.as_str()))
+            .or_default()
+            .push(t);
+    }
     for (i, res) in acc.iter().enumerate() {
         for r in refs(res) {
             let Some(Value::String(old)) = res.obj.pointer(&r.ptr) else {
@@ -109,24 +118,25 @@ pub fn fix(acc: &mut [Res]) {
             };
             let own_ns = res.namespace();
             let wanted_ns = r.namespace.as_deref();
-            let target = acc.iter().find(|t| {
-                t.kind() == r.kind
-                    && t.orig_name == *old
-                    && (is_cluster_scoped_kind(&r.kind)
-                        || match wanted_ns {
-                            Some(ns) => {
-                                t.namespace() == ns
-                                    || (ns == "default"
-                                        && t.orig_ns.is_empty()
-                                        && t.namespace().is_empty())
-                            }
-                            None if r.ns_ptr.is_some() => true,
-                            None => t.namespace() == own_ns,
-                        })
+            let candidates = by_name
+                .get(&(r.kind.as_str(), old.as_str()))
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let target = candidates.iter().find(|t| {
+                is_cluster_scoped_kind(&r.kind)
+                    || match wanted_ns {
+                        Some(ns) => {
+                            t.namespace() == ns
+                                || t.orig_ns == ns
+                                || (ns == "default" && t.orig_ns.is_empty())
+                        }
+                        None if r.ns_ptr.is_some() => true,
+                        None => t.namespace() == own_ns,
+                    }
             });
             if let Some(t) = target {
-                let ns_edit = match (&r.ns_ptr, wanted_ns) {
-                    (Some(p), None) if !t.namespace().is_empty() => {
+                let ns_edit = match &r.ns_ptr {
+                    Some(p) if !t.namespace().is_empty() && wanted_ns != Some(t.namespace()) => {
                         Some((p.clone(), t.namespace().to_string()))
                     }
                     _ => None,
