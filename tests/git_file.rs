@@ -263,6 +263,14 @@ fn unreachable_remotes_and_missing_refs_give_clear_errors() {
     );
     let err = m.resolve(&GitRef::Tag("v9".into())).unwrap_err();
     assert!(err.to_string().contains("tag v9 not found"), "{err}");
+    // ssh runs the system client in batch mode: a closed port is a clear error, never a prompt.
+    let ssh = mirror(
+        &tmp.path().join("data"),
+        "ssh://git@127.0.0.1:1/org/repo.git",
+    );
+    let err = ssh.fetch().unwrap_err();
+    assert!(err.to_string().contains("Connection refused"), "{err}");
+    assert!(matches!(err, GitError::Unreachable { .. }), "{err}");
 }
 
 #[test]
