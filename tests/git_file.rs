@@ -193,7 +193,8 @@ fn mirrors_are_shared_per_repository_key() {
 fn huge_files_are_fetched_and_limited() {
     let tmp = tempfile::tempdir().unwrap();
     let up = Upstream::init(&tmp.path().join("up"));
-    let big = "x".repeat(24 << 20);
+    // Over the renderer's 16 MiB per-file limit.
+    let big = "x".repeat(17 << 20);
     up.commit(
         &[("big.bin", big.as_str()), ("small.yaml", "a: 1\n")],
         "huge",
@@ -204,12 +205,12 @@ fn huge_files_are_fetched_and_limited() {
         .snapshot(m.resolve(&GitRef::Branch("main".into())).unwrap())
         .unwrap();
     match snap.tree.read_file("big.bin", 1 << 20) {
-        Err(TreeError::TooLarge { size, .. }) => assert_eq!(size, 24 << 20),
+        Err(TreeError::TooLarge { size, .. }) => assert_eq!(size, 17 << 20),
         other => panic!("expected TooLarge, got {other:?}"),
     }
     assert_eq!(
         snap.tree.read_file("big.bin", 32 << 20).unwrap().len(),
-        24 << 20
+        17 << 20
     );
     assert_eq!(snap.tree.read_file("small.yaml", 100).unwrap(), b"a: 1\n");
 }
