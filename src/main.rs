@@ -22,8 +22,10 @@ enum Command {
     Version,
     /// Render a directory like `kubectl kustomize DIR` (kustomize v5), without kustomize.
     Render {
-        /// The directory (with a kustomization, or plain manifests).
-        dir: std::path::PathBuf,
+        /// The directories (with a kustomization, or plain manifests); several are rendered in
+        /// turn, their outputs separated by `---`.
+        #[arg(required = true)]
+        dirs: Vec<std::path::PathBuf>,
         /// Print a JSON array of the objects instead of YAML.
         #[arg(long)]
         json: bool,
@@ -39,8 +41,13 @@ fn main() -> anyhow::Result<()> {
             println!("wardn {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        Command::Render { dir, json } => {
-            print!("{}", wardn::render::render_path(&dir, json)?);
+        Command::Render { dirs, json } => {
+            for (i, dir) in dirs.iter().enumerate() {
+                if i > 0 {
+                    println!("---");
+                }
+                print!("{}", wardn::render::render_path(dir, json)?);
+            }
             Ok(())
         }
     }

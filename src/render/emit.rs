@@ -205,10 +205,8 @@ impl Emitter {
         if ctx.simple_key && a.multiline {
             style = Style::Double;
         }
-        if style == Style::Plain {
-            if !a.block_plain_allowed || (s.is_empty() && ctx.simple_key) {
-                style = Style::Single;
-            }
+        if style == Style::Plain && (!a.block_plain_allowed || (s.is_empty() && ctx.simple_key)) {
+            style = Style::Single;
         }
         if style == Style::Single && !a.single_quoted_allowed {
             style = Style::Double;

@@ -286,18 +286,18 @@ fn push_object(path: &str, doc: Value, out: &mut Vec<Res>) -> Result<(), RenderE
             "{path}: missing kind in object"
         )));
     }
-    if kind.ends_with("List") {
-        if let Some(items) = map.get("items") {
-            let Value::Array(items) = items else {
-                return Err(RenderError::Invalid(format!(
-                    "{path}: items of a {kind} is not a list"
-                )));
-            };
-            for item in items.clone() {
-                push_object(path, item, out)?;
-            }
-            return Ok(());
+    if kind.ends_with("List")
+        && let Some(items) = map.get("items")
+    {
+        let Value::Array(items) = items else {
+            return Err(RenderError::Invalid(format!(
+                "{path}: items of a {kind} is not a list"
+            )));
+        };
+        for item in items.clone() {
+            push_object(path, item, out)?;
         }
+        return Ok(());
     }
     out.push(Res::new(Value::Object(map), Origin::File(path.to_string())));
     Ok(())
@@ -305,9 +305,10 @@ fn push_object(path: &str, doc: Value, out: &mut Vec<Res>) -> Result<(), RenderE
 
 /// Appends `new` to `acc`, refusing an id that is already present.
 fn append_unique(acc: &mut Vec<Res>, new: Vec<Res>, entry: &str) -> Result<(), RenderError> {
+    let mut ids: std::collections::HashSet<String> = acc.iter().map(Res::id).collect();
     for res in new {
         let id = res.id();
-        if acc.iter().any(|r| r.id() == id) {
+        if !ids.insert(id.clone()) {
             return Err(RenderError::Invalid(format!(
                 "merging resources from '{entry}': may not add resource with an already registered id: {id}"
             )));

@@ -2,6 +2,8 @@
 //! fields that refer to them by name (ConfigMap/Secret refs in pod specs, service accounts,
 //! role bindings, Ingress backends, HPA targets, …) are rewritten to the new names.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::resource::{Res, is_cluster_scoped_kind, str_at};
@@ -95,9 +97,20 @@ fn pod_spec_path(kind: &str) -> Option<&'static str> {
     })
 }
 
+/// A planned rewrite: object index, pointer, new name, and an optional (pointer, namespace)
+/// to fill in.
+type Edit = (usize, String, String, Option<(String, String)>);
+
 /// Rewrites every reference to a renamed object.
 pub fn fix(acc: &mut [Res]) {
-    let mut edits: Vec<(usize, String, String, Option<(String, String)>)> = Vec::new();
+    let mut edits: Vec<Edit> = Vec::new();
+    let mut by_name: HashMap<(&str, &str), Vec<&Res>> = HashMap::new();
+    for t in acc.iter() {
+        by_name
+            .entry((t.kind(), t.orig_name.as_str()))
+            .or_default()
+            .push(t);
+    }
     for (i, res) in acc.iter().enumerate() {
         for r in refs(res) {
             let Some(Value::String(old)) = res.obj.pointer(&r.ptr) else {
@@ -105,24 +118,25 @@ pub fn fix(acc: &mut [Res]) {
             };
             let own_ns = res.namespace();
             let wanted_ns = r.namespace.as_deref();
-            let target = acc.iter().find(|t| {
-                t.kind() == r.kind
-                    && t.orig_name == *old
-                    && (is_cluster_scoped_kind(&r.kind)
-                        || match wanted_ns {
-                            Some(ns) => {
-                                t.namespace() == ns
-                                    || (ns == "default"
-                                        && t.orig_ns.is_empty()
-                                        && t.namespace().is_empty())
-                            }
-                            None if r.ns_ptr.is_some() => true,
-                            None => t.namespace() == own_ns,
-                        })
+            let candidates = by_name
+                .get(&(r.kind.as_str(), old.as_str()))
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let target = candidates.iter().find(|t| {
+                is_cluster_scoped_kind(&r.kind)
+                    || match wanted_ns {
+                        Some(ns) => {
+                            t.namespace() == ns
+                                || t.orig_ns == ns
+                                || (ns == "default" && t.orig_ns.is_empty())
+                        }
+                        None if r.ns_ptr.is_some() => true,
+                        None => t.namespace() == own_ns,
+                    }
             });
             if let Some(t) = target {
-                let ns_edit = match (&r.ns_ptr, wanted_ns) {
-                    (Some(p), None) if !t.namespace().is_empty() => {
+                let ns_edit = match &r.ns_ptr {
+                    Some(p) if !t.namespace().is_empty() && wanted_ns != Some(t.namespace()) => {
                         Some((p.clone(), t.namespace().to_string()))
                     }
                     _ => None,
@@ -137,12 +151,11 @@ pub fn fix(acc: &mut [Res]) {
         if let Some(slot) = acc[i].obj.pointer_mut(&ptr) {
             *slot = Value::String(name);
         }
-        if let Some((ns_ptr, ns)) = ns_edit {
-            if let Some((parent, key)) = ns_ptr.rsplit_once('/') {
-                if let Some(Value::Object(m)) = acc[i].obj.pointer_mut(parent) {
-                    m.insert(key.to_string(), Value::String(ns));
-                }
-            }
+        if let Some((ns_ptr, ns)) = ns_edit
+            && let Some((parent, key)) = ns_ptr.rsplit_once('/')
+            && let Some(Value::Object(m)) = acc[i].obj.pointer_mut(parent)
+        {
+            m.insert(key.to_string(), Value::String(ns));
         }
     }
 }

@@ -329,7 +329,13 @@ fn set_all(node: &mut Value, segments: &[String], value: &Value, options: &Optio
 /// The new value of a target slot (delimited targets replace one part).
 fn replaced(current: &Value, value: &Value, options: &Options) -> Value {
     if options.delimiter.is_empty() {
-        return value.clone();
+        // A scalar copied into an existing string keeps the target's (string) type.
+        return match (current, value) {
+            (Value::String(_), Value::Number(_) | Value::Bool(_)) => {
+                Value::String(scalar_text(value))
+            }
+            _ => value.clone(),
+        };
     }
     let text = scalar_text(current);
     let mut parts: Vec<String> = text

@@ -41,7 +41,7 @@ const ORDER_LAST: [&str; 2] = [
 
 /// Sorts `resources` as the top-level kustomization's `sortOptions` ask (legacy by default).
 pub fn apply(
-    resources: &mut [Res],
+    resources: &mut Vec<Res>,
     options: Option<&SortOptions>,
     file: &str,
 ) -> Result<(), RenderError> {
@@ -67,7 +67,12 @@ pub fn apply(
                     0
                 }
             };
-            resources.sort_by(|a, b| compare(a, b, &rank));
+            let mut keyed: Vec<(i64, String, String, Res)> = std::mem::take(resources)
+                .into_iter()
+                .map(|r| (rank(r.kind()), gvk_string(&r), id_string(&r), r))
+                .collect();
+            keyed.sort_by(compare);
+            *resources = keyed.into_iter().map(|(_, _, _, r)| r).collect();
             Ok(())
         }
         other => Err(RenderError::Kustomization {
@@ -77,16 +82,15 @@ pub fn apply(
     }
 }
 
-fn compare(a: &Res, b: &Res, rank: &dyn Fn(&str) -> i64) -> Ordering {
-    let (ga, gb) = (gvk_string(a), gvk_string(b));
-    if ga != gb {
-        let (ra, rb) = (rank(a.kind()), rank(b.kind()));
-        if ra != rb {
-            return ra.cmp(&rb);
+/// kustomize's legacy comparison on precomputed (kind rank, GVK string, id string) keys.
+fn compare(a: &(i64, String, String, Res), b: &(i64, String, String, Res)) -> Ordering {
+    if a.1 != b.1 {
+        if a.0 != b.0 {
+            return a.0.cmp(&b.0);
         }
-        return ga.cmp(&gb);
+        return a.1.cmp(&b.1);
     }
-    id_string(a).cmp(&id_string(b))
+    a.2.cmp(&b.2)
 }
 
 fn or<'a>(s: &'a str, placeholder: &'a str) -> &'a str {

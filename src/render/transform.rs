@@ -79,7 +79,8 @@ fn label_specs(selectors: bool, templates: bool) -> Vec<FieldSpec> {
 }
 
 /// The namespace transformer: namespaced objects move to `ns`, Namespace objects are renamed
-/// to it, and ServiceAccount subjects in the `default` namespace follow.
+/// to it, and the service references of APIServices and webhook configurations follow.
+/// (ServiceAccount subjects follow through the name-reference fix-ups.)
 fn set_namespace(res: &mut Res, ns: &str) {
     if res.kind() == "Namespace" {
         res.set_name(ns);
@@ -88,16 +89,22 @@ fn set_namespace(res: &mut Res, ns: &str) {
     if !res.is_cluster_scoped() {
         res.set_namespace(ns);
     }
-    if matches!(res.kind(), "RoleBinding" | "ClusterRoleBinding") {
-        if let Some(Value::Array(subjects)) = res.obj.get_mut("subjects") {
-            for subject in subjects {
-                let is_sa = subject.get("kind").and_then(Value::as_str) == Some("ServiceAccount");
-                let in_default =
-                    subject.get("namespace").and_then(Value::as_str) == Some("default");
-                if is_sa && in_default {
-                    ensure_map(subject).insert("namespace".into(), Value::String(ns.into()));
-                }
+    let services: Vec<&mut Value> = match res.kind() {
+        "APIService" => res.obj.pointer_mut("/spec/service").into_iter().collect(),
+        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => {
+            match res.obj.get_mut("webhooks") {
+                Some(Value::Array(hooks)) => hooks
+                    .iter_mut()
+                    .filter_map(|h| h.pointer_mut("/clientConfig/service"))
+                    .collect(),
+                _ => Vec::new(),
             }
+        }
+        _ => Vec::new(),
+    };
+    for service in services {
+        if let Value::Object(m) = service {
+            m.insert("namespace".into(), Value::String(ns.into()));
         }
     }
 }
@@ -134,30 +141,40 @@ pub fn images(entries: &[Image], acc: &mut [Res]) {
     if entries.is_empty() {
         return;
     }
-    let compiled: Vec<(regex::Regex, &Image)> = entries
-        .iter()
-        .filter_map(|img| {
-            let pattern = format!(
-                "^{}(@sha256)?(:[a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}})?$",
-                img.name
-            );
-            regex::Regex::new(&pattern).ok().map(|re| (re, img))
-        })
-        .collect();
     for res in acc.iter_mut() {
-        walk_containers(&mut res.obj, &compiled);
+        walk_containers(&mut res.obj, entries);
     }
 }
 
-fn walk_containers(node: &mut Value, images: &[(regex::Regex, &Image)]) {
+/// kustomize's `IsImageMatched`: `image` is `name`, optionally followed by `@sha256` and/or
+/// a `:tag` of 1 to 128 tag characters. (kustomize builds a regex from the name; wardn
+/// compares the name literally, which differs only for names holding regex syntax.)
+fn image_matches(image: &str, name: &str) -> bool {
+    let Some(rest) = image.strip_prefix(name) else {
+        return false;
+    };
+    let rest = rest.strip_prefix("@sha256").unwrap_or(rest);
+    let Some(tag) = rest.strip_prefix(':') else {
+        return rest.is_empty();
+    };
+    let mut chars = tag.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    first_ok
+        && tag.len() <= 128
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+fn walk_containers(node: &mut Value, images: &[Image]) {
     match node {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
-                if key == "containers" || key == "initContainers" {
-                    if let Value::Array(items) = child {
-                        for item in items.iter_mut() {
-                            update_image(item, images);
-                        }
+                if (key == "containers" || key == "initContainers")
+                    && let Value::Array(items) = child
+                {
+                    for item in items.iter_mut() {
+                        update_image(item, images);
                     }
                 }
                 walk_containers(child, images);
@@ -172,12 +189,12 @@ fn walk_containers(node: &mut Value, images: &[(regex::Regex, &Image)]) {
     }
 }
 
-fn update_image(container: &mut Value, images: &[(regex::Regex, &Image)]) {
+fn update_image(container: &mut Value, images: &[Image]) {
     let Some(Value::String(current)) = container.get_mut("image") else {
         return;
     };
-    for (re, img) in images {
-        if !re.is_match(current) {
+    for img in images {
+        if !image_matches(current, &img.name) {
             continue;
         }
         let (name, tag, digest) = split_image(current);
@@ -365,6 +382,16 @@ fn relative(from: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matches_images_like_kustomize() {
+        assert!(image_matches("nginx", "nginx"));
+        assert!(image_matches("nginx:1.2", "nginx"));
+        assert!(image_matches("nginx@sha256:abc", "nginx"));
+        assert!(!image_matches("nginx-extra:1", "nginx"));
+        assert!(!image_matches("nginx:", "nginx"));
+        assert!(!image_matches("nginx:-x", "nginx"));
+    }
 
     #[test]
     fn splits_images_like_kustomize() {

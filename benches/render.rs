@@ -1,0 +1,203 @@
+//! `make bench`: wardn's renderer against `kubectl kustomize`, whole processes, same machine,
+//! same run. Prints wall time and peak RSS of both and the ratios.
+//!
+//! (a) one overlay of 2,000 objects with namespace, name prefix, labels (with selectors),
+//!     100 image overrides and one patch;
+//! (b) a monorepo of 200 small overlays, rendered by one `wardn render` process against 200
+//!     `kubectl kustomize` processes.
+//!
+//! Set `KUBECTL` to override the reference binary.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const DEFAULT_KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.32";
+
+/// Wall time and peak resident set size of a finished child process.
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    wall: Duration,
+    max_rss_kib: u64,
+}
+
+/// Runs `cmd` to completion (stdout discarded) and measures it with `wait4`, which also
+/// reaps the child (hence no `Child::wait`).
+#[allow(clippy::zombie_processes)]
+fn measure(cmd: &mut Command) -> Usage {
+    let started = Instant::now();
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet waited for; the pointers are to live locals.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(rc, pid, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{cmd:?} failed with status {status}"
+    );
+    Usage {
+        wall: started.elapsed(),
+        max_rss_kib: usage.ru_maxrss as u64,
+    }
+}
+
+fn output_of(cmd: &mut Command) -> Vec<u8> {
+    let out = cmd.output().expect("run");
+    assert!(out.status.success(), "{cmd:?}: {out:?}");
+    out.stdout
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    fs::write(path, text).expect("write");
+}
+
+fn deployment(name: &str, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  labels:\n    app: {name}\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: {name}\n  template:\n    metadata:\n      labels:\n        app: {name}\n    spec:\n      containers:\n      - name: main\n        image: {image}\n        env:\n        - name: CONFIG\n          valueFrom:\n            configMapKeyRef:\n              name: {name}-config\n              key: mode\n        ports:\n        - containerPort: 8080\n"
+    )
+}
+
+fn service(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\nspec:\n  selector:\n    app: {name}\n  ports:\n  - port: 80\n    targetPort: 8080\n"
+    )
+}
+
+fn config_map(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-config\ndata:\n  mode: production\n  description: a longer value to give the emitter some real text to write out\n"
+    )
+}
+
+/// (a): `root/big/base` with 2,000 objects and `root/big/overlay`.
+fn generate_big(root: &Path) -> PathBuf {
+    let mut base = String::new();
+    for i in 0..667 {
+        let name = format!("svc{i:04}");
+        let image = format!("registry.example.com/team/image{}:1.0", i % 100);
+        for doc in [deployment(&name, &image), service(&name), config_map(&name)] {
+            base.push_str("---\n");
+            base.push_str(&doc);
+        }
+    }
+    base.push_str("---\n");
+    base.push_str(&config_map("extra"));
+    write(&root.join("big/base/objects.yaml"), &base);
+    write(
+        &root.join("big/base/kustomization.yaml"),
+        "resources:\n- objects.yaml\n",
+    );
+    let mut overlay = String::from(
+        "resources:\n- ../base\nnamespace: production\nnamePrefix: prod-\nlabels:\n- pairs:\n    env: production\n  includeSelectors: true\npatches:\n- target:\n    kind: Deployment\n  patch: |-\n    - op: replace\n      path: /spec/replicas\n      value: 3\nimages:\n",
+    );
+    for i in 0..100 {
+        let _ = write!(
+            overlay,
+            "- name: registry.example.com/team/image{i}\n  newTag: \"2.{i}\"\n"
+        );
+    }
+    write(&root.join("big/overlay/kustomization.yaml"), &overlay);
+    root.join("big/overlay")
+}
+
+/// (b): 200 overlays, each over its own small base.
+fn generate_monorepo(root: &Path) -> Vec<PathBuf> {
+    let mut overlays = Vec::new();
+    for app in 0..200 {
+        let dir = root.join(format!("mono/app{app:03}"));
+        let name = format!("app{app:03}");
+        let base = format!(
+            "{}---\n{}---\n{}",
+            deployment(&name, "nginx:1.25"),
+            service(&name),
+            config_map(&name)
+        );
+        write(&dir.join("base/objects.yaml"), &base);
+        write(
+            &dir.join("base/kustomization.yaml"),
+            "resources:\n- objects.yaml\n",
+        );
+        write(
+            &dir.join("overlays/staging/kustomization.yaml"),
+            "resources:\n- ../../base\nnamespace: staging\nnameSuffix: -stg\ncommonLabels:\n  env: staging\nimages:\n- name: nginx\n  newTag: \"1.27\"\nconfigMapGenerator:\n- name: extra\n  literals:\n  - LEVEL=debug\n",
+        );
+        overlays.push(dir.join("overlays/staging"));
+    }
+    overlays
+}
+
+fn report(label: &str, wardn: Usage, kustomize: Usage) {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!("{label}");
+    println!(
+        "  wardn     wall {:>10.1} ms   peak RSS {:>8.1} MiB",
+        ms(wardn.wall),
+        wardn.max_rss_kib as f64 / 1024.0
+    );
+    println!(
+        "  kustomize wall {:>10.1} ms   peak RSS {:>8.1} MiB",
+        ms(kustomize.wall),
+        kustomize.max_rss_kib as f64 / 1024.0
+    );
+    println!(
+        "  ratio     {:.1}x faster, {:.2} of kustomize's peak memory",
+        ms(kustomize.wall) / ms(wardn.wall),
+        wardn.max_rss_kib as f64 / kustomize.max_rss_kib as f64
+    );
+}
+
+fn main() {
+    let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| DEFAULT_KUBECTL.to_string());
+    let wardn = env!("CARGO_BIN_EXE_wardn");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // A Git work tree marker so `wardn render` roots its tree at the generated repository.
+    fs::create_dir_all(tmp.path().join(".git")).expect("mkdir .git");
+
+    let big = generate_big(tmp.path());
+    let ours = output_of(Command::new(wardn).arg("render").arg(&big));
+    let theirs = output_of(Command::new(&kubectl).arg("kustomize").arg(&big));
+    println!(
+        "(a) 2,000 objects: outputs identical: {} ({} bytes)",
+        if ours == theirs { "yes" } else { "NO" },
+        theirs.len()
+    );
+    let w = measure(Command::new(wardn).arg("render").arg(&big));
+    let k = measure(Command::new(&kubectl).arg("kustomize").arg(&big));
+    report(
+        "(a) one overlay of 2,000 objects (namespace, prefix, labels, 100 images, 1 patch)",
+        w,
+        k,
+    );
+
+    let overlays = generate_monorepo(tmp.path());
+    let w = measure(Command::new(wardn).arg("render").args(&overlays));
+    let mut k = Usage::default();
+    for overlay in &overlays {
+        let one = measure(Command::new(&kubectl).arg("kustomize").arg(overlay));
+        k.wall += one.wall;
+        k.max_rss_kib = k.max_rss_kib.max(one.max_rss_kib);
+    }
+    let same = overlays.iter().take(5).all(|o| {
+        output_of(Command::new(wardn).arg("render").arg(o))
+            == output_of(Command::new(&kubectl).arg("kustomize").arg(o))
+    });
+    println!(
+        "(b) first 5 overlays identical: {}",
+        if same { "yes" } else { "NO" }
+    );
+    report(
+        "(b) 200 small overlays: one wardn process vs 200 kubectl kustomize processes",
+        w,
+        k,
+    );
+}
