@@ -193,7 +193,8 @@ fn mirrors_are_shared_per_repository_key() {
 fn huge_files_are_fetched_and_limited() {
     let tmp = tempfile::tempdir().unwrap();
     let up = Upstream::init(&tmp.path().join("up"));
-    let big = "x".repeat(24 << 20);
+    // Over the renderer's 16 MiB per-file limit.
+    let big = "x".repeat(17 << 20);
     up.commit(
         &[("big.bin", big.as_str()), ("small.yaml", "a: 1\n")],
         "huge",
@@ -204,12 +205,12 @@ fn huge_files_are_fetched_and_limited() {
         .snapshot(m.resolve(&GitRef::Branch("main".into())).unwrap())
         .unwrap();
     match snap.tree.read_file("big.bin", 1 << 20) {
-        Err(TreeError::TooLarge { size, .. }) => assert_eq!(size, 24 << 20),
+        Err(TreeError::TooLarge { size, .. }) => assert_eq!(size, 17 << 20),
         other => panic!("expected TooLarge, got {other:?}"),
     }
     assert_eq!(
         snap.tree.read_file("big.bin", 32 << 20).unwrap().len(),
-        24 << 20
+        17 << 20
     );
     assert_eq!(snap.tree.read_file("small.yaml", 100).unwrap(), b"a: 1\n");
 }
@@ -263,6 +264,14 @@ fn unreachable_remotes_and_missing_refs_give_clear_errors() {
     );
     let err = m.resolve(&GitRef::Tag("v9".into())).unwrap_err();
     assert!(err.to_string().contains("tag v9 not found"), "{err}");
+    // ssh runs the system client in batch mode: a closed port is a clear error, never a prompt.
+    let ssh = mirror(
+        &tmp.path().join("data"),
+        "ssh://git@127.0.0.1:1/org/repo.git",
+    );
+    let err = ssh.fetch().unwrap_err();
+    assert!(err.to_string().contains("Connection refused"), "{err}");
+    assert!(matches!(err, GitError::Unreachable { .. }), "{err}");
 }
 
 #[test]

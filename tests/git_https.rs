@@ -66,7 +66,18 @@ fn https_with_bearer_token_fetches_updates_and_reports_auth_and_network_failures
         snap.tree.read_file("app/cm.yaml", 100).unwrap(),
         b"kind: ConfigMap\n"
     );
+    // A no-change poll is one ref advertisement: the v2 handshake and one ls-refs, no fetch.
+    let served = server.requests.lock().unwrap().len();
     assert!(m.fetch().unwrap().changes.is_empty());
+    let requests = server.requests.lock().unwrap()[served..].to_vec();
+    assert_eq!(
+        requests,
+        [
+            "GET /repo.git/info/refs",
+            "POST /repo.git/git-upload-pack ls-refs"
+        ],
+        "{requests:?}"
+    );
 
     let c2 = up.commit(&[("app/cm.yaml", "kind: ConfigMap\n# 2\n")], "two");
     up.git(&[

@@ -3,6 +3,17 @@
 //! A [`spec::SourceSpec`] is validated into a [`spec::Source`]. Git repositories are fetched
 //! into one bare mirror per [`url::SourceKey`] (shared by every App using the repository) and
 //! read straight from the object database; local directories are read in place.
+//!
+//! How the pieces fit (the reconciler composes them):
+//! - [`poller::Poller::new`] gives a scheduler handle and a channel of
+//!   [`status::SourceUpdate`]s; [`poller::Poller::subscribe`] registers an App's Git source
+//!   (with its [`credentials::Credentials`]), [`directory::watch`] a Directory source on the
+//!   same channel.
+//! - An update carries the App's [`status::SourceStatus`] and, when the revision moved, a
+//!   [`snapshot::Snapshot`]; [`render_cache::RenderCache::render`] renders the App's path from
+//!   it, reusing the previous result when the files it read are unchanged.
+//! - [`webhook::router`] serves `POST /api/v1/webhooks/git`, which verifies the signature and
+//!   calls [`poller::Poller::trigger`] for an immediate poll.
 
 pub mod credentials;
 pub mod directory;

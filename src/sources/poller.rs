@@ -299,16 +299,25 @@ async fn poll(repo: &Arc<Repo>, inner: &Arc<Inner>) {
     let job_mirror = mirror.clone();
     let joined = tokio::task::spawn_blocking(move || {
         let fetched = job_mirror.fetch()?;
+        // Apps at the same commit share one snapshot (and one repository handle).
+        let mut snapshots: HashMap<gix::ObjectId, Snapshot> = HashMap::new();
         let results = wanted
             .into_iter()
             .map(|(app, reference, last)| {
                 let outcome = job_mirror.resolve(&reference).and_then(|id| {
                     let revision = id.to_string();
                     if last.as_deref() == Some(revision.as_str()) {
-                        Ok((revision, None))
-                    } else {
-                        Ok((revision, Some(job_mirror.snapshot(id)?)))
+                        return Ok((revision, None));
                     }
+                    let snapshot = match snapshots.get(&id) {
+                        Some(s) => s.clone(),
+                        None => {
+                            let s = job_mirror.snapshot(id)?;
+                            snapshots.insert(id, s.clone());
+                            s
+                        }
+                    };
+                    Ok((revision, Some(snapshot)))
                 });
                 AppResult { app, outcome }
             })

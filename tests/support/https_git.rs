@@ -30,6 +30,8 @@ pub struct HttpsGitServer {
     pub addr: SocketAddr,
     /// The CA that signed the server certificate (PEM), for the client to trust.
     pub ca_pem: String,
+    /// One line per request served: `METHOD /path` plus the protocol v2 command, if any.
+    pub requests: Arc<std::sync::Mutex<Vec<String>>>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -72,6 +74,8 @@ impl HttpsGitServer {
         let addr = std_listener.local_addr().unwrap();
         let (tx, mut rx) = oneshot::channel();
         let root = Arc::new(root);
+        let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = requests.clone();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -88,10 +92,11 @@ impl HttpsGitServer {
                             let acceptor = acceptor.clone();
                             let root = root.clone();
                             let auth = auth.clone();
+                            let log = log.clone();
                             tokio::spawn(async move {
                                 let Ok(tls) = acceptor.accept(tcp).await else { return };
                                 let service = hyper::service::service_fn(move |req| {
-                                    handle(req, root.clone(), auth.clone())
+                                    handle(req, root.clone(), auth.clone(), log.clone())
                                 });
                                 let _ = hyper::server::conn::http1::Builder::new()
                                     .serve_connection(TokioIo::new(tls), service)
@@ -106,6 +111,7 @@ impl HttpsGitServer {
         Self {
             addr,
             ca_pem: ca_cert.pem(),
+            requests,
             shutdown: Some(tx),
             thread: Some(thread),
         }
@@ -154,6 +160,7 @@ async fn handle(
     req: Request<Incoming>,
     root: Arc<PathBuf>,
     auth: Auth,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     if !authorized(&req, &auth) {
         let mut res = Response::new(Full::new(Bytes::from_static(b"authentication required\n")));
@@ -178,6 +185,15 @@ async fn handle(
     let git_protocol = header("git-protocol");
     let encoding = header("content-encoding");
     let body = req.into_body().collect().await.unwrap().to_bytes();
+    let command = ["ls-refs", "fetch"].into_iter().find(|c| {
+        body.windows(8 + c.len())
+            .any(|w| w == format!("command={c}").as_bytes())
+    });
+    log.lock().unwrap().push(
+        format!("{method} {path} {}", command.unwrap_or(""))
+            .trim_end()
+            .to_string(),
+    );
 
     let mut child = tokio::process::Command::new("git")
         .arg("http-backend")
