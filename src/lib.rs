@@ -4,7 +4,7 @@
 pub mod cli;
 pub mod clusters;
 pub mod render;
-pub mod sources;
 pub mod server;
+pub mod sources;
 pub mod store;
 pub mod telemetry;

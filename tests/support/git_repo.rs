@@ -1,8 +1,5 @@
 //! Real repositories for the source integration tests: real repositories made with the `git` CLI.
 
-
-
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
