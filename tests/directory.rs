@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 use wardn::sources::directory::{snapshot_directory, watch};
+use wardn::sources::git::GitSettings;
+use wardn::sources::poller::{Poller, PollerConfig};
 use wardn::sources::status::SourceUpdate;
 
 async fn next(rx: &mut UnboundedReceiver<SourceUpdate>) -> SourceUpdate {
@@ -46,8 +48,13 @@ fn revision_is_a_content_hash() {
 async fn watcher_emits_a_snapshot_per_change() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("cm.yaml"), "v: 1\n").unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let _watch = watch("local-app", dir.path(), tx).unwrap();
+    // Directory updates share the poller's channel, so the reconciler reads one stream.
+    let data = tempfile::tempdir().unwrap();
+    let (poller, mut rx) = Poller::new(PollerConfig::new(GitSettings {
+        data_dir: data.path().to_path_buf(),
+        extra_roots_pem: None,
+    }));
+    let _watch = watch("local-app", dir.path(), poller.sender()).unwrap();
     let first = next(&mut rx).await;
     assert_eq!(first.app, "local-app");
     let first = first.snapshot.unwrap();

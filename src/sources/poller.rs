@@ -136,6 +136,12 @@ impl Poller {
         )
     }
 
+    /// A sender into the update channel, for other sources of the same Apps (e.g.
+    /// [`super::directory::watch`]) so the reconciler reads one stream.
+    pub fn sender(&self) -> mpsc::UnboundedSender<SourceUpdate> {
+        self.inner.updates.clone()
+    }
+
     /// Subscribes App `app` to `source`; the repository is polled right away (its mirror is
     /// shared with every other App using it). Re-subscribing replaces the previous source.
     /// `credentials` are used when this call creates the repository's mirror. Must be called
