@@ -23,7 +23,7 @@
 //! | Service | type ClusterIP, sessionAffinity None (ClientIP: timeoutSeconds 10800), ports protocol TCP and targetPort = port, externalTrafficPolicy Cluster when externally accessible, internalTrafficPolicy Cluster, allocateLoadBalancerNodePorts true | `SetDefaults_Service` |
 //! | Service IP families | ipFamilyPolicy SingleStack (RequireDualStack for a headless Service without selector), ipFamilies [IPv4], clusterIPs mirrors clusterIP | `pkg/registry/core/service/storage` (single-stack IPv4 cluster) |
 //! | Secret | type Opaque | `SetDefaults_Secret` |
-//! | Namespace | label kubernetes.io/metadata.name, spec.finalizers [kubernetes], status.phase Active | `SetDefaults_Namespace`, `SetDefaults_NamespaceStatus`, `pkg/registry/core/namespace` strategy |
+//! | Namespace | label kubernetes.io/metadata.name, status.phase Active (the `kubernetes` finalizer is added on create, see [`prepare_for_create`]) | `SetDefaults_Namespace`, `SetDefaults_NamespaceStatus`, `pkg/registry/core/namespace` strategy |
 //! | PersistentVolumeClaim | spec.volumeMode Filesystem, status.phase Pending | `SetDefaults_PersistentVolumeClaim(Spec)` |
 //! | HorizontalPodAutoscaler v2 | minReplicas 1, metrics cpu Utilization 80 when empty, behavior rules filled when behavior is given (scaleUp: 0s window, Max, Pods 4/15s + Percent 100/15s; scaleDown: Max, Percent 100/15s, no window) | `pkg/apis/autoscaling/v2/defaults.go` |
 //! | HorizontalPodAutoscaler v1 | minReplicas 1 | `pkg/apis/autoscaling/v1/defaults.go` |
@@ -32,9 +32,10 @@
 //!
 //! PodDisruptionBudget, Ingress (apart from its status shape), ConfigMap, ServiceAccount,
 //! RBAC kinds, Lease and Event have no defaults. Work that needs server state is left to the
-//! server, with helpers here: cluster IP allocation ([`allocate_cluster_ip`],
-//! [`assign_cluster_ip`]), the Job selector ([`generate_job_selector`]) and the Pod admission
-//! plugins ([`admit_pod`]).
+//! server, with helpers here: the create-time strategy steps ([`prepare_for_create`]),
+//! cluster IP and node port allocation ([`allocate_cluster_ip`], [`assign_cluster_ip`],
+//! [`allocate_node_port`], [`assign_node_ports`]), the Job selector
+//! ([`generate_job_selector`]) and the Pod admission plugins ([`admit_pod`]).
 
 use serde_json::{Map, Value, json};
 
@@ -94,6 +95,127 @@ pub fn apply_defaults(api_version: &str, kind: &str, object: &mut Value) {
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => crd(root),
         _ => {}
     }
+}
+
+/// What kube-apiserver does to a new object, in order: [`apply_defaults`], then the registry
+/// strategy's `PrepareForCreate`, then defaulting again as the stored object is read back:
+/// * the status of workloads, Services, Ingresses, PVCs, HPAs and PDBs is reset to its zero
+///   shape (a client cannot create an object with a status);
+/// * a Pod starts `Pending` with its QoS class ([`qos_class`]);
+/// * a Namespace starts `Active` with the `kubernetes` finalizer appended to
+///   `spec.finalizers` (create-only: later updates may remove it through `/finalize`).
+///
+/// Steps that need server state stay with the server: uid, generation and timestamps,
+/// [`assign_cluster_ip`], [`assign_node_ports`], [`generate_job_selector`], [`admit_pod`].
+pub fn prepare_for_create(api_version: &str, kind: &str, object: &mut Value) {
+    apply_defaults(api_version, kind, object);
+    let Some(root) = object.as_object_mut() else {
+        return;
+    };
+    match (api_version, kind) {
+        ("apps/v1", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
+        | ("batch/v1", "Job" | "CronJob")
+        | ("v1", "Service" | "PersistentVolumeClaim")
+        | ("networking.k8s.io/v1", "Ingress")
+        | ("autoscaling/v1" | "autoscaling/v2", "HorizontalPodAutoscaler")
+        | ("policy/v1", "PodDisruptionBudget") => {
+            root.remove("status");
+        }
+        ("v1", "Pod") => {
+            let qos = root.get("spec").map_or("BestEffort", qos_class);
+            root.insert(
+                "status".into(),
+                json!({"phase": "Pending", "qosClass": qos}),
+            );
+        }
+        ("v1", "Namespace") => {
+            root.insert("status".into(), json!({"phase": "Active"}));
+            if let Some(spec) = child(root, "spec") {
+                let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+                if !finalizers.is_array() {
+                    *finalizers = json!([]);
+                }
+                if let Some(finalizers) = finalizers.as_array_mut()
+                    && !finalizers.iter().any(|f| f == "kubernetes")
+                {
+                    finalizers.push(json!("kubernetes"));
+                }
+            }
+        }
+        _ => {}
+    }
+    apply_defaults(api_version, kind, object);
+}
+
+/// The QoS class of a Pod spec (`qos.GetPodQOS`): BestEffort without any cpu/memory request
+/// or limit, Guaranteed when every container limits cpu and memory with equal requests,
+/// else Burstable. Quantities are compared as written.
+pub fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|list| spec.get(*list).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let compute = ["cpu", "memory"];
+    let has_any = containers.iter().any(|c| {
+        ["requests", "limits"].iter().any(|kind| {
+            compute.iter().any(|resource| {
+                c.pointer(&format!("/resources/{kind}/{resource}"))
+                    .is_some_and(|q| q.as_str() != Some("0") && q.as_i64() != Some(0))
+            })
+        })
+    });
+    if !has_any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        compute.iter().all(|resource| {
+            let limit = c.pointer(&format!("/resources/limits/{resource}"));
+            let request = c.pointer(&format!("/resources/requests/{resource}"));
+            limit.is_some() && request.is_none_or(|r| Some(r) == limit)
+        })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// The node port for the `seq`-th allocation in the default 30000-32767 range (wrapping).
+pub fn allocate_node_port(seq: u32) -> u16 {
+    const FIRST: u32 = 30000;
+    const SIZE: u32 = 32767 - 30000 + 1;
+    u16::try_from(FIRST + seq % SIZE).unwrap_or(30000)
+}
+
+/// Fills `nodePort` on the ports of a new NodePort or LoadBalancer Service (unless
+/// `allocateLoadBalancerNodePorts` is false) that have none, taking each from `next_port`
+/// (e.g. [`allocate_node_port`] over a counter). Returns how many ports were assigned.
+pub fn assign_node_ports(service: &mut Value, mut next_port: impl FnMut() -> u16) -> usize {
+    let Some(spec) = service.get_mut("spec").and_then(Value::as_object_mut) else {
+        return 0;
+    };
+    let needs_ports = match spec.get("type").and_then(Value::as_str) {
+        Some("NodePort") => true,
+        Some("LoadBalancer") => {
+            spec.get("allocateLoadBalancerNodePorts")
+                .and_then(Value::as_bool)
+                != Some(false)
+        }
+        _ => false,
+    };
+    if !needs_ports {
+        return 0;
+    }
+    let mut assigned = 0;
+    for port in array_objects(spec, "ports") {
+        if port.get("nodePort").and_then(Value::as_i64).unwrap_or(0) == 0 {
+            port.insert("nodePort".into(), json!(next_port()));
+            assigned += 1;
+        }
+    }
+    assigned
 }
 
 /// The cluster IP for the `seq`-th allocation in the 10.96.0.0/12 service range (the kubeadm
@@ -832,9 +954,7 @@ fn namespace(root: &mut Map<String, Value>) {
     {
         labels.insert("kubernetes.io/metadata.name".into(), json!(name));
     }
-    if let Some(spec) = child(root, "spec") {
-        default(spec, "finalizers", json!(["kubernetes"]));
-    }
+    default(root, "spec", json!({}));
     if let Some(status) = child(root, "status") {
         default_str(status, "phase", "Active");
     }
@@ -1380,7 +1500,7 @@ mod tests {
             ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
             "prod"
         );
-        assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+        assert_eq!(ns["spec"], json!({}), "finalizers are added on create only");
         assert_eq!(ns["status"]["phase"], "Active");
         let pvc = defaulted(
             "v1",
@@ -1395,6 +1515,95 @@ mod tests {
         assert_eq!(
             defaulted("policy/v1", "PodDisruptionBudget", pdb)["spec"],
             json!({"minAvailable": 1})
+        );
+    }
+
+    #[test]
+    fn create_resets_status_and_adds_create_time_fields() {
+        let mut d = json!({"spec": {"template": {"spec": {}}}, "status": {"replicas": 9}});
+        prepare_for_create("apps/v1", "Deployment", &mut d);
+        assert_eq!(d["status"], json!({}));
+        assert_eq!(d["spec"]["replicas"], 1);
+
+        let mut pvc = json!({"spec": {}, "status": {"phase": "Bound"}});
+        prepare_for_create("v1", "PersistentVolumeClaim", &mut pvc);
+        assert_eq!(pvc["status"], json!({"phase": "Pending"}));
+
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "x",
+            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}, "status": {"phase": "Running"}});
+        prepare_for_create("v1", "Pod", &mut pod);
+        assert_eq!(
+            pod["status"],
+            json!({"phase": "Pending", "qosClass": "Guaranteed"})
+        );
+
+        let mut ns = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["example.com/x"]}, "status": {"phase": "Terminating"}});
+        prepare_for_create("v1", "Namespace", &mut ns);
+        assert_eq!(
+            ns["spec"]["finalizers"],
+            json!(["example.com/x", "kubernetes"])
+        );
+        assert_eq!(ns["status"]["phase"], "Active");
+        let mut bare = json!({"metadata": {"name": "b"}});
+        prepare_for_create("v1", "Namespace", &mut bare);
+        assert_eq!(bare["spec"]["finalizers"], json!(["kubernetes"]));
+
+        let mut cm = json!({"data": {"a": "b"}});
+        prepare_for_create("v1", "ConfigMap", &mut cm);
+        assert_eq!(cm, json!({"data": {"a": "b"}}));
+    }
+
+    #[test]
+    fn node_port_allocation() {
+        assert_eq!(allocate_node_port(0), 30000);
+        assert_eq!(allocate_node_port(2767), 32767);
+        assert_eq!(allocate_node_port(2768), 30000);
+        let mut seq = 0;
+        let mut next = || {
+            seq += 1;
+            allocate_node_port(seq - 1)
+        };
+        let mut s = defaulted(
+            "v1",
+            "Service",
+            json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 443, "nodePort": 31000}]}}),
+        );
+        assert_eq!(assign_node_ports(&mut s, &mut next), 1);
+        assert_eq!(s["spec"]["ports"][0]["nodePort"], 30000);
+        assert_eq!(s["spec"]["ports"][1]["nodePort"], 31000);
+        let mut no_ports = defaulted(
+            "v1",
+            "Service",
+            json!({"spec": {"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false, "ports": [{"port": 80}]}}),
+        );
+        assert_eq!(assign_node_ports(&mut no_ports, &mut next), 0);
+        let mut cluster_ip = defaulted("v1", "Service", json!({"spec": {"ports": [{"port": 80}]}}));
+        assert_eq!(assign_node_ports(&mut cluster_ip, &mut next), 0);
+    }
+
+    #[test]
+    fn qos_classes() {
+        assert_eq!(
+            qos_class(&json!({"containers": [{"name": "a"}]})),
+            "BestEffort"
+        );
+        assert_eq!(
+            qos_class(
+                &json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}}]})
+            ),
+            "Guaranteed"
+        );
+        assert_eq!(
+            qos_class(
+                &json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}}]})
+            ),
+            "Burstable"
+        );
+        assert_eq!(
+            qos_class(
+                &json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}, {"name": "b"}]})
+            ),
+            "Burstable"
         );
     }
 

@@ -895,41 +895,6 @@ fn daemon_pod_scheduling(spec: &mut Map<String, Value>, node_name: &str) {
     }
 }
 
-/// The QoS class of a Pod spec (`qos.GetPodQOS`): BestEffort without any cpu/memory request
-/// or limit, Guaranteed when every container limits cpu and memory with equal requests,
-/// else Burstable. Quantities are compared as written.
-pub fn qos_class(spec: &Value) -> &'static str {
-    let containers: Vec<&Value> = ["containers", "initContainers"]
-        .iter()
-        .filter_map(|list| spec.get(*list).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let compute = ["cpu", "memory"];
-    let has_any = containers.iter().any(|c| {
-        ["requests", "limits"].iter().any(|kind| {
-            compute.iter().any(|resource| {
-                c.pointer(&format!("/resources/{kind}/{resource}"))
-                    .is_some_and(|q| q.as_str() != Some("0") && q.as_i64() != Some(0))
-            })
-        })
-    });
-    if !has_any {
-        return "BestEffort";
-    }
-    let guaranteed = containers.iter().all(|c| {
-        compute.iter().all(|resource| {
-            let limit = c.pointer(&format!("/resources/limits/{resource}"));
-            let request = c.pointer(&format!("/resources/requests/{resource}"));
-            limit.is_some() && request.is_none_or(|r| Some(r) == limit)
-        })
-    });
-    if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
-
 /// A Pod IP on the node's pod CIDR, stable for the pod name.
 fn pod_ip(node: &Value, pod_name: &str) -> String {
     let cidr = str_at(node, "/spec/podCIDR");
@@ -940,7 +905,7 @@ fn pod_ip(node: &Value, pod_name: &str) -> String {
 
 fn pod_status(pod: &Value, node: Option<&Value>, ready: bool, succeeded: bool, now: &str) -> Value {
     let spec = pod.get("spec").cloned().unwrap_or_else(|| json!({}));
-    let qos = qos_class(&spec);
+    let qos = defaults::qos_class(&spec);
     let Some(node) = node else {
         return json!({
             "conditions": [{"lastProbeTime": null, "lastTransitionTime": now,
@@ -1576,31 +1541,5 @@ mod tests {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
         assert!(workload_status(&cm, true, 1, NOW).is_none());
         assert!(owned_pods(&cm, true, &nodes(1, NOW), NOW).is_empty());
-    }
-
-    #[test]
-    fn qos_classes() {
-        assert_eq!(
-            qos_class(&json!({"containers": [{"name": "a"}]})),
-            "BestEffort"
-        );
-        assert_eq!(
-            qos_class(
-                &json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}}]})
-            ),
-            "Guaranteed"
-        );
-        assert_eq!(
-            qos_class(
-                &json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}}]})
-            ),
-            "Burstable"
-        );
-        assert_eq!(
-            qos_class(
-                &json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}, {"name": "b"}]})
-            ),
-            "Burstable"
-        );
     }
 }

@@ -1,6 +1,35 @@
 //! kubesim: a Kubernetes API emulator, the test and demo cluster for wardn.
+//!
+//! Start a cluster in-process with [`Cluster::start`], point kubectl or kube-rs at
+//! [`Cluster::kubeconfig`], and read what they did with [`Cluster::get_object`].
 
+mod auth;
+mod cluster;
 pub mod defaults;
+mod discovery;
+mod error;
+mod faults;
+mod handlers;
+mod hooks;
 pub mod kwok;
+mod lifecycle;
+mod openapi;
+mod protobuf;
 pub mod rbac;
+mod resources;
+mod review;
 pub mod selectors;
+mod server;
+mod sim;
+mod state;
+mod status;
+mod store;
+mod tls;
+mod util;
+mod watch;
+
+pub use auth::Tokens;
+pub use cluster::{Cluster, ClusterConfig};
+pub use error::Error;
+pub use faults::Faults;
+pub use tls::install_crypto_provider;

@@ -135,7 +135,9 @@ pub struct Authorizer<'a> {
     pub roles: &'a [Value],
     /// All ClusterRoles.
     pub cluster_roles: &'a [Value],
-    /// All RoleBindings, any namespace.
+    /// The RoleBindings: all of them, or (cheaper, as a store indexed by namespace can hand
+    /// them out) only those of the request's namespace; bindings of other namespaces are
+    /// skipped.
     pub role_bindings: &'a [Value],
     /// All ClusterRoleBindings.
     pub cluster_role_bindings: &'a [Value],
@@ -148,18 +150,14 @@ fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
         .unwrap_or_default()
 }
 
-fn strings(value: &Value, key: &str) -> Vec<String> {
+/// The strings of the list at `key` (absent or non-list: none), without allocating.
+fn strings<'v>(value: &'v Value, key: &str) -> impl Iterator<Item = &'v str> {
     value
         .get(key)
         .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
 }
 
 impl<'a> Authorizer<'a> {
@@ -220,19 +218,24 @@ impl<'a> Authorizer<'a> {
                 }
             }
         }
-        let reason = if errors.is_empty() {
-            String::new()
-        } else if errors.len() == 1 {
-            format!("RBAC: {}", errors[0])
-        } else {
-            format!("RBAC: [{}]", errors.join(", "))
+        // utilerrors.NewAggregate: duplicates dropped, several errors bracketed.
+        let mut unique: Vec<String> = Vec::new();
+        for error in errors {
+            if !unique.contains(&error) {
+                unique.push(error);
+            }
+        }
+        let reason = match unique.as_slice() {
+            [] => String::new(),
+            [single] => format!("RBAC: {single}"),
+            several => format!("RBAC: [{}]", several.join(", ")),
         };
         Decision::Deny { reason }
     }
 
     /// The rules a binding's `roleRef` grants: a Role in `namespace` or a ClusterRole
     /// (with aggregation). The error is worded as the server's lister words it.
-    fn role_ref_rules(&self, binding: &Value, namespace: &str) -> Result<Vec<Value>, String> {
+    fn role_ref_rules(&self, binding: &Value, namespace: &str) -> Result<Vec<&'a Value>, String> {
         let name = str_at(binding, "/roleRef/name");
         match str_at(binding, "/roleRef/kind") {
             "Role" => self
@@ -242,7 +245,7 @@ impl<'a> Authorizer<'a> {
                     str_at(role, "/metadata/name") == name
                         && str_at(role, "/metadata/namespace") == namespace
                 })
-                .map(rules_of)
+                .map(|role| rules_of(role).iter().collect())
                 .ok_or_else(|| format!("role.rbac.authorization.k8s.io {name:?} not found")),
             "ClusterRole" => self
                 .cluster_role_rules(name)
@@ -254,7 +257,7 @@ impl<'a> Authorizer<'a> {
     /// The effective rules of a ClusterRole: its own rules, or, when it has an
     /// `aggregationRule`, the rules of every ClusterRole its selectors match (transitively,
     /// as the aggregation controller converges to), deduplicated. None if it does not exist.
-    pub fn cluster_role_rules(&self, name: &str) -> Option<Vec<Value>> {
+    pub fn cluster_role_rules(&self, name: &str) -> Option<Vec<&'a Value>> {
         let role = self.cluster_role(name)?;
         let mut visited = BTreeSet::new();
         let mut rules = Vec::new();
@@ -268,8 +271,13 @@ impl<'a> Authorizer<'a> {
             .find(|role| str_at(role, "/metadata/name") == name)
     }
 
-    fn collect_rules(&self, role: &Value, visited: &mut BTreeSet<String>, rules: &mut Vec<Value>) {
-        if !visited.insert(str_at(role, "/metadata/name").to_string()) {
+    fn collect_rules(
+        &self,
+        role: &'a Value,
+        visited: &mut BTreeSet<&'a str>,
+        rules: &mut Vec<&'a Value>,
+    ) {
+        if !visited.insert(str_at(role, "/metadata/name")) {
             return;
         }
         let Some(aggregation) = role.get("aggregationRule").filter(|rule| !rule.is_null()) else {
@@ -287,7 +295,7 @@ impl<'a> Authorizer<'a> {
             .flatten()
             .filter_map(|selector| LabelSelector::from_object(selector).ok())
             .collect();
-        let mut matched: Vec<&Value> = self
+        let mut matched: Vec<&'a Value> = self
             .cluster_roles
             .iter()
             .filter(|candidate| selectors.iter().any(|s| s.matches_object(candidate)))
@@ -299,11 +307,10 @@ impl<'a> Authorizer<'a> {
     }
 }
 
-fn rules_of(role: &Value) -> Vec<Value> {
+fn rules_of(role: &Value) -> &[Value] {
     role.get("rules")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
+        .map_or(&[], Vec::as_slice)
 }
 
 /// The first subject of a binding that applies to the user (`appliesToUser`). ServiceAccount
@@ -324,7 +331,11 @@ fn applying_subject<'v>(binding: &'v Value, user: &UserInfo, namespace: &str) ->
                         explicit => explicit,
                     };
                     !account_namespace.is_empty()
-                        && user.name == format!("system:serviceaccount:{account_namespace}:{name}")
+                        && user
+                            .name
+                            .strip_prefix("system:serviceaccount:")
+                            .and_then(|rest| rest.split_once(':'))
+                            == Some((account_namespace, name))
                 }
                 _ => false,
             }
@@ -348,40 +359,39 @@ fn describe_subject(subject: &Value, binding_namespace: &str) -> String {
 
 /// Whether one PolicyRule allows a request (`RuleAllows`).
 pub fn rule_allows(rule: &Value, request: &Request) -> bool {
-    let verbs = strings(rule, "verbs");
-    let verb_matches = |verb: &str| verbs.iter().any(|v| v == "*" || v == verb);
+    let verb_matches = |verb: &str| strings(rule, "verbs").any(|v| v == "*" || v == verb);
     match request {
-        Request::Resource(attributes) => {
-            if !verb_matches(&attributes.verb) {
-                return false;
-            }
-            let groups = strings(rule, "apiGroups");
-            if !groups
-                .iter()
-                .any(|g| g == "*" || *g == attributes.api_group)
+        Request::Resource(a) => {
+            if !verb_matches(&a.verb)
+                || !strings(rule, "apiGroups").any(|g| g == "*" || g == a.api_group)
             {
                 return false;
             }
-            let combined = if attributes.subresource.is_empty() {
-                attributes.resource.clone()
-            } else {
-                format!("{}/{}", attributes.resource, attributes.subresource)
-            };
-            let resource_matches = strings(rule, "resources").iter().any(|resource| {
-                resource == "*"
-                    || *resource == combined
-                    || (!attributes.subresource.is_empty()
-                        && resource.strip_prefix("*/") == Some(attributes.subresource.as_str()))
+            // The rule's resource must be `*`, the combined `resource/subresource`, or
+            // `*/subresource`.
+            let resource_matches = strings(rule, "resources").any(|resource| {
+                if resource == "*" {
+                    return true;
+                }
+                if a.subresource.is_empty() {
+                    return resource == a.resource;
+                }
+                match resource.split_once('/') {
+                    Some((base, sub)) => {
+                        sub == a.subresource && (base == "*" || base == a.resource)
+                    }
+                    None => false,
+                }
             });
             if !resource_matches {
                 return false;
             }
-            let names = strings(rule, "resourceNames");
-            names.is_empty() || names.contains(&attributes.name)
+            let mut names = strings(rule, "resourceNames").peekable();
+            names.peek().is_none() || names.any(|name| name == a.name)
         }
         Request::NonResource { verb, path } => {
             verb_matches(verb)
-                && strings(rule, "nonResourceURLs").iter().any(|url| {
+                && strings(rule, "nonResourceURLs").any(|url| {
                     url == "*"
                         || url == path
                         || url
@@ -518,27 +528,245 @@ pub fn review_request(spec: &Value) -> Result<Request, ReviewError> {
     }
 }
 
-/// The bootstrap RBAC objects every v1.32 cluster has and that clients rely on: ClusterRoles
-/// `cluster-admin`, `system:discovery`, `system:basic-user`, `system:public-info-viewer`, and
-/// their ClusterRoleBindings (`system:masters`; `system:authenticated`, and for public info
-/// also `system:unauthenticated`). Without them a ServiceAccount token could not run
-/// discovery or `kubectl auth can-i`. The `admin`/`edit`/`view` aggregated roles are not
-/// included.
+const READ: &[&str] = &["get", "list", "watch"];
+const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+const READ_WRITE: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+/// A resource PolicyRule.
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
+    json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
+}
+
+/// The rules of the bootstrap `system:aggregate-to-view` ClusterRole.
+fn view_rules() -> Value {
+    json!([
+        rule(
+            &[""],
+            &[
+                "configmaps",
+                "endpoints",
+                "persistentvolumeclaims",
+                "persistentvolumeclaims/status",
+                "pods",
+                "replicationcontrollers",
+                "replicationcontrollers/scale",
+                "serviceaccounts",
+                "services",
+                "services/status"
+            ],
+            READ
+        ),
+        rule(
+            &[""],
+            &[
+                "bindings",
+                "events",
+                "limitranges",
+                "namespaces/status",
+                "pods/log",
+                "pods/status",
+                "replicationcontrollers/status",
+                "resourcequotas",
+                "resourcequotas/status"
+            ],
+            READ
+        ),
+        rule(&[""], &["namespaces"], READ),
+        rule(&["discovery.k8s.io"], &["endpointslices"], READ),
+        rule(
+            &["apps"],
+            &[
+                "controllerrevisions",
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "statefulsets",
+                "statefulsets/scale",
+                "statefulsets/status"
+            ],
+            READ
+        ),
+        rule(
+            &["autoscaling"],
+            &[
+                "horizontalpodautoscalers",
+                "horizontalpodautoscalers/status"
+            ],
+            READ
+        ),
+        rule(
+            &["batch"],
+            &["cronjobs", "cronjobs/status", "jobs", "jobs/status"],
+            READ
+        ),
+        rule(
+            &["extensions"],
+            &[
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "ingresses",
+                "ingresses/status",
+                "networkpolicies",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "replicationcontrollers/scale"
+            ],
+            READ
+        ),
+        rule(
+            &["policy"],
+            &["poddisruptionbudgets", "poddisruptionbudgets/status"],
+            READ
+        ),
+        rule(
+            &["networking.k8s.io"],
+            &["ingresses", "ingresses/status", "networkpolicies"],
+            READ
+        )
+    ])
+}
+
+/// The rules of the bootstrap `system:aggregate-to-edit` ClusterRole.
+fn edit_rules() -> Value {
+    json!([
+        rule(
+            &[""],
+            &[
+                "pods/attach",
+                "pods/exec",
+                "pods/portforward",
+                "pods/proxy",
+                "secrets",
+                "services/proxy"
+            ],
+            READ
+        ),
+        rule(&[""], &["serviceaccounts"], &["impersonate"]),
+        rule(
+            &[""],
+            &[
+                "pods",
+                "pods/attach",
+                "pods/exec",
+                "pods/portforward",
+                "pods/proxy"
+            ],
+            WRITE
+        ),
+        rule(&[""], &["pods/eviction"], &["create"]),
+        rule(
+            &[""],
+            &[
+                "configmaps",
+                "events",
+                "persistentvolumeclaims",
+                "replicationcontrollers",
+                "replicationcontrollers/scale",
+                "secrets",
+                "serviceaccounts",
+                "services",
+                "services/proxy"
+            ],
+            WRITE
+        ),
+        rule(&[""], &["serviceaccounts/token"], &["create"]),
+        rule(
+            &["apps"],
+            &[
+                "daemonsets",
+                "deployments",
+                "deployments/rollback",
+                "deployments/scale",
+                "replicasets",
+                "replicasets/scale",
+                "statefulsets",
+                "statefulsets/scale"
+            ],
+            WRITE
+        ),
+        rule(&["autoscaling"], &["horizontalpodautoscalers"], WRITE),
+        rule(&["batch"], &["cronjobs", "jobs"], WRITE),
+        rule(
+            &["extensions"],
+            &[
+                "daemonsets",
+                "deployments",
+                "deployments/rollback",
+                "deployments/scale",
+                "ingresses",
+                "networkpolicies",
+                "replicasets",
+                "replicasets/scale",
+                "replicationcontrollers/scale"
+            ],
+            WRITE
+        ),
+        rule(&["policy"], &["poddisruptionbudgets"], WRITE),
+        rule(
+            &["networking.k8s.io"],
+            &["ingresses", "networkpolicies"],
+            WRITE
+        ),
+        rule(&["coordination.k8s.io"], &["leases"], READ_WRITE)
+    ])
+}
+
+/// The bootstrap RBAC objects of a v1.32 cluster that clients rely on
+/// (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`, `testdata/cluster-roles.yaml`):
+/// * ClusterRoles `cluster-admin`, `system:discovery`, `system:basic-user`,
+///   `system:public-info-viewer`, and the user-facing aggregated `admin`, `edit` and `view`
+///   with their `system:aggregate-to-*` parts (aggregated rules filled in, as the
+///   aggregation controller leaves them);
+/// * ClusterRoleBindings of `cluster-admin` to `system:masters`, `system:discovery` and
+///   `system:basic-user` to `system:authenticated`, and `system:public-info-viewer` to
+///   `system:authenticated` and `system:unauthenticated`.
+///
+/// Without them a ServiceAccount token could not run discovery or `kubectl auth can-i`, and
+/// RoleBindings to `edit` or `view` would not resolve.
 pub fn bootstrap_policy() -> Vec<Value> {
-    let metadata = |name: &str| {
+    let metadata = |name: &str, aggregate_to: Option<&str>| {
+        let mut labels = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
+        if let Some(target) = aggregate_to {
+            labels[format!("rbac.authorization.k8s.io/aggregate-to-{target}")] = json!("true");
+        }
         json!({
             "name": name,
-            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "labels": labels,
             "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}
         })
     };
-    let role = |name: &str, rules: Value| {
+    let role = |name: &str, aggregate_to: Option<&str>, rules: Value| {
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
-            "metadata": metadata(name),
+            "metadata": metadata(name, aggregate_to),
             "rules": rules
         })
+    };
+    let aggregated = |name: &str, aggregate_to: Option<&str>, selects: &str| {
+        let mut role = role(name, aggregate_to, json!([]));
+        role["aggregationRule"] = json!({"clusterRoleSelectors": [
+            {"matchLabels": {format!("rbac.authorization.k8s.io/aggregate-to-{selects}"): "true"}}
+        ]});
+        role
     };
     let binding = |name: &str, groups: &[&str]| {
         let subjects: Vec<Value> = groups
@@ -548,35 +776,90 @@ pub fn bootstrap_policy() -> Vec<Value> {
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": metadata(name),
+            "metadata": metadata(name, None),
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
             "subjects": subjects
         })
     };
-    vec![
+    let mut cluster_roles = vec![
+        aggregated("admin", None, "admin"),
         role(
             "cluster-admin",
+            None,
             json!([
                 {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
                 {"nonResourceURLs": ["*"], "verbs": ["*"]}
             ]),
         ),
+        aggregated("edit", Some("admin"), "edit"),
+        role(
+            "system:aggregate-to-admin",
+            Some("admin"),
+            json!([
+                rule(
+                    &["authorization.k8s.io"],
+                    &["localsubjectaccessreviews"],
+                    &["create"]
+                ),
+                rule(
+                    &["rbac.authorization.k8s.io"],
+                    &["rolebindings", "roles"],
+                    READ_WRITE
+                )
+            ]),
+        ),
+        role("system:aggregate-to-edit", Some("edit"), edit_rules()),
+        role("system:aggregate-to-view", Some("view"), view_rules()),
+        role(
+            "system:basic-user",
+            None,
+            json!([
+                rule(
+                    &["authorization.k8s.io"],
+                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                    &["create"]
+                ),
+                rule(
+                    &["authentication.k8s.io"],
+                    &["selfsubjectreviews"],
+                    &["create"]
+                )
+            ]),
+        ),
         role(
             "system:discovery",
+            None,
             json!([{"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
                 "/openapi", "/openapi/*", "/readyz", "/version", "/version/"], "verbs": ["get"]}]),
         ),
         role(
-            "system:basic-user",
-            json!([
-                {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
-                {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]}
-            ]),
-        ),
-        role(
             "system:public-info-viewer",
+            None,
             json!([{"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]}]),
         ),
+        aggregated("view", Some("edit"), "view"),
+    ];
+    let filled: Vec<(usize, Vec<Value>)> = {
+        let authorizer = Authorizer {
+            roles: &[],
+            cluster_roles: &cluster_roles,
+            role_bindings: &[],
+            cluster_role_bindings: &[],
+        };
+        cluster_roles
+            .iter()
+            .enumerate()
+            .filter(|(_, role)| role.get("aggregationRule").is_some())
+            .filter_map(|(index, role)| {
+                let rules = authorizer.cluster_role_rules(str_at(role, "/metadata/name"))?;
+                Some((index, rules.into_iter().cloned().collect()))
+            })
+            .collect()
+    };
+    for (index, rules) in filled {
+        cluster_roles[index]["rules"] = Value::Array(rules);
+    }
+    cluster_roles.extend([
         binding("cluster-admin", &["system:masters"]),
         binding("system:discovery", &["system:authenticated"]),
         binding("system:basic-user", &["system:authenticated"]),
@@ -584,7 +867,8 @@ pub fn bootstrap_policy() -> Vec<Value> {
             "system:public-info-viewer",
             &["system:authenticated", "system:unauthenticated"],
         ),
-    ]
+    ]);
+    cluster_roles
 }
 
 #[cfg(test)]
@@ -952,11 +1236,10 @@ mod tests {
 
     #[test]
     fn missing_roles_are_reported_in_the_reason() {
-        let bindings = vec![cluster_role_binding(
-            "b",
-            "missing",
-            json!([{"kind": "User", "name": "bob"}]),
-        )];
+        let bindings = vec![
+            cluster_role_binding("b", "missing", json!([{"kind": "User", "name": "bob"}])),
+            cluster_role_binding("b2", "missing", json!([{"kind": "User", "name": "bob"}])),
+        ];
         let role_bindings = vec![role_binding(
             "ns",
             "rb",
@@ -1088,6 +1371,132 @@ mod tests {
                 .to_string(),
             "spec.resourceAttributes.verb: must be a string"
         );
+    }
+
+    #[test]
+    fn bootstrap_edit_and_view_roles_through_role_bindings() {
+        let (cluster_roles, cluster_role_bindings): (Vec<Value>, Vec<Value>) = bootstrap_policy()
+            .into_iter()
+            .partition(|o| o["kind"] == "ClusterRole");
+        let role_bindings = vec![
+            role_binding(
+                "team",
+                "deployers",
+                "ClusterRole",
+                "edit",
+                json!([{"kind": "ServiceAccount", "name": "deployer"}]),
+            ),
+            role_binding(
+                "team",
+                "viewers",
+                "ClusterRole",
+                "view",
+                json!([{"kind": "ServiceAccount", "name": "viewer"}]),
+            ),
+            role_binding(
+                "team",
+                "admins",
+                "ClusterRole",
+                "admin",
+                json!([{"kind": "User", "name": "lead"}]),
+            ),
+        ];
+        let auth = Authorizer {
+            roles: &[],
+            cluster_roles: &cluster_roles,
+            role_bindings: &role_bindings,
+            cluster_role_bindings: &cluster_role_bindings,
+        };
+        let deployer = UserInfo::service_account("team", "deployer");
+        let viewer = UserInfo::service_account("team", "viewer");
+        let lead = UserInfo::new("lead", &["system:authenticated"]);
+        assert!(
+            auth.authorize(
+                &deployer,
+                &verb("patch", "apps", "deployments", "", "team", "web")
+            )
+            .allowed()
+        );
+        assert!(
+            auth.authorize(
+                &deployer,
+                &verb("get", "apps", "deployments", "", "team", "web")
+            )
+            .allowed(),
+            "edit includes view"
+        );
+        assert!(
+            auth.authorize(&deployer, &verb("create", "", "secrets", "", "team", ""))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(
+                    &deployer,
+                    &verb(
+                        "create",
+                        "rbac.authorization.k8s.io",
+                        "roles",
+                        "",
+                        "team",
+                        ""
+                    )
+                )
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(
+                    &deployer,
+                    &verb("patch", "apps", "deployments", "", "other", "web")
+                )
+                .allowed()
+        );
+        assert!(
+            auth.authorize(&viewer, &verb("list", "", "pods", "", "team", ""))
+                .allowed()
+        );
+        assert!(
+            !auth
+                .authorize(&viewer, &verb("get", "", "secrets", "", "team", "s"))
+                .allowed(),
+            "view cannot read secrets"
+        );
+        assert!(
+            !auth
+                .authorize(&viewer, &verb("delete", "", "pods", "", "team", "p"))
+                .allowed()
+        );
+        assert!(
+            auth.authorize(
+                &lead,
+                &verb(
+                    "create",
+                    "rbac.authorization.k8s.io",
+                    "rolebindings",
+                    "",
+                    "team",
+                    ""
+                )
+            )
+            .allowed()
+        );
+        assert!(
+            auth.authorize(&lead, &verb("delete", "batch", "jobs", "", "team", "j"))
+                .allowed(),
+            "admin includes edit"
+        );
+        let admin = cluster_roles
+            .iter()
+            .find(|r| r["metadata"]["name"] == "admin")
+            .unwrap();
+        let stored = admin["rules"].as_array().unwrap().len();
+        assert_eq!(
+            stored,
+            auth.cluster_role_rules("admin").unwrap().len(),
+            "aggregated rules are filled in"
+        );
+        assert!(stored > 20);
     }
 
     #[test]

@@ -21,20 +21,25 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 /// Why a label or field selector was rejected; the server reports it as 400 BadRequest.
+/// Messages are worded as apimachinery words them.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SelectorError {
-    /// The label selector string does not follow the grammar (message as apimachinery words it).
-    #[error("unable to parse requirement: {0}")]
-    Syntax(String),
-    /// A requirement is well-formed but invalid (bad key, bad value, wrong value count).
-    #[error("unable to parse requirement: {0}")]
-    Invalid(String),
-    /// A `LabelSelector` object is malformed (wrong JSON types, unknown operator, …).
-    #[error("invalid label selector: {0}")]
+    /// A label selector string does not follow the grammar or one of its requirements is
+    /// invalid, e.g. `unable to parse requirement: found 'b' expected: '('` or
+    /// `found '=', expected: ',' or 'end of string'`.
+    #[error("{0}")]
+    Label(String),
+    /// A `LabelSelector` object is malformed: wrong JSON types, an unknown operator, or an
+    /// invalid requirement (e.g. `values: Invalid value: []string{}: for 'in', 'notin'
+    /// operators, values set can't be empty`).
+    #[error("{0}")]
     LabelSelectorObject(String),
     /// A field selector term has no `=`, `==` or `!=` operator.
     #[error("invalid selector: '{0}'; can't understand '{1}'")]
     FieldSyntax(String, String),
+    /// A field selector value has a bad escape or an unescaped `=` or `,`.
+    #[error("{0}")]
+    FieldValue(String),
     /// A field selector names a field the API server does not index for that kind.
     #[error("field label not supported: {0}")]
     FieldNotSupported(String),
@@ -71,9 +76,13 @@ pub struct Requirement {
 
 impl Requirement {
     /// Builds a requirement, validating the key, the values and their count the way
-    /// apimachinery `labels.NewRequirement` does.
-    pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, SelectorError> {
-        validate_label_key(key)?;
+    /// apimachinery `labels.NewRequirement` does; the error is the aggregated field errors'
+    /// text, e.g. `key: Invalid value: "-a": name part must consist of …`.
+    pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, String> {
+        let mut errors = Vec::new();
+        if let Some(error) = label_key_error(key, "key") {
+            errors.push(error);
+        }
         let count = values.len();
         let wrong_count = match operator {
             Operator::In | Operator::NotIn => {
@@ -90,24 +99,38 @@ impl Requirement {
             }
         };
         if let Some(reason) = wrong_count {
-            return Err(SelectorError::Invalid(format!("key {key:?}: {reason}")));
+            errors.push(format!(
+                "values: Invalid value: {}: {reason}",
+                go_string_slice(&values)
+            ));
         }
-        for value in &values {
-            if matches!(operator, Operator::GreaterThan | Operator::LessThan) {
+        if matches!(operator, Operator::GreaterThan | Operator::LessThan) {
+            for (index, value) in values.iter().enumerate() {
                 if value.parse::<i64>().is_err() {
-                    return Err(SelectorError::Invalid(format!(
-                        "key {key:?}: for 'Gt', 'Lt' operators, the value must be an integer, not {value:?}"
-                    )));
+                    errors.push(format!(
+                        "values[{index}]: Invalid value: {value:?}: for 'Gt', 'Lt' operators, the value must be an integer"
+                    ));
                 }
-            } else {
-                validate_label_value(key, value)?;
             }
         }
-        Ok(Requirement {
-            key: key.to_string(),
-            operator,
-            values: values.into_iter().collect(),
-        })
+        for (index, value) in values.iter().enumerate() {
+            let problems = label_value_problems(value);
+            if !problems.is_empty() {
+                errors.push(format!(
+                    "values[{index}][{key}]: Invalid value: {value:?}: {}",
+                    problems.join("; ")
+                ));
+            }
+        }
+        match errors.len() {
+            0 => Ok(Requirement {
+                key: key.to_string(),
+                operator,
+                values: values.into_iter().collect(),
+            }),
+            1 => Err(errors.remove(0)),
+            _ => Err(format!("[{}]", errors.join(", "))),
+        }
     }
 
     /// Whether a labels map satisfies this requirement (apimachinery `Requirement.Matches`).
@@ -178,11 +201,10 @@ impl LabelSelector {
                     let value = value.as_str().ok_or_else(|| {
                         object_error(&format!("matchLabels[{key}]: must be a string"))
                     })?;
-                    requirements.push(Requirement::new(
-                        key,
-                        Operator::Equals,
-                        vec![value.to_string()],
-                    )?);
+                    requirements.push(
+                        Requirement::new(key, Operator::Equals, vec![value.to_string()])
+                            .map_err(SelectorError::LabelSelectorObject)?,
+                    );
                 }
             }
             Some(_) => return Err(object_error("matchLabels: must be a map of strings")),
@@ -259,56 +281,102 @@ fn expression_requirement(index: usize, expression: &Value) -> Result<Requiremen
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(object_error(&format!("{at}.values: must be a list"))),
     };
-    Requirement::new(key, operator, values)
+    Requirement::new(key, operator, values).map_err(SelectorError::LabelSelectorObject)
 }
 
-/// Validates a label key: an optional DNS-subdomain prefix and `/`, then a name of at most
-/// 63 characters (apimachinery `validation.IsQualifiedName`).
-fn validate_label_key(key: &str) -> Result<(), SelectorError> {
-    let invalid = |reason: &str| {
-        Err(SelectorError::Invalid(format!(
-            "key: Invalid value: {key:?}: {reason}"
-        )))
-    };
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            return invalid("prefix part must be non-empty");
+/// Formats strings as Go's `%#v` prints a `[]string`, as field errors show bad values.
+fn go_string_slice(values: &[String]) -> String {
+    let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+    format!("[]string{{{}}}", quoted.join(", "))
+}
+
+/// apimachinery `validation.RegexError`: the message, examples and the regex.
+fn regex_error(message: &str, regex: &str, examples: &[&str]) -> String {
+    let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!(
+        "{message} (e.g. {}regex used for validation is '{regex}')",
+        examples.join(" or ")
+    )
+}
+
+const QUALIFIED_NAME_MESSAGE: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const QUALIFIED_NAME_REGEX: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+
+/// The problems of a label key (apimachinery `validation.IsQualifiedName`): an optional
+/// DNS-subdomain prefix and `/`, then a name of at most 63 characters.
+fn label_key_problems(key: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                problems.push("prefix part must be non-empty".to_string());
+            } else {
+                if prefix.len() > 253 {
+                    problems.push("prefix part must be no more than 253 characters".to_string());
+                }
+                if !is_dns_subdomain(prefix) {
+                    problems.push(format!(
+                        "prefix part {}",
+                        regex_error(
+                            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
+                            &["example.com"],
+                        )
+                    ));
+                }
+            }
+            *name
         }
-        if prefix.len() > 253 || !is_dns_subdomain(prefix) {
-            return invalid(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-            );
+        _ => {
+            problems.push(format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                regex_error(QUALIFIED_NAME_MESSAGE, QUALIFIED_NAME_REGEX, &["MyName", "my.name", "123-abc"])
+            ));
+            return problems;
         }
-    }
+    };
     if name.is_empty() {
-        return invalid("name part must be non-empty");
-    }
-    if name.len() > 63 {
-        return invalid("name part must be no more than 63 characters");
+        problems.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        problems.push("name part must be no more than 63 characters".to_string());
     }
     if !is_qualified_name_part(name) {
-        return invalid(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-        );
+        problems.push(format!(
+            "name part {}",
+            regex_error(
+                QUALIFIED_NAME_MESSAGE,
+                QUALIFIED_NAME_REGEX,
+                &["MyName", "my.name", "123-abc"]
+            )
+        ));
     }
-    Ok(())
+    problems
 }
 
-/// Validates a label value: empty, or at most 63 characters of the qualified-name alphabet.
-fn validate_label_value(key: &str, value: &str) -> Result<(), SelectorError> {
-    if value.is_empty() {
-        return Ok(());
+/// The field error for an invalid label key at `path` ("" in the string parser, `key` in
+/// `NewRequirement`), or None when the key is valid.
+fn label_key_error(key: &str, path: &str) -> Option<String> {
+    let problems = label_key_problems(key);
+    (!problems.is_empty())
+        .then(|| format!("{path}: Invalid value: {key:?}: {}", problems.join("; ")))
+}
+
+/// The problems of a label value (apimachinery `validation.IsValidLabelValue`).
+fn label_value_problems(value: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if value.len() > 63 {
+        problems.push("must be no more than 63 characters".to_string());
     }
-    if value.len() > 63 || !is_qualified_name_part(value) {
-        return Err(SelectorError::Invalid(format!(
-            "values[0][{key}]: Invalid value: {value:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-        )));
+    if !value.is_empty() && !is_qualified_name_part(value) {
+        problems.push(regex_error(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?",
+            &["MyValue", "my_value", "12345"],
+        ));
     }
-    Ok(())
+    problems
 }
 
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
@@ -380,9 +448,12 @@ impl Token {
     }
 }
 
-/// Whether a character ends an identifier (whitespace or an operator symbol).
+/// Whether a byte ends an identifier (apimachinery's whitespace and special symbols).
 fn is_special(c: char) -> bool {
-    c.is_whitespace() || matches!(c, '!' | '=' | '(' | ')' | ',' | '<' | '>')
+    matches!(
+        c,
+        ' ' | '\t' | '\r' | '\n' | '!' | '=' | '(' | ')' | ',' | '<' | '>'
+    )
 }
 
 /// Splits a label selector string into tokens.
@@ -392,7 +463,7 @@ fn tokenize(input: &str) -> Vec<Token> {
     while let Some((start, c)) = chars.next() {
         let next_is_eq = chars.peek().is_some_and(|(_, n)| *n == '=');
         let token = match c {
-            c if c.is_whitespace() => continue,
+            ' ' | '\t' | '\r' | '\n' => continue,
             '!' if next_is_eq => {
                 chars.next();
                 Token::NotEquals
@@ -435,8 +506,22 @@ struct Parser {
     position: usize,
 }
 
-fn syntax(found: &Token, expected: &str) -> SelectorError {
-    SelectorError::Syntax(format!("found '{}', expected: {expected}", found.literal()))
+/// `found 'LITERAL', expected: WHAT`.
+fn found(token: &Token, expected: &str) -> String {
+    format!("found '{}', expected: {expected}", token.literal())
+}
+
+impl Token {
+    /// The identifier this token stands for where a key or value is expected: `in` and
+    /// `notin` are plain words there (apimachinery's `Values` parser context).
+    fn as_word(&self) -> Option<&str> {
+        match self {
+            Token::Identifier(word) => Some(word),
+            Token::In => Some("in"),
+            Token::NotIn => Some("notin"),
+            _ => None,
+        }
+    }
 }
 
 impl Parser {
@@ -460,21 +545,34 @@ impl Parser {
     fn parse(mut self) -> Result<LabelSelector, SelectorError> {
         let mut requirements = Vec::new();
         loop {
-            match self.peek() {
-                Token::Identifier(_) | Token::Bang => {
-                    requirements.push(self.parse_requirement()?);
-                    match self.next() {
-                        Token::End => break,
-                        Token::Comma => {
-                            if !matches!(self.peek(), Token::Identifier(_) | Token::Bang) {
-                                return Err(syntax(self.peek(), "identifier after ','"));
-                            }
+            let token = self.peek();
+            if token.as_word().is_some() || *token == Token::Bang {
+                let requirement = self.parse_requirement().map_err(|error| {
+                    SelectorError::Label(format!("unable to parse requirement: {error}"))
+                })?;
+                requirements.push(requirement);
+                match self.next() {
+                    Token::End => break,
+                    Token::Comma => {
+                        let after = self.peek();
+                        if after.as_word().is_none() && *after != Token::Bang {
+                            return Err(SelectorError::Label(found(after, "identifier after ','")));
                         }
-                        other => return Err(syntax(&other, "',' or 'end of string'")),
+                    }
+                    other => {
+                        return Err(SelectorError::Label(found(
+                            &other,
+                            "',' or 'end of string'",
+                        )));
                     }
                 }
-                Token::End => break,
-                other => return Err(syntax(other, "!, identifier, or 'end of string'")),
+            } else if *token == Token::End {
+                break;
+            } else {
+                return Err(SelectorError::Label(found(
+                    token,
+                    "!, identifier, or 'end of string'",
+                )));
             }
         }
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
@@ -484,16 +582,18 @@ impl Parser {
         })
     }
 
-    fn parse_requirement(&mut self) -> Result<Requirement, SelectorError> {
-        let negated = *self.peek() == Token::Bang;
+    fn parse_requirement(&mut self) -> Result<Requirement, String> {
+        let mut token = self.next();
+        let negated = token == Token::Bang;
         if negated {
-            self.next();
+            token = self.next();
         }
-        let key = match self.next() {
-            Token::Identifier(key) => key,
-            other if negated => return Err(syntax(&other, "identifier after '!'")),
-            other => return Err(syntax(&other, "identifier")),
+        let Some(key) = token.as_word().map(str::to_string) else {
+            return Err(found(&token, "identifier"));
         };
+        if let Some(error) = label_key_error(&key, "") {
+            return Err(error);
+        }
         if negated {
             return Requirement::new(&key, Operator::DoesNotExist, Vec::new());
         }
@@ -507,7 +607,7 @@ impl Parser {
             Token::NotIn => Operator::NotIn,
             Token::GreaterThan => Operator::GreaterThan,
             Token::LessThan => Operator::LessThan,
-            other => return Err(syntax(&other, "in, notin, =, ==, !=, gt, lt")),
+            other => return Err(found(&other, "in, notin, =, ==, !=, gt, lt")),
         };
         let values = if matches!(operator, Operator::In | Operator::NotIn) {
             self.parse_value_set()?
@@ -517,49 +617,65 @@ impl Parser {
         Requirement::new(&key, operator, values)
     }
 
-    /// `(a,b,c)`; empty members (`()`, `(a,)`) stand for the empty value, as in apimachinery.
-    fn parse_value_set(&mut self) -> Result<Vec<String>, SelectorError> {
+    /// `(a,b,c)`; empty members (`()`, `(a,)`, `(,a)`) stand for the empty value.
+    fn parse_value_set(&mut self) -> Result<Vec<String>, String> {
         let open = self.next();
         if open != Token::OpenParen {
-            return Err(syntax(&open, "'('"));
+            return Err(format!("found '{}' expected: '('", open.literal()));
+        }
+        let first = self.peek().clone();
+        if first == Token::CloseParen {
+            self.next();
+            return Ok(vec![String::new()]);
+        }
+        if first.as_word().is_none() && first != Token::Comma {
+            return Err(found(&first, "',', ')' or identifier"));
         }
         let mut values = Vec::new();
-        let mut expect_value = true;
         loop {
-            match self.next() {
-                Token::Identifier(value) if expect_value => {
-                    values.push(value);
-                    expect_value = false;
-                }
-                Token::Comma => {
-                    if expect_value {
-                        values.push(String::new());
+            let token = self.next();
+            if let Some(word) = token.as_word() {
+                values.push(word.to_string());
+                match self.peek() {
+                    Token::Comma => continue,
+                    Token::CloseParen => {
+                        self.next();
+                        break;
                     }
-                    expect_value = true;
+                    other => return Err(found(other, "',' or ')'")),
                 }
-                Token::CloseParen => {
-                    if expect_value {
+            } else if token == Token::Comma {
+                if values.is_empty() {
+                    values.push(String::new());
+                }
+                match self.peek() {
+                    Token::CloseParen => {
                         values.push(String::new());
+                        self.next();
+                        break;
                     }
-                    return Ok(values);
+                    Token::Comma => values.push(String::new()),
+                    _ => {}
                 }
-                other if expect_value => return Err(syntax(&other, "',', ')' or identifier")),
-                other => return Err(syntax(&other, "',' or ')'")),
+            } else {
+                return Err(found(&token, "',', or identifier"));
             }
         }
+        values.sort();
+        values.dedup();
+        Ok(values)
     }
 
     /// The value after `=`, `==`, `!=`, `>` or `<`; absent (`a=`) means the empty value.
-    fn parse_exact_value(&mut self) -> Result<String, SelectorError> {
-        match self.peek() {
-            Token::End | Token::Comma => Ok(String::new()),
-            Token::Identifier(value) => {
-                let value = value.clone();
-                self.next();
-                Ok(value)
-            }
-            other => Err(syntax(other, "identifier")),
+    fn parse_exact_value(&mut self) -> Result<String, String> {
+        if matches!(self.peek(), Token::End | Token::Comma) {
+            return Ok(String::new());
         }
+        let token = self.next();
+        token
+            .as_word()
+            .map(str::to_string)
+            .ok_or_else(|| found(&token, "identifier"))
     }
 }
 
@@ -627,30 +743,32 @@ pub fn supported_field_labels(api_version: &str, kind: &str) -> &'static [&'stat
 }
 
 impl FieldSelector {
-    /// Parses a field selector (`?fieldSelector=`) for objects of `api_version`/`kind`.
-    /// Terms are comma-joined; `\,`, `\=`, `\!` and `\\` escape those characters in values.
-    /// A field the server does not support for the kind yields
-    /// `field label not supported: FIELD`.
+    /// Parses a field selector (`?fieldSelector=`) for objects of `api_version`/`kind`, as
+    /// apimachinery `fields.ParseSelector` and the kind's field label conversion do: terms
+    /// are comma-joined (`\,` escapes a comma), each split at its first `!=`, `==` or `=`;
+    /// values may escape `\\`, `\,` and `\=`. Syntax errors come first; then a field the
+    /// server does not support for the kind yields `field label not supported: FIELD`.
     pub fn parse(selector: &str, api_version: &str, kind: &str) -> Result<Self, SelectorError> {
+        let mut terms = split_unescaped(selector, ',');
+        terms.sort();
         let mut requirements = Vec::new();
-        for term in split_unescaped(selector, ',') {
-            if term.is_empty() {
-                continue;
-            }
-            let (field, operator, raw_value) = split_field_term(&term)
+        for term in terms.iter().filter(|term| !term.is_empty()) {
+            let (field, operator, raw_value) = split_field_term(term)
                 .ok_or_else(|| SelectorError::FieldSyntax(selector.to_string(), term.clone()))?;
-            let field = field.trim().to_string();
+            requirements.push(FieldRequirement {
+                field: field.to_string(),
+                operator,
+                value: unescape(raw_value)?,
+            });
+        }
+        for requirement in &requirements {
+            let field = requirement.field.as_str();
             let supported = field == "metadata.name"
                 || field == "metadata.namespace"
-                || supported_field_labels(api_version, kind).contains(&field.as_str());
+                || supported_field_labels(api_version, kind).contains(&field);
             if !supported {
-                return Err(SelectorError::FieldNotSupported(field));
+                return Err(SelectorError::FieldNotSupported(field.to_string()));
             }
-            requirements.push(FieldRequirement {
-                field,
-                operator,
-                value: unescape(raw_value),
-            });
         }
         Ok(FieldSelector { requirements })
     }
@@ -720,41 +838,54 @@ fn split_unescaped(text: &str, separator: char) -> Vec<String> {
     parts
 }
 
-/// Finds the first unescaped operator of a field term: `!=` first, then `==`, then `=`
-/// (the order apimachinery `fields.splitTerm` tries them in).
+/// Splits a field term at the first position where `!=`, `==` or `=` starts (tried in that
+/// order, as apimachinery `fields.splitTerm`; the field name has no escapes).
 fn split_field_term(term: &str) -> Option<(&str, FieldOperator, &str)> {
-    let bytes = term.as_bytes();
-    let mut index = 0;
-    while index < bytes.len() {
-        match bytes[index] {
-            b'\\' => index += 2,
-            b'!' if bytes.get(index + 1) == Some(&b'=') => {
-                return Some((&term[..index], FieldOperator::NotEquals, &term[index + 2..]));
-            }
-            b'=' if bytes.get(index + 1) == Some(&b'=') => {
-                return Some((&term[..index], FieldOperator::Equals, &term[index + 2..]));
-            }
-            b'=' => return Some((&term[..index], FieldOperator::Equals, &term[index + 1..])),
-            _ => index += 1,
-        }
-    }
-    None
+    let operators = [
+        ("!=", FieldOperator::NotEquals),
+        ("==", FieldOperator::Equals),
+        ("=", FieldOperator::Equals),
+    ];
+    term.char_indices().find_map(|(index, _)| {
+        operators.iter().find_map(|(text, operator)| {
+            term[index..]
+                .starts_with(text)
+                .then(|| (&term[..index], *operator, &term[index + text.len()..]))
+        })
+    })
 }
 
-/// Removes backslash escapes from a field selector value.
-fn unescape(text: &str) -> String {
+/// Unescapes a field selector value (apimachinery `fields.UnescapeValue`): `\\`, `\,` and
+/// `\=` are the only escapes; an unescaped `,` or `=` is an error.
+fn unescape(text: &str) -> Result<String, SelectorError> {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(escaped) = chars.next() {
-                out.push(escaped);
+        match c {
+            '\\' => match chars.next() {
+                Some(escaped @ ('\\' | ',' | '=')) => out.push(escaped),
+                Some(other) => {
+                    return Err(SelectorError::FieldValue(format!(
+                        "invalid field selector: invalid escape sequence: \\{other}"
+                    )));
+                }
+                None => {
+                    return Err(SelectorError::FieldValue(
+                        "invalid field selector: invalid escape sequence: \\".to_string(),
+                    ));
+                }
+            },
+            ',' | '=' => {
+                // Go prints the rune with %v: its code point.
+                return Err(SelectorError::FieldValue(format!(
+                    "invalid field selector: unescaped character in value: {}",
+                    u32::from(c)
+                )));
             }
-        } else {
-            out.push(c);
+            other => out.push(other),
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -840,43 +971,84 @@ mod tests {
     }
 
     #[test]
-    fn syntax_errors_name_the_part() {
+    fn syntax_errors_are_worded_as_apimachinery() {
         let err = |s: &str| LabelSelector::parse(s).unwrap_err().to_string();
         assert_eq!(
             err("a in b"),
-            "unable to parse requirement: found 'b', expected: '('"
+            "unable to parse requirement: found 'b' expected: '('"
         );
-        assert_eq!(
-            err("a,"),
-            "unable to parse requirement: found '', expected: identifier after ','"
-        );
-        assert_eq!(
-            err("!a=b"),
-            "unable to parse requirement: found '=', expected: ',' or 'end of string'"
-        );
+        assert_eq!(err("a,"), "found '', expected: identifier after ','");
+        assert_eq!(err("!a=b"), "found '=', expected: ',' or 'end of string'");
         assert_eq!(
             err("a b"),
             "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
         );
         assert_eq!(
             err("=a"),
-            "unable to parse requirement: found '=', expected: !, identifier, or 'end of string'"
+            "found '=', expected: !, identifier, or 'end of string'"
         );
         assert_eq!(
             err("!"),
-            "unable to parse requirement: found '', expected: identifier after '!'"
+            "unable to parse requirement: found '', expected: identifier"
         );
-        assert!(err("a in (x").contains("found ''"));
+        assert_eq!(
+            err("a in (x"),
+            "unable to parse requirement: found '', expected: ',' or ')'"
+        );
+        assert_eq!(
+            err("a in (x=)"),
+            "unable to parse requirement: found '=', expected: ',' or ')'"
+        );
+        assert_eq!(
+            err("a in )"),
+            "unable to parse requirement: found ')' expected: '('"
+        );
+        assert_eq!(err("a=b c"), "found 'c', expected: ',' or 'end of string'");
+        assert_eq!(
+            err("a=(b)"),
+            "unable to parse requirement: found '(', expected: identifier"
+        );
+    }
+
+    #[test]
+    fn keywords_are_words_where_keys_and_values_are_expected() {
+        assert!(matches("in", json!({"in": "x"})));
+        assert!(matches("a in (in,notin)", json!({"a": "notin"})));
+        assert!(matches("notin=in", json!({"notin": "in"})));
+    }
+
+    #[test]
+    fn empty_members_of_value_sets() {
+        assert!(matches("a in (,x)", json!({"a": ""})));
+        assert!(matches("a in (x,)", json!({"a": ""})));
+        assert!(matches("a in (x,,y)", json!({"a": ""})));
+        assert!(!matches("a in (x,y)", json!({"a": ""})));
     }
 
     #[test]
     fn invalid_keys_and_values() {
         let err = |s: &str| LabelSelector::parse(s).unwrap_err().to_string();
-        assert!(err("-a=b").contains("\"-a\""));
-        assert!(err("a=b c").contains("'c'"));
-        assert!(err("a=-x").contains("\"-x\""));
-        assert!(err("Bad_Prefix/a=b").contains("prefix part"));
-        assert!(err(&format!("{}=b", "k".repeat(64))).contains("63 characters"));
+        assert_eq!(
+            err("-a=b"),
+            "unable to parse requirement: : Invalid value: \"-a\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+        );
+        assert_eq!(
+            err("a=-x"),
+            "unable to parse requirement: values[0][a]: Invalid value: \"-x\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+        );
+        assert!(err("Bad_Prefix/a=b").contains(
+            ": Invalid value: \"Bad_Prefix/a\": prefix part a lowercase RFC 1123 subdomain"
+        ));
+        assert!(err("/a").contains("prefix part must be non-empty"));
+        assert!(err("a/b/c").contains("a qualified name must consist of"));
+        assert!(
+            err(&format!("{}=b", "k".repeat(64)))
+                .contains("name part must be no more than 63 characters")
+        );
+        assert_eq!(
+            err("a>x"),
+            "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer"
+        );
     }
 
     #[test]
@@ -921,17 +1093,28 @@ mod tests {
     #[test]
     fn bad_label_selector_objects() {
         let err = |v: Value| LabelSelector::from_object(&v).unwrap_err().to_string();
-        assert!(
-            err(json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}))
-                .contains("matchExpressions[0].operator")
+        assert_eq!(
+            err(json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]})),
+            "matchExpressions[0].operator: \"Gt\" is not a valid label selector operator"
+        );
+        assert_eq!(
+            err(json!({"matchExpressions": [{"key": "a", "operator": "In"}]})),
+            "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
+        );
+        assert_eq!(
+            err(json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]})),
+            "values: Invalid value: []string{\"x\"}: values set must be empty for exists and does not exist"
         );
         assert!(
-            err(json!({"matchExpressions": [{"key": "a", "operator": "In"}]}))
-                .contains("can't be empty")
+            err(json!({"matchLabels": {"-a": "b"}}))
+                .starts_with("key: Invalid value: \"-a\": name part")
         );
-        assert!(
-            err(json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}))
-                .contains("must be empty")
+        assert_eq!(
+            err(json!({"matchLabels": {"a": "-b", "-c": "d"}}))
+                .matches("Invalid value")
+                .count(),
+            1,
+            "the first invalid requirement is reported"
         );
         assert!(err(json!({"matchLabels": {"a": 1}})).contains("matchLabels[a]"));
         assert!(err(json!("app=web")).contains("must be an object"));
@@ -992,6 +1175,45 @@ mod tests {
         assert_eq!(err.to_string(), "field label not supported: spec.foo");
         let err = FieldSelector::parse("spec.nodeName=n", "apps/v1", "Deployment").unwrap_err();
         assert_eq!(err.to_string(), "field label not supported: spec.nodeName");
+    }
+
+    #[test]
+    fn field_value_escapes_are_checked() {
+        let err = |s: &str| {
+            FieldSelector::parse(s, "v1", "Pod")
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err(r"metadata.name=a\x"),
+            r"invalid field selector: invalid escape sequence: \x"
+        );
+        assert_eq!(
+            err(r"metadata.name=a\"),
+            r"invalid field selector: invalid escape sequence: \"
+        );
+        assert_eq!(
+            err("metadata.name==a=b"),
+            "invalid field selector: unescaped character in value: 61"
+        );
+        assert_eq!(
+            FieldSelector::parse(r"metadata.name=a\\b", "v1", "Pod")
+                .unwrap()
+                .requirements()[0]
+                .value,
+            r"a\b"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_come_before_unsupported_fields() {
+        let err = FieldSelector::parse("spec.foo=1,zzz", "v1", "ConfigMap").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid selector: 'spec.foo=1,zzz'; can't understand 'zzz'"
+        );
+        let err = FieldSelector::parse("metadata.name =x", "v1", "ConfigMap").unwrap_err();
+        assert_eq!(err.to_string(), "field label not supported: metadata.name ");
     }
 
     #[test]

@@ -1,0 +1,206 @@
+//! Authentication (admin, namespaced, expired and ServiceAccount bearer tokens) and
+//! authorization (admin: everything; namespaced tokens: their namespace; ServiceAccounts:
+//! RBAC over the stored Roles and bindings, through the `rbac` module).
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::rbac::{self, Authorizer, Decision, Request, UserInfo};
+use crate::state::State;
+use crate::status::ApiError;
+use crate::util::random_token;
+
+/// The type of Secrets that carry ServiceAccount tokens.
+pub const SA_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
+/// The annotation naming a token Secret's ServiceAccount.
+pub const SA_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
+
+/// The bearer tokens of one cluster, as written to `<name>.tokens.json`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Tokens {
+    /// Full access.
+    pub admin: String,
+    /// Per namespace: a token allowed everything inside that namespace and nothing else.
+    pub namespaced: BTreeMap<String, String>,
+    /// A token the server always rejects with 401 (as an expired token).
+    pub expired: String,
+}
+
+impl Tokens {
+    /// Fresh random tokens for the admin, each namespace, and the expired token.
+    pub fn generate(namespaces: &[String]) -> Tokens {
+        Tokens {
+            admin: random_token(),
+            namespaced: namespaces
+                .iter()
+                .map(|ns| (ns.clone(), random_token()))
+                .collect(),
+            expired: random_token(),
+        }
+    }
+}
+
+/// Who a request is from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Identity {
+    /// The admin token: allowed everything.
+    Admin,
+    /// A namespaced token: allowed everything in that namespace.
+    Namespaced(String),
+    /// A ServiceAccount token from a token Secret: authorized by RBAC.
+    ServiceAccount {
+        /// The ServiceAccount's namespace.
+        namespace: String,
+        /// The ServiceAccount's name.
+        name: String,
+    },
+}
+
+impl Identity {
+    /// The user as the authorizer and 403 messages see it.
+    pub fn user(&self) -> UserInfo {
+        match self {
+            Identity::Admin => {
+                UserInfo::new("kubesim-admin", &["system:masters", "system:authenticated"])
+            }
+            Identity::Namespaced(ns) => {
+                UserInfo::new(&format!("kubesim-{ns}"), &["system:authenticated"])
+            }
+            Identity::ServiceAccount { namespace, name } => {
+                UserInfo::service_account(namespace, name)
+            }
+        }
+    }
+}
+
+/// The ServiceAccount whose token Secret holds `token`, if any.
+fn service_account_for(state: &State, token: &str) -> Option<Identity> {
+    let encoded = STANDARD.encode(token);
+    let store = state.store();
+    let secret = store.list("/secrets", None).find(|s| {
+        s.get("type").and_then(Value::as_str) == Some(SA_TOKEN_TYPE)
+            && s.pointer("/data/token").and_then(Value::as_str) == Some(encoded.as_str())
+    })?;
+    Some(Identity::ServiceAccount {
+        namespace: secret.pointer("/metadata/namespace")?.as_str()?.to_string(),
+        name: secret
+            .pointer("/metadata/annotations")?
+            .get(SA_NAME_ANNOTATION)?
+            .as_str()?
+            .to_string(),
+    })
+}
+
+/// Resolves the `Authorization` header to an identity; 401 for none, unknown or expired.
+pub fn authenticate(state: &State, header: Option<&str>) -> Result<Identity, ApiError> {
+    let tokens = &state.tokens;
+    let token = header
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(ApiError::unauthorized)?;
+    if token == tokens.admin {
+        return Ok(Identity::Admin);
+    }
+    if token == tokens.expired {
+        return Err(ApiError::unauthorized());
+    }
+    if let Some((ns, _)) = tokens.namespaced.iter().find(|(_, t)| t.as_str() == token) {
+        return Ok(Identity::Namespaced(ns.clone()));
+    }
+    service_account_for(state, token).ok_or_else(ApiError::unauthorized)
+}
+
+fn rbac_objects(state: &State, key: &str) -> Vec<Value> {
+    state
+        .store()
+        .list(key, None)
+        .map(|o| (**o).clone())
+        .collect()
+}
+
+/// Decides whether the identity may make the request.
+pub fn authorize(state: &State, identity: &Identity, request: &Request) -> Decision {
+    let allow = || Decision::Allow {
+        reason: String::new(),
+    };
+    match identity {
+        Identity::Admin => allow(),
+        Identity::Namespaced(ns) => match request {
+            Request::NonResource { .. } => allow(),
+            Request::Resource(a)
+                if a.namespace == *ns
+                    || (a.api_group == "authorization.k8s.io"
+                        && a.resource.starts_with("selfsubject")) =>
+            {
+                allow()
+            }
+            Request::Resource(_) => Decision::Deny {
+                reason: String::new(),
+            },
+        },
+        Identity::ServiceAccount { .. } => {
+            const G: &str = "rbac.authorization.k8s.io";
+            let roles = rbac_objects(state, &format!("{G}/roles"));
+            let cluster_roles = rbac_objects(state, &format!("{G}/clusterroles"));
+            let role_bindings = rbac_objects(state, &format!("{G}/rolebindings"));
+            let cluster_role_bindings = rbac_objects(state, &format!("{G}/clusterrolebindings"));
+            Authorizer {
+                roles: &roles,
+                cluster_roles: &cluster_roles,
+                role_bindings: &role_bindings,
+                cluster_role_bindings: &cluster_role_bindings,
+            }
+            .authorize(&identity.user(), request)
+        }
+    }
+}
+
+/// Authorizes a request, or the 403 Forbidden Status kube-apiserver would send.
+pub fn check(state: &State, identity: &Identity, request: &Request) -> Result<(), ApiError> {
+    match authorize(state, identity, request) {
+        Decision::Allow { .. } => Ok(()),
+        Decision::Deny { reason } => Err(ApiError::from_status(&rbac::forbidden_status(
+            &identity.user(),
+            request,
+            &reason,
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClusterConfig;
+
+    #[test]
+    fn tokens_resolve_and_namespaced_tokens_stay_in_their_namespace() {
+        let t = Tokens::generate(&["team-a".to_string()]);
+        let state = State::new(ClusterConfig::default(), t.clone(), String::new());
+        let admin = format!("Bearer {}", t.admin);
+        assert_eq!(authenticate(&state, Some(&admin)).unwrap(), Identity::Admin);
+        let expired = format!("Bearer {}", t.expired);
+        assert_eq!(authenticate(&state, Some(&expired)).unwrap_err().code, 401);
+        assert_eq!(authenticate(&state, None).unwrap_err().code, 401);
+        let ns_token = format!("Bearer {}", t.namespaced["team-a"]);
+        let id = authenticate(&state, Some(&ns_token)).unwrap();
+        let mut attrs = rbac::ResourceAttributes {
+            verb: "list".into(),
+            resource: "configmaps".into(),
+            namespace: "team-a".into(),
+            ..Default::default()
+        };
+        assert!(check(&state, &id, &Request::Resource(attrs.clone())).is_ok());
+        attrs.namespace = "team-b".into();
+        let denied = check(&state, &id, &Request::Resource(attrs)).unwrap_err();
+        assert_eq!(denied.code, 403);
+        assert_eq!(
+            denied.message,
+            "configmaps is forbidden: User \"kubesim-team-a\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"team-b\""
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! The HTTPS listener: TLS handshakes, HTTP/1.1 and HTTP/2 connections, authentication,
+//! fault injection and body limits in front of the API handlers.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
+use hyper::body::Incoming;
+use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
+
+use crate::auth::authenticate;
+use crate::state::State;
+use crate::status::ApiError;
+
+/// Response bodies: whole JSON documents or watch streams.
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// The API server's request body limit (3 MiB); larger bodies get 413.
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// A body of the given bytes.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    UnsyncBoxBody::new(Full::new(bytes.into()))
+}
+
+/// A JSON response with the given status.
+pub fn json_reply(code: u16, value: &Value) -> Response<Body> {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    let mut resp = Response::new(full(bytes));
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// The Status response for an error (with Retry-After when the error carries one).
+pub fn error_reply(e: &ApiError) -> Response<Body> {
+    let mut resp = json_reply(e.code, &e.to_status());
+    if let Some(secs) = e.retry_after {
+        resp.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(secs));
+    }
+    resp
+}
+
+/// Serves HTTPS on the listener until the returned task is aborted; aborting it also closes
+/// every open connection (so a restart can bind the same port).
+pub fn spawn(
+    state: Arc<State>,
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+) -> JoinHandle<()> {
+    let acceptor = TlsAcceptor::from(tls);
+    tokio::spawn(async move {
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((tcp, _)) = accepted else { continue };
+                    let _ = tcp.set_nodelay(true);
+                    let acceptor = acceptor.clone();
+                    let state = state.clone();
+                    connections.spawn(async move {
+                        let Ok(tls) = acceptor.accept(tcp).await else { return };
+                        let service = hyper::service::service_fn(move |req| {
+                            let state = state.clone();
+                            async move { Ok::<_, Infallible>(handle(state, req).await) }
+                        });
+                        let builder = auto::Builder::new(TokioExecutor::new());
+                        if let Err(e) = builder.serve_connection(TokioIo::new(tls), service).await {
+                            tracing::debug!(error = %e, "connection ended");
+                        }
+                    });
+                }
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+    })
+}
+
+fn is_public(path: &str) -> bool {
+    matches!(path, "/version" | "/healthz" | "/livez" | "/readyz")
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
+    match serve(state, req).await {
+        Ok(resp) => resp,
+        Err(e) => error_reply(&e),
+    }
+}
+
+async fn serve(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    let auth = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|h| h.to_str().ok());
+    let identity = match (auth, is_public(req.uri().path())) {
+        (None, true) => None,
+        (auth, _) => Some(authenticate(&state, auth)?),
+    };
+    let faults = state.faults();
+    if !faults.latency.is_zero() {
+        tokio::time::sleep(faults.latency).await;
+    }
+    if let Some(e) = faults.roll() {
+        return Err(e);
+    }
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|s| s.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY) {
+        return Err(ApiError::too_large(MAX_BODY));
+    }
+    let (parts, body) = req.into_parts();
+    let body = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return Err(ApiError::too_large(MAX_BODY));
+        }
+        Err(e) => {
+            return Err(ApiError::bad_request(format!(
+                "reading the request body: {e}"
+            )));
+        }
+    };
+    crate::handlers::route(&state, identity, parts, body).await
+}

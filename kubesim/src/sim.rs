@@ -1,0 +1,254 @@
+//! The kwok-like controllers of a cluster: a background task that reacts to workload changes
+//! and ready delays, creating ReplicaSets and Pods and writing workload statuses with the pure
+//! functions of the `kwok` module.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::kwok;
+use crate::state::State;
+use crate::store::{EventType, Store, ns_name};
+use crate::util::{new_uid, now_rfc3339};
+
+const DEPLOYMENTS: &str = "apps/deployments";
+const REPLICA_SETS: &str = "apps/replicasets";
+const PODS: &str = "/pods";
+/// Resources whose objects the simulated controllers act on.
+const WORKLOADS: &[&str] = &[
+    DEPLOYMENTS,
+    REPLICA_SETS,
+    "apps/statefulsets",
+    "apps/daemonsets",
+    "batch/jobs",
+];
+
+type Key = (String, String, String);
+
+/// Creates the cluster's Nodes.
+pub fn create_nodes(store: &mut Store, count: usize) {
+    let now = now_rfc3339();
+    for mut node in kwok::nodes(count, &now) {
+        node["metadata"]["uid"] = json!(new_uid());
+        node["metadata"]["creationTimestamp"] = json!(now);
+        store.put("/nodes", node, EventType::Added);
+    }
+}
+
+/// Starts the simulated controllers.
+pub fn spawn(state: Arc<State>) -> JoinHandle<()> {
+    tokio::spawn(run(state))
+}
+
+/// When each workload (by uid) becomes ready: its generation and the deadline.
+type ReadyAt = HashMap<String, (i64, Instant)>;
+
+async fn run(state: Arc<State>) {
+    let mut rx = state.store().subscribe();
+    let mut dirty: BTreeSet<Key> = all_workloads(&state.store());
+    let mut ready_at = ReadyAt::new();
+    loop {
+        for key in std::mem::take(&mut dirty) {
+            reconcile(&state, &key, &mut ready_at);
+        }
+        let now = Instant::now();
+        let next = ready_at
+            .values()
+            .map(|(_, at)| *at)
+            .filter(|at| *at > now)
+            .min();
+        let wake = async {
+            match next {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Ok(ev) => {
+                    if WORKLOADS.contains(&ev.key.as_str()) && ev.event_type != EventType::Deleted {
+                        let (ns, name) = ns_name(&ev.object);
+                        dirty.insert((ev.key.clone(), ns, name));
+                    }
+                }
+                Err(RecvError::Lagged(_)) => dirty = all_workloads(&state.store()),
+                Err(RecvError::Closed) => return,
+            },
+            _ = wake => dirty = all_workloads(&state.store()),
+        }
+    }
+}
+
+fn all_workloads(store: &Store) -> BTreeSet<Key> {
+    WORKLOADS
+        .iter()
+        .flat_map(|key| {
+            store.list(key, None).map(move |o| {
+                let (ns, name) = ns_name(o);
+                (key.to_string(), ns, name)
+            })
+        })
+        .collect()
+}
+
+fn uid_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn owned_by<'a>(store: &'a Store, key: &str, ns: &'a str, uid: &'a str) -> Vec<Arc<Value>> {
+    store
+        .list(key, Some(ns))
+        .filter(|o| {
+            o.pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+                })
+        })
+        .cloned()
+        .collect()
+}
+
+/// Creates `desired` or updates the existing object with its fields (metadata labels,
+/// annotations and ownerReferences; everything else wholesale). Writes only on change.
+fn upsert(
+    store: &mut Store,
+    key: &str,
+    existing: Option<&Arc<Value>>,
+    mut desired: Value,
+    now: &str,
+) {
+    match existing {
+        Some(old) => {
+            let mut merged = (**old).clone();
+            if let Some(fields) = desired.as_object() {
+                for (k, v) in fields {
+                    if k != "metadata" {
+                        merged[k] = v.clone();
+                    }
+                }
+            }
+            for f in ["labels", "annotations", "ownerReferences"] {
+                if let Some(v) = desired.pointer(&format!("/metadata/{f}")) {
+                    merged["metadata"][f] = v.clone();
+                }
+            }
+            if merged != **old {
+                store.put(key, merged, EventType::Modified);
+            }
+        }
+        None => {
+            desired["metadata"]["uid"] = json!(new_uid());
+            desired["metadata"]["creationTimestamp"] = json!(now);
+            if desired.get("spec").is_some() && key != PODS {
+                desired["metadata"]["generation"] = json!(1);
+            }
+            store.put(key, desired, EventType::Added);
+        }
+    }
+}
+
+fn write_status(store: &mut Store, key: &str, obj: &Value, status: Option<Value>) {
+    if let Some(status) = status
+        && obj.get("status") != Some(&status)
+    {
+        let mut updated = obj.clone();
+        updated["status"] = status;
+        store.put(key, updated, EventType::Modified);
+    }
+}
+
+fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
+    let now = now_rfc3339();
+    let mut store = state.store();
+    let Some(obj) = store.get(key, ns, name) else {
+        return;
+    };
+    if obj.pointer("/metadata/deletionTimestamp").is_some() {
+        return;
+    }
+    let uid = uid_of(&obj).to_string();
+    let generation = obj
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let delay = state.config.ready_delay;
+    let entry = ready_at
+        .entry(uid.clone())
+        .or_insert((generation, Instant::now() + delay));
+    if entry.0 != generation {
+        *entry = (generation, Instant::now() + delay);
+    }
+    let ready = Instant::now() >= entry.1;
+    let nodes: Vec<Value> = store.list("/nodes", None).map(|n| (**n).clone()).collect();
+    if key == DEPLOYMENTS {
+        let owned = owned_by(&store, REPLICA_SETS, ns, &uid);
+        let rs_name = kwok::replica_set_name(&obj);
+        let current = owned.iter().find(|rs| ns_name(rs).1 == rs_name).cloned();
+        let revision = current
+            .as_deref()
+            .map(kwok::revision)
+            .unwrap_or_else(|| owned.iter().map(|rs| kwok::revision(rs)).max().unwrap_or(0) + 1);
+        upsert(
+            &mut store,
+            REPLICA_SETS,
+            current.as_ref(),
+            kwok::replica_set_for(&obj, revision),
+            &now,
+        );
+        for old in owned.iter().filter(|rs| ns_name(rs).1 != rs_name) {
+            if old.pointer("/spec/replicas").and_then(Value::as_i64) != Some(0) {
+                let mut scaled = (**old).clone();
+                scaled["spec"]["replicas"] = json!(0);
+                upsert(&mut store, REPLICA_SETS, Some(old), scaled, &now);
+            }
+        }
+        let mut deployment = (*obj).clone();
+        let rev = revision.to_string();
+        if deployment
+            .pointer("/metadata/annotations/deployment.kubernetes.io~1revision")
+            .and_then(Value::as_str)
+            != Some(rev.as_str())
+        {
+            if !deployment["metadata"]
+                .get("annotations")
+                .is_some_and(Value::is_object)
+            {
+                deployment["metadata"]["annotations"] = json!({});
+            }
+            deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!(rev);
+        }
+        let status = kwok::workload_status(&deployment, ready, nodes.len(), &now);
+        if let Some(s) = status {
+            deployment["status"] = s;
+        }
+        if deployment != *obj {
+            store.put(key, deployment, EventType::Modified);
+        }
+        return;
+    }
+    let desired = kwok::owned_pods(&obj, ready, &nodes, &now);
+    let existing = owned_by(&store, PODS, ns, &uid);
+    let wanted: BTreeSet<String> = desired.iter().map(|p| ns_name(p).1).collect();
+    for pod in desired {
+        let pod_name = ns_name(&pod).1;
+        let current = existing.iter().find(|p| ns_name(p).1 == pod_name).cloned();
+        upsert(&mut store, PODS, current.as_ref(), pod, &now);
+    }
+    for pod in existing.iter().filter(|p| !wanted.contains(&ns_name(p).1)) {
+        store.remove(PODS, ns, &ns_name(pod).1);
+    }
+    write_status(
+        &mut store,
+        key,
+        &obj,
+        kwok::workload_status(&obj, ready, nodes.len(), &now),
+    );
+}

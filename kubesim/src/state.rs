@@ -1,0 +1,94 @@
+//! The shared state of one running cluster: configuration, tokens, store, served resources
+//! and faults. Outlives restarts of the listener.
+
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use tokio::sync::watch;
+
+use crate::auth::Tokens;
+use crate::cluster::ClusterConfig;
+use crate::faults::Faults;
+use crate::resources::Registry;
+use crate::store::Store;
+
+/// Watch history kept for resuming watches; older resourceVersions get 410 Gone.
+pub const HISTORY: usize = 10_000;
+
+/// Everything the request handlers share.
+pub struct State {
+    /// The configuration the cluster was started with.
+    pub config: ClusterConfig,
+    /// Bearer tokens.
+    pub tokens: Tokens,
+    /// PEM of the cluster CA, filled into service-account token Secrets.
+    pub ca_pem: String,
+    store: Mutex<Store>,
+    registry: RwLock<Arc<Registry>>,
+    faults: Mutex<Faults>,
+    /// Bumped whenever watch streams must be dropped (fault injection, stop).
+    pub drop_watches: watch::Sender<u64>,
+    /// Service cluster IPs allocated so far.
+    pub ip_seq: AtomicU32,
+    /// Service node ports allocated so far.
+    pub port_seq: AtomicU32,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves the data consistent enough for a test double.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl State {
+    /// Fresh state with an empty store.
+    pub fn new(config: ClusterConfig, tokens: Tokens, ca_pem: String) -> State {
+        State {
+            config,
+            tokens,
+            ca_pem,
+            store: Mutex::new(Store::new(HISTORY)),
+            registry: RwLock::new(Arc::new(Registry::new(&[]))),
+            faults: Mutex::new(Faults::default()),
+            drop_watches: watch::channel(0).0,
+            ip_seq: AtomicU32::new(0),
+            port_seq: AtomicU32::new(0),
+        }
+    }
+
+    /// Locks the store. Never held across an await.
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        lock(&self.store)
+    }
+
+    /// The resources served right now.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Recomputes the served resources from the stored CRDs (after a CRD write).
+    pub fn refresh_registry(&self, store: &Store) {
+        let crds: Vec<_> = store
+            .list("apiextensions.k8s.io/customresourcedefinitions", None)
+            .filter(|c| c.pointer("/metadata/deletionTimestamp").is_none())
+            .cloned()
+            .collect();
+        *self.registry.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Registry::new(&crds));
+    }
+
+    /// The current faults.
+    pub fn faults(&self) -> Faults {
+        lock(&self.faults).clone()
+    }
+
+    /// Replaces the faults; turning on `drop_watches` closes every open watch.
+    pub fn set_faults(&self, faults: Faults) {
+        let drop = faults.drop_watches;
+        *lock(&self.faults) = faults;
+        if drop {
+            self.drop_watches.send_modify(|n| *n += 1);
+        }
+    }
+}

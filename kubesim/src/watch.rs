@@ -1,0 +1,203 @@
+//! Watch streams: from a resourceVersion (410 Gone as an ERROR event when it is older than the
+//! history), initial events, bookmarks, selectors, timeouts, and dropped streams on demand.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{StreamBody, combinators::UnsyncBoxBody};
+use hyper::Response;
+use hyper::body::Frame;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::handlers::Req;
+use crate::handlers::read::{matches, present, selectors};
+use crate::resources::ResourceInfo;
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::server::Body;
+use crate::status::ApiError;
+use crate::store::Event;
+
+/// How often a watch that allows bookmarks gets one.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(1);
+
+fn line(event_type: &str, object: &Value) -> Bytes {
+    let mut bytes =
+        serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+fn bookmark(info: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
+    let mut obj = json!({
+        "kind": info.kind,
+        "apiVersion": info.api_version(),
+        "metadata": {"resourceVersion": rv.to_string()},
+    });
+    if initial_end {
+        obj["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    line("BOOKMARK", &obj)
+}
+
+/// What a watch filters on.
+struct Filter {
+    info: Arc<ResourceInfo>,
+    namespace: Option<String>,
+    name: Option<String>,
+    labels: LabelSelector,
+    fields: Option<FieldSelector>,
+}
+
+impl Filter {
+    fn wants(&self, ev: &Event) -> bool {
+        ev.key == self.info.store_key()
+            && self.namespace.as_ref().is_none_or(|ns| *ns == ev.namespace)
+            && self.name.as_ref().is_none_or(|n| {
+                ev.object.pointer("/metadata/name").and_then(Value::as_str) == Some(n.as_str())
+            })
+            && matches(&self.labels, self.fields.as_ref(), &ev.object)
+    }
+}
+
+/// GET with `watch=true` or under `/watch/`: a stream of JSON watch events.
+pub fn watch(req: &Req<'_>) -> Result<Response<Body>, ApiError> {
+    let (labels, fields) = selectors(req)?;
+    let info = req.target.info.clone();
+    let filter = Filter {
+        info: info.clone(),
+        namespace: req.target.namespace.clone(),
+        name: req.target.name.clone(),
+        labels,
+        fields,
+    };
+    let bookmarks = req.query.flag("allowWatchBookmarks");
+    let send_initial = req.query.flag("sendInitialEvents");
+    let timeout = match req.query.get("timeoutSeconds") {
+        Some(t) => Some(Duration::from_secs(t.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "timeoutSeconds: Invalid value: {t:?}: must be a non-negative integer"
+            ))
+        })?)),
+        None => None,
+    };
+    let rv = match req
+        .query
+        .get("resourceVersion")
+        .filter(|s| !s.is_empty() && *s != "0")
+    {
+        Some(s) => Some(s.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "resourceVersion: Invalid value: {s:?}: must be a decimal integer"
+            ))
+        })?),
+        None => None,
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    let mut drop_rx = req.state.drop_watches.subscribe();
+    let dropped = req.state.faults().drop_watches;
+    let state = req.state.clone();
+    let start = {
+        let store = state.store();
+        let current = store.current_rv();
+        match rv {
+            Some(rv) if !send_initial => match store.watch_from(rv) {
+                Ok((past, sub)) => Ok((Vec::new(), past, sub, rv)),
+                Err(too_old) => Err(ApiError::gone(rv, too_old.oldest)),
+            },
+            _ => {
+                let initial: Vec<Value> = store
+                    .list(&info.store_key(), filter.namespace.as_deref())
+                    .filter(|o| {
+                        matches(&filter.labels, filter.fields.as_ref(), o)
+                            && filter.name.as_ref().is_none_or(|n| {
+                                o.pointer("/metadata/name").and_then(Value::as_str)
+                                    == Some(n.as_str())
+                            })
+                    })
+                    .map(|o| present(&info, o))
+                    .collect();
+                Ok((initial, Vec::new(), store.subscribe(), current))
+            }
+        }
+    };
+    tokio::spawn(async move {
+        if dropped {
+            return;
+        }
+        let (initial, past, mut sub, mut last_rv) = match start {
+            Ok(s) => s,
+            Err(gone) => {
+                let _ = tx.send(line("ERROR", &gone.to_status())).await;
+                return;
+            }
+        };
+        for obj in &initial {
+            if tx.send(line("ADDED", obj)).await.is_err() {
+                return;
+            }
+        }
+        if send_initial && bookmarks && tx.send(bookmark(&info, last_rv, true)).await.is_err() {
+            return;
+        }
+        for ev in past {
+            last_rv = ev.rv;
+            if filter.wants(&ev)
+                && tx
+                    .send(line(ev.event_type.as_str(), &present(&info, &ev.object)))
+                    .await
+                    .is_err()
+            {
+                return;
+            }
+        }
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut tick = tokio::time::interval(BOOKMARK_EVERY);
+        tick.tick().await;
+        loop {
+            let sleep = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                ev = sub.recv() => match ev {
+                    Ok(ev) => {
+                        if ev.rv <= last_rv {
+                            continue;
+                        }
+                        last_rv = ev.rv;
+                        if filter.wants(&ev) && tx.send(line(ev.event_type.as_str(), &present(&info, &ev.object))).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let gone = ApiError::gone(last_rv, last_rv + 1);
+                        let _ = tx.send(line("ERROR", &gone.to_status())).await;
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                _ = tick.tick(), if bookmarks => {
+                    if tx.send(bookmark(&info, last_rv, false)).await.is_err() {
+                        return;
+                    }
+                }
+                _ = drop_rx.changed() => return,
+                _ = sleep => return,
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(Frame::data(b)), rx))
+    });
+    let mut resp = Response::new(UnsyncBoxBody::new(StreamBody::new(stream)));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(resp)
+}
