@@ -20,6 +20,8 @@ struct Cli {
 enum Command {
     /// Print the version of this build.
     Version,
+    /// Print the App CustomResourceDefinition (YAML), for `wardn crd | kubectl apply -f -`.
+    Crd,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -29,6 +31,10 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Version => {
             println!("wardn {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Crd => {
+            print!("{}", wardn::app::crd_yaml()?);
             Ok(())
         }
     }

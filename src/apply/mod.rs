@@ -1,0 +1,42 @@
+//! Apply: kind ordering, staged server-side apply, inventory and prune (with its guard), and
+//! health waits.
+
+pub mod guard;
+pub mod health;
+pub mod inventory;
+pub mod order;
+pub mod prune;
+pub mod stage;
+
+use std::time::Duration;
+
+/// The server-side apply field manager wardn applies (and dry-runs) with.
+pub const FIELD_MANAGER: &str = "wardn";
+
+/// Why an apply or prune failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The API server refused or failed a request about `object`.
+    #[error("{object}: {source}")]
+    Kube {
+        /// The object the request was about.
+        object: String,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The cluster does not serve the object's kind (no CRD for it).
+    #[error("{object}: the cluster does not serve this kind (is its CRD installed?)")]
+    UnknownKind {
+        /// The object.
+        object: String,
+    },
+    /// A CRD applied by the plan did not become Established in time.
+    #[error("CustomResourceDefinition {name} not Established after {}s", timeout.as_secs())]
+    CrdNotEstablished {
+        /// The CRD name.
+        name: String,
+        /// How long wardn waited.
+        timeout: Duration,
+    },
+}

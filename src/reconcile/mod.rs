@@ -1,0 +1,10 @@
+//! Reconcile: the per-App pipeline (place, allowlist, diff, plan, decide, apply), Held plans
+//! and their approval, sync windows. The pure stages are plain functions; I/O sits in
+//! [`pipeline`].
+
+pub mod allowlist;
+pub mod decide;
+pub mod pipeline;
+pub mod plan;
+pub mod status;
+pub mod window;
