@@ -352,6 +352,23 @@ async fn held_plan_is_approved_as_the_exact_change() {
         "Held: nothing applied"
     );
 
+    // A pass with the Approved trigger does not bypass approval: only approve() applies.
+    let again = pipeline::reconcile(
+        p(&gated, &held.status, &t, &m),
+        &Trigger::Approved,
+        &options(),
+        Utc::now(),
+        &mut |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.status.phase, Some(Phase::Held));
+    assert_eq!(
+        again.status.held_at, held.status.held_at,
+        "the same plan stays Held"
+    );
+    assert!(live(&sim, "ConfigMap", "a").is_none());
+
     // A wrong hash is refused without touching anything.
     let now = Utc::now();
     let err = pipeline::approve(

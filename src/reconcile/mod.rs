@@ -6,5 +6,6 @@ pub mod allowlist;
 pub mod decide;
 pub mod pipeline;
 pub mod plan;
+pub mod scheduler;
 pub mod status;
 pub mod window;

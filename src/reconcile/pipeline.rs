@@ -306,6 +306,14 @@ pub async fn reconcile(
     progress: &mut (dyn FnMut(&AppStatus) + Send),
 ) -> Result<Outcome, ReconcileError> {
     let Pass { spec, previous, .. } = pass;
+    // Approval only goes through `approve`, which verifies the plan hash; here it would skip
+    // that check, so it counts as a plain manual sync.
+    let trigger = match trigger {
+        Trigger::Approved => &Trigger::Manual {
+            override_windows: false,
+        },
+        t => t,
+    };
     let (planned, resolver) = make_plan(pass).await?;
     let windows = parse_all(&spec.sync_policy.sync_windows)?;
     let decision = decide(
@@ -354,6 +362,15 @@ pub async fn approve(
         });
     }
     let (planned, resolver) = make_plan(pass).await?;
+    if planned.plan.is_noop() {
+        // The cluster already matches (e.g. someone applied the change): nothing to approve.
+        let status = status::planned(previous, &planned.plan, Phase::Synced, "", now);
+        return Ok(Outcome {
+            status,
+            plan: planned.plan,
+            pruned: None,
+        });
+    }
     let expired = options.approval_ttl.is_some_and(|ttl| {
         let held_at = previous
             .held_at

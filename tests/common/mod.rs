@@ -22,7 +22,9 @@ pub async fn start(namespaces: &[&str]) -> Sim {
     kubesim::install_crypto_provider();
     let cluster = Cluster::start(ClusterConfig {
         namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
-        ready_delay: Duration::from_millis(200),
+        // Zero: kubesim can miss its own ready deadline under load (see the report); the health
+        // wait is still exercised, since statuses are written asynchronously after the apply.
+        ready_delay: Duration::ZERO,
         ..Default::default()
     })
     .await
