@@ -87,6 +87,8 @@ pub struct TypeRef<'a> {
     schema: &'a Schema,
     node: &'a Value,
     outer: Option<&'a Value>,
+    /// What `node` describes, computed once (the merge walks ask for it at every field).
+    kind: NodeKind,
 }
 
 impl std::fmt::Debug for TypeRef<'_> {
@@ -175,6 +177,23 @@ impl Schema {
     }
 }
 
+/// What a (ref-resolved) node describes.
+fn node_kind(node: &Value) -> NodeKind {
+    if node.get("oneOf").is_some() {
+        return NodeKind::Scalar;
+    }
+    let is_map = node
+        .get("additionalProperties")
+        .is_some_and(Value::is_object);
+    match node.get("type").and_then(Value::as_str) {
+        Some("array") => NodeKind::List,
+        Some("object") if node.get("properties").is_some() => NodeKind::Struct,
+        Some("object") if is_map => NodeKind::Map,
+        Some("object") | None => NodeKind::Untyped,
+        Some(_) => NodeKind::Scalar,
+    }
+}
+
 /// The address of a node of the data file, the key of [`Schema::list_keys`].
 fn node_address(node: &Value) -> usize {
     node as *const Value as usize
@@ -223,6 +242,7 @@ impl<'a> TypeRef<'a> {
             schema,
             node: current,
             outer,
+            kind: node_kind(current),
         }
     }
 
@@ -329,16 +349,7 @@ impl<'a> TypeRef<'a> {
 
     /// What this node describes.
     pub(crate) fn kind(&self) -> NodeKind {
-        if self.node.get("oneOf").is_some() {
-            return NodeKind::Scalar;
-        }
-        match self.node.get("type").and_then(Value::as_str) {
-            Some("array") => NodeKind::List,
-            Some("object") if self.node.get("properties").is_some() => NodeKind::Struct,
-            Some("object") if self.values().is_some() => NodeKind::Map,
-            Some("object") | None => NodeKind::Untyped,
-            Some(_) => NodeKind::Scalar,
-        }
+        self.kind
     }
 }
 

@@ -10,7 +10,7 @@ use crate::merge_patch::json_merge_patch;
 use crate::schema::TypeRef;
 use crate::value::{display_path, join_field, join_index, json_equal, remove_key, type_name};
 
-/// The directive key of maps and list items (`$patch: replace | merge | delete`).
+/// The directive key of maps and list items (`$patch: replace | delete`).
 const PATCH: &str = "$patch";
 /// The directive listing the keys a map keeps.
 const RETAIN_KEYS: &str = "$retainKeys";
@@ -29,6 +29,9 @@ pub enum ListOrder {
     /// kube-apiserver's order: the patch's items in the patch's order, interleaved with the
     /// items only the original has (a patch adding one container puts it first).
     Server,
+    /// kustomize's order (`kubectl kustomize` patches): the patch's items in the patch's order,
+    /// then the items only the original has, in the original's order.
+    Kustomize,
 }
 
 /// Applies a strategic merge patch to `original`.
@@ -108,7 +111,6 @@ impl Merger {
                     return Ok(Value::Object(replaced));
                 }
                 Some("delete") => return Ok(Value::Object(Map::new())),
-                Some("merge") => {}
                 _ => {
                     return Err(strategic_error(
                         path,
@@ -235,7 +237,7 @@ impl Merger {
         let item_ty = ty.items();
         let server_order = match self.order {
             ListOrder::Server => original.clone(),
-            ListOrder::Appended => Vec::new(),
+            ListOrder::Appended | ListOrder::Kustomize => Vec::new(),
         };
         for (index, item) in plain.iter().enumerate() {
             let item_path = join_index(path, index);
@@ -275,6 +277,12 @@ impl Merger {
             ListOrder::Server => {
                 let (in_patch, server_only) = partition(merged, patch, merge_key);
                 normalize_element_order(in_patch, server_only, patch, original, merge_key)
+            }
+            ListOrder::Kustomize => {
+                let (mut in_patch, original_only) = partition(merged, patch, merge_key);
+                in_patch.sort_by_key(|item| index_of(patch, item, merge_key));
+                in_patch.extend(original_only);
+                in_patch
             }
         }
     }
@@ -429,8 +437,8 @@ fn element_kind_is_map(
 }
 
 /// Handles the `$patch` items of a merge list: `delete` removes the original's items with that
-/// key, `replace` makes the patch's other items the whole list, `merge` is the default. Returns
-/// the original and the patch's plain items.
+/// key, `replace` makes the patch's other items the whole list; `merge` is refused, as upstream.
+/// Returns the original and the patch's plain items.
 fn apply_list_directives(
     mut original: Vec<Value>,
     patch: &[Value],
@@ -457,11 +465,11 @@ fn apply_list_directives(
             }
             Some("replace") => replace = true,
             Some("merge") => {
-                let mut item = item.clone();
-                if let Value::Object(map) = &mut item {
-                    remove_key(map, PATCH);
-                }
-                plain.push(item);
+                let item_path = join_index(path, index);
+                return Err(strategic_error(
+                    &item_path,
+                    "merging lists cannot yet be specified in the patch",
+                ));
             }
             _ => {
                 let item_path = join_index(path, index);
@@ -729,12 +737,13 @@ mod tests {
             json!({"spec": {"template": {"spec": {"containers": [{"$patch": "replace"}, {"name": "only", "image": "o"}]}}}}),
         );
         assert_eq!(containers(&out), &json!([{"name": "only", "image": "o"}]));
-        let out = smp(
-            &doc,
-            json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "$patch": "merge", "image": "m"}]}}}}),
+        let merge = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "$patch": "merge"}]}}}});
+        let err = strategic_merge_patch(&doc, &merge, deployment_ty()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("merging lists cannot yet be specified"),
+            "{err}"
         );
-        assert_eq!(containers(&out)[0]["image"], "m");
-        assert!(containers(&out)[0].get("$patch").is_none());
     }
 
     #[test]
@@ -747,11 +756,11 @@ mod tests {
         assert_eq!(out["metadata"]["labels"], json!({"new": "1"}));
         let out = smp(&doc, json!({"metadata": {"labels": {"$patch": "delete"}}}));
         assert_eq!(out["metadata"]["labels"], json!({}));
-        let out = smp(
-            &doc,
-            json!({"metadata": {"labels": {"$patch": "merge", "x": "y"}}}),
+        let merge = json!({"metadata": {"labels": {"$patch": "merge", "x": "y"}}});
+        assert!(
+            strategic_merge_patch(&doc, &merge, deployment_ty()).is_err(),
+            "upstream refuses merge"
         );
-        assert_eq!(out["metadata"]["labels"], json!({"app": "web", "x": "y"}));
         let out = smp(
             &doc,
             json!({"metadata": {"annotations": {"$patch": "delete"}}}),

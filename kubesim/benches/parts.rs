@@ -43,9 +43,24 @@ fn deployment() -> Value {
     })
 }
 
+/// The RBAC objects of a benchmark cluster.
+struct Policy {
+    roles: Vec<Value>,
+    cluster_roles: Vec<Value>,
+    role_bindings: Vec<Value>,
+    cluster_role_bindings: Vec<Value>,
+}
+
+impl Policy {
+    /// The cluster-scoped objects only.
+    fn into_parts(self) -> (Vec<Value>, Vec<Value>) {
+        (self.cluster_roles, self.cluster_role_bindings)
+    }
+}
+
 /// A cluster with the bootstrap policy plus `namespaces` namespaces, each with 5 Roles and
 /// 5 RoleBindings for its own ServiceAccounts.
-fn policy(namespaces: usize) -> (Vec<Value>, Vec<Value>, Vec<Value>, Vec<Value>) {
+fn policy(namespaces: usize) -> Policy {
     let (cluster_roles, cluster_role_bindings): (Vec<Value>, Vec<Value>) = bootstrap_policy()
         .into_iter()
         .partition(|object| object["kind"] == "ClusterRole");
@@ -62,7 +77,12 @@ fn policy(namespaces: usize) -> (Vec<Value>, Vec<Value>, Vec<Value>, Vec<Value>)
                 "subjects": [{"kind": "ServiceAccount", "name": format!("sa-{r}")}]}));
         }
     }
-    (roles, cluster_roles, role_bindings, cluster_role_bindings)
+    Policy {
+        roles,
+        cluster_roles,
+        role_bindings,
+        cluster_role_bindings,
+    }
 }
 
 fn main() {
@@ -100,7 +120,12 @@ fn main() {
         black_box(d);
     });
     for namespaces in [10, 100] {
-        let (roles, cluster_roles, role_bindings, cluster_role_bindings) = policy(namespaces);
+        let Policy {
+            roles,
+            cluster_roles,
+            role_bindings,
+            cluster_role_bindings,
+        } = policy(namespaces);
         let authorizer = Authorizer {
             roles: &roles,
             cluster_roles: &cluster_roles,
@@ -136,6 +161,35 @@ fn main() {
             &format!("RBAC authorize, denied ({total} RBAC objects)"),
             || {
                 black_box(authorizer.authorize(&user, black_box(&denied)));
+            },
+        );
+    }
+    {
+        let (cluster_roles, cluster_role_bindings) = policy(0).into_parts();
+        let role_bindings = vec![
+            json!({"metadata": {"name": "deployers", "namespace": "team"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"kind": "ServiceAccount", "name": "deployer"}]}),
+        ];
+        let authorizer = Authorizer {
+            roles: &[],
+            cluster_roles: &cluster_roles,
+            role_bindings: &role_bindings,
+            cluster_role_bindings: &cluster_role_bindings,
+        };
+        let user = UserInfo::service_account("team", "deployer");
+        let patch = Request::Resource(ResourceAttributes {
+            verb: "patch".into(),
+            api_group: "apps".into(),
+            resource: "deployments".into(),
+            namespace: "team".into(),
+            name: "web".into(),
+            ..ResourceAttributes::default()
+        });
+        measure(
+            "RBAC authorize through the aggregated `edit` ClusterRole",
+            || {
+                black_box(authorizer.authorize(&user, black_box(&patch)));
             },
         );
     }

@@ -34,6 +34,9 @@ pub struct ClusterConfig {
     pub ready_delay: Duration,
     /// Whether the kwok-like controllers run (Nodes, ReplicaSets, Pods, workload status).
     pub simulate: bool,
+    /// How many changes are kept for watches to resume from; older resourceVersions get
+    /// 410 Gone.
+    pub watch_history: usize,
 }
 
 impl Default for ClusterConfig {
@@ -45,6 +48,7 @@ impl Default for ClusterConfig {
             namespaces: Vec::new(),
             ready_delay: Duration::from_millis(500),
             simulate: true,
+            watch_history: 10_000,
         }
     }
 }

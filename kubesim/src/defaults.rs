@@ -21,7 +21,7 @@
 //! | deprecated serviceAccount | mirrors serviceAccountName both ways | `Convert_core_PodSpec_To_v1_PodSpec` |
 //! | templates | metadata.creationTimestamp null | how v1.32 serializes the zero `metav1.Time` |
 //! | Service | type ClusterIP, sessionAffinity None (ClientIP: timeoutSeconds 10800), ports protocol TCP and targetPort = port, externalTrafficPolicy Cluster when externally accessible, internalTrafficPolicy Cluster, allocateLoadBalancerNodePorts true | `SetDefaults_Service` |
-//! | Service IP families | ipFamilyPolicy SingleStack (RequireDualStack for a headless Service without selector), ipFamilies [IPv4], clusterIPs mirrors clusterIP | `pkg/registry/core/service/storage` (single-stack IPv4 cluster) |
+//! | Service IP families | ipFamilyPolicy SingleStack (RequireDualStack for a headless Service without selector), ipFamilies `[IPv4]`, clusterIPs mirrors clusterIP | `pkg/registry/core/service/storage` (single-stack IPv4 cluster) |
 //! | Secret | type Opaque | `SetDefaults_Secret` |
 //! | Namespace | label kubernetes.io/metadata.name, status.phase Active (the `kubernetes` finalizer is added on create, see [`prepare_for_create`]) | `SetDefaults_Namespace`, `SetDefaults_NamespaceStatus`, `pkg/registry/core/namespace` strategy |
 //! | PersistentVolumeClaim | spec.volumeMode Filesystem, status.phase Pending | `SetDefaults_PersistentVolumeClaim(Spec)` |
@@ -1640,6 +1640,50 @@ mod tests {
     }
 
     #[test]
+    fn remaining_kinds() {
+        let template = defaulted(
+            "v1",
+            "PodTemplate",
+            json!({"template": {"spec": {"containers": [{"name": "c", "image": "x:1"}]}}}),
+        );
+        assert_eq!(template["template"]["spec"]["restartPolicy"], "Always");
+        assert_eq!(
+            template["template"]["metadata"]["creationTimestamp"],
+            Value::Null
+        );
+        let rc = defaulted(
+            "v1",
+            "ReplicationController",
+            json!({"spec": {"template": {"spec": {}}}}),
+        );
+        assert_eq!(rc["spec"]["replicas"], 1);
+        assert_eq!(rc["spec"]["template"]["spec"]["dnsPolicy"], "ClusterFirst");
+        let hpa = defaulted(
+            "autoscaling/v1",
+            "HorizontalPodAutoscaler",
+            json!({"spec": {"maxReplicas": 3}}),
+        );
+        assert_eq!(hpa["spec"]["minReplicas"], 1);
+        assert_eq!(
+            hpa["status"],
+            json!({"currentReplicas": 0, "desiredReplicas": 0})
+        );
+        let ingress = defaulted(
+            "networking.k8s.io/v1",
+            "Ingress",
+            json!({"spec": {"rules": []}}),
+        );
+        assert_eq!(ingress["status"], json!({"loadBalancer": {}}));
+        assert_eq!(ingress["spec"], json!({"rules": []}));
+        let pdb = defaulted(
+            "policy/v1",
+            "PodDisruptionBudget",
+            json!({"spec": {"minAvailable": 1}}),
+        );
+        assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    }
+
+    #[test]
     fn crd_defaults() {
         let c = defaulted(
             "apiextensions.k8s.io/v1",
@@ -1667,6 +1711,83 @@ mod tests {
             defaulted("example.com/v1", "Widget", custom.clone()),
             custom
         );
+    }
+
+    #[test]
+    fn odd_json_anywhere_never_panics() {
+        let kinds = [
+            ("apps/v1", "Deployment"),
+            ("apps/v1", "StatefulSet"),
+            ("apps/v1", "DaemonSet"),
+            ("apps/v1", "ReplicaSet"),
+            ("batch/v1", "Job"),
+            ("batch/v1", "CronJob"),
+            ("v1", "Pod"),
+            ("v1", "PodTemplate"),
+            ("v1", "ReplicationController"),
+            ("v1", "Service"),
+            ("v1", "Secret"),
+            ("v1", "Namespace"),
+            ("v1", "PersistentVolumeClaim"),
+            ("autoscaling/v2", "HorizontalPodAutoscaler"),
+            ("autoscaling/v1", "HorizontalPodAutoscaler"),
+            ("networking.k8s.io/v1", "Ingress"),
+            ("policy/v1", "PodDisruptionBudget"),
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        ];
+        let odd_values = [
+            json!(null),
+            json!("x"),
+            json!(-1),
+            json!(true),
+            json!([null, 1, "s"]),
+            json!({"k": [{}]}),
+        ];
+        let full = json!({
+            "metadata": {"name": "n", "labels": {}},
+            "spec": {"template": {"metadata": {"labels": {}}, "spec": {
+                "containers": [{"name": "c", "image": "i", "ports": [{}], "livenessProbe": {"httpGet": {}, "grpc": {}},
+                    "lifecycle": {"preStop": {"httpGet": {}}}, "env": [{"valueFrom": {"fieldRef": {}, "resourceFieldRef": {}}}],
+                    "resources": {"limits": {}}, "volumeMounts": [{}]}],
+                "volumes": [{"name": "v", "projected": {"sources": [{"serviceAccountToken": {}, "downwardAPI": {"items": [{}]}}]},
+                    "downwardAPI": {"items": [{}]}, "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}},
+                "jobTemplate": {"spec": {"template": {}}}, "ports": [{"port": 80}], "strategy": {}, "updateStrategy": {},
+                "volumeClaimTemplates": [{}], "behavior": {"scaleUp": {}}, "names": {"kind": "K"}, "podFailurePolicy": {"rules": [{}]},
+                "selector": {}, "sessionAffinity": "ClientIP", "type": "LoadBalancer"}
+        });
+        let mut paths = Vec::new();
+        fn collect(value: &Value, path: String, out: &mut Vec<String>) {
+            out.push(path.clone());
+            match value {
+                Value::Object(map) => map
+                    .iter()
+                    .for_each(|(k, v)| collect(v, format!("{path}/{k}"), out)),
+                Value::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, v)| collect(v, format!("{path}/{i}"), out)),
+                _ => {}
+            }
+        }
+        collect(&full, String::new(), &mut paths);
+        for (api_version, kind) in kinds {
+            for path in &paths {
+                for odd in &odd_values {
+                    let mut object = full.clone();
+                    match object.pointer_mut(path) {
+                        Some(slot) => *slot = odd.clone(),
+                        None => continue,
+                    }
+                    prepare_for_create(api_version, kind, &mut object);
+                    apply_defaults(api_version, kind, &mut object);
+                    generate_job_selector(&mut object, "uid");
+                    admit_pod(&mut object, "x");
+                    assign_cluster_ip(&mut object, "10.96.0.9");
+                    assign_node_ports(&mut object, || 30001);
+                    let _ = qos_class(&object);
+                }
+            }
+        }
     }
 
     #[test]

@@ -58,7 +58,11 @@ pub fn on_update(info: &ResourceInfo, old: &Value, obj: &mut Value) {
 /// stored versions.
 fn crd_status(crd: &mut Value, old: Option<&Value>) {
     let now = now_rfc3339();
-    let mut names = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
+    let mut names = crd
+        .pointer("/spec/names")
+        .filter(|n| n.is_object())
+        .cloned()
+        .unwrap_or(json!({}));
     if names.get("singular").is_none()
         && let Some(kind) = names.get("kind").and_then(Value::as_str)
     {

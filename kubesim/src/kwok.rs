@@ -5,7 +5,10 @@
 //!   reporting kubelet v1.32.
 //! * [`replica_set_for`]: the ReplicaSet the deployment controller creates for a
 //!   Deployment's current template (name `DEPLOYMENT-HASH`, `pod-template-hash` label,
-//!   revision annotations, ownerReference).
+//!   revision annotations, ownerReference); [`revision`] and [`mark_revision`] read and
+//!   write the revision annotation.
+//! * [`stateful_set_claims`]: the PersistentVolumeClaims of a StatefulSet's
+//!   volumeClaimTemplates, Bound.
 //! * [`owned_pods`]: the Pods a ReplicaSet, StatefulSet, DaemonSet or Job owns, named and
 //!   labelled like the real controllers name them, spec copied from the template (with the
 //!   Pod defaults and admission changes), scheduled round-robin on the nodes, and a status
@@ -259,6 +262,19 @@ pub fn revision(object: &Value) -> u64 {
     .unwrap_or(0)
 }
 
+/// Records `revision` in the `deployment.kubernetes.io/revision` annotation, as the deployment
+/// controller does on a Deployment when its new ReplicaSet becomes current.
+pub fn mark_revision(object: &mut Value, revision: u64) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    annotations["deployment.kubernetes.io/revision"] = json!(revision.to_string());
+}
+
 /// `intstr.GetScaledValueFromIntOrPercent`: an int, or a percentage of `total` rounded up or
 /// down.
 fn scaled(value: Option<&Value>, total: i64, round_up: bool) -> i64 {
@@ -270,9 +286,9 @@ fn scaled(value: Option<&Value>, total: i64, round_up: bool) -> i64 {
                 .and_then(|p| p.parse::<i64>().ok())
                 .or_else(|| text.parse::<i64>().ok())
                 .unwrap_or(0);
-            let product = percent * total;
+            let product = percent.saturating_mul(total);
             if round_up {
-                (product + 99) / 100
+                product.saturating_add(99) / 100
             } else {
                 product / 100
             }
@@ -342,10 +358,13 @@ pub fn replica_set_for(deployment: &Value, revision: u64) -> Value {
     let (surge, _) = fenceposts(deployment, replicas);
     let mut template = deployment
         .pointer("/spec/template")
+        .filter(|template| template.is_object())
         .cloned()
         .unwrap_or_else(|| json!({}));
-    if template.get("metadata").is_none_or(|m| !m.is_object()) {
-        template["metadata"] = json!({});
+    if let Some(map) = template.as_object_mut()
+        && map.get("metadata").is_none_or(|m| !m.is_object())
+    {
+        map.insert("metadata".into(), json!({}));
     }
     add_hash_label(&mut template, "/metadata", &hash);
     let mut selector = deployment
@@ -379,7 +398,7 @@ pub fn replica_set_for(deployment: &Value, revision: u64) -> Value {
     );
     annotations.insert(
         "deployment.kubernetes.io/max-replicas".into(),
-        json!((replicas + surge).to_string()),
+        json!(replicas.saturating_add(surge).to_string()),
     );
     annotations.insert(
         "deployment.kubernetes.io/revision".into(),
@@ -481,7 +500,7 @@ pub fn workload_status(object: &Value, ready: bool, node_count: usize, now: &str
         "Deployment" => {
             let (_, max_unavailable) = fenceposts(object, replicas);
             counter(&mut status, "availableReplicas", ready_count);
-            let available = ready_count >= replicas - max_unavailable;
+            let available = ready_count >= replicas.saturating_sub(max_unavailable);
             let rs = replica_set_name(object);
             let available_condition = if available {
                 condition(
@@ -658,7 +677,7 @@ fn job_status(job: &Value, previous: &Value, ready: bool, now: &str) -> Value {
         "terminating": 0,
         "uncountedTerminatedPods": {}
     });
-    if str_at(job, "/spec/completionMode") == "Indexed" {
+    if str_at(job, "/spec/completionMode") == "Indexed" && completions >= 1 {
         let indexes = if completions == 1 {
             "0".to_string()
         } else {
@@ -671,6 +690,19 @@ fn job_status(job: &Value, previous: &Value, ready: bool, now: &str) -> Value {
 
 // ---- pods ----------------------------------------------------------------------------------
 
+/// The most Pods (or claims) simulated for one workload: a test cluster asked for more
+/// (a replica count is user input, up to 2^31-1) reports the requested counts in the
+/// workload's status but materializes only this many objects.
+pub const MAX_SIMULATED_PODS: usize = 1000;
+
+/// How many objects to materialize for a requested count: negative counts are none, large
+/// ones are capped at [`MAX_SIMULATED_PODS`].
+fn pod_count(requested: i64) -> usize {
+    usize::try_from(requested)
+        .unwrap_or(0)
+        .min(MAX_SIMULATED_PODS)
+}
+
 /// One Pod a controller would create: its name, extra labels and annotations.
 struct PodPlan {
     name: String,
@@ -679,6 +711,8 @@ struct PodPlan {
     annotations: Vec<(String, String)>,
     node: Option<usize>,
     hostname: Option<(String, String)>,
+    /// StatefulSet Pods: (volume name, claim name) for each volumeClaimTemplate.
+    claims: Vec<(String, String)>,
 }
 
 /// The Pods `owner` (a ReplicaSet, StatefulSet, DaemonSet or Job) runs, as its controller,
@@ -708,17 +742,15 @@ pub fn owned_pods(owner: &Value, ready: bool, nodes: &[Value], now: &str) -> Vec
             annotations: Vec::new(),
             node: node_for(index),
             hostname: None,
+            claims: Vec::new(),
         }
     };
     let plans: Vec<PodPlan> = match str_at(owner, "/kind") {
-        "ReplicaSet" => {
-            let replicas = int_at(owner, "/spec/replicas", 1);
-            (0..usize::try_from(replicas).unwrap_or(0))
-                .map(random_named)
-                .collect()
-        }
+        "ReplicaSet" => (0..pod_count(int_at(owner, "/spec/replicas", 1)))
+            .map(random_named)
+            .collect(),
         "StatefulSet" => {
-            let replicas = usize::try_from(int_at(owner, "/spec/replicas", 1)).unwrap_or(0);
+            let replicas = pod_count(int_at(owner, "/spec/replicas", 1));
             let revision = format!("{name}-{}", template_hash(&template, 0));
             let service = str_at(owner, "/spec/serviceName").to_string();
             (0..replicas)
@@ -736,6 +768,7 @@ pub fn owned_pods(owner: &Value, ready: bool, nodes: &[Value], now: &str) -> Vec
                         annotations: Vec::new(),
                         node: node_for(ordinal),
                         hostname: Some((pod_name.clone(), service.clone())),
+                        claims: claim_names(owner, ordinal),
                         name: pod_name,
                         generate_name: None,
                     }
@@ -760,7 +793,7 @@ pub fn owned_pods(owner: &Value, ready: bool, nodes: &[Value], now: &str) -> Vec
             let (completions, active) = job_counts(owner);
             let count = if ready { completions } else { active };
             let indexed = str_at(owner, "/spec/completionMode") == "Indexed";
-            (0..usize::try_from(count).unwrap_or(0))
+            (0..pod_count(count))
                 .map(|index| {
                     let mut plan = random_named(index);
                     if indexed {
@@ -845,6 +878,31 @@ fn build_pod(
                 spec.insert("subdomain".into(), json!(subdomain));
             }
         }
+        if !plan.claims.is_empty() {
+            // The StatefulSet controller's updateStorage: claim volumes first, then the
+            // template's other volumes.
+            let mut volumes: Vec<Value> = plan
+                .claims
+                .iter()
+                .map(|(volume, claim)| {
+                    json!({"name": volume, "persistentVolumeClaim": {"claimName": claim}})
+                })
+                .collect();
+            let others = spec
+                .get("volumes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|v| {
+                    !plan
+                        .claims
+                        .iter()
+                        .any(|(name, _)| str_at(v, "/name") == name)
+                })
+                .cloned();
+            volumes.extend(others);
+            spec.insert("volumes".into(), Value::Array(volumes));
+        }
         if let Some(node) = node {
             let node_name = str_at(node, "/metadata/name");
             spec.insert("nodeName".into(), json!(node_name));
@@ -859,6 +917,112 @@ fn build_pod(
     let status = pod_status(&pod, node, ready, succeeded, now);
     pod["status"] = status;
     pod
+}
+
+/// `(volume name, claim name)` of each volumeClaimTemplate for a StatefulSet ordinal: the
+/// claim is named `TEMPLATE-STATEFULSET-ORDINAL`.
+fn claim_names(stateful_set: &Value, ordinal: usize) -> Vec<(String, String)> {
+    let set_name = str_at(stateful_set, "/metadata/name");
+    stateful_set
+        .pointer("/spec/volumeClaimTemplates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|template| str_at(template, "/metadata/name"))
+        .filter(|name| !name.is_empty())
+        .map(|name| (name.to_string(), format!("{name}-{set_name}-{ordinal}")))
+        .collect()
+}
+
+/// A stable UUID-shaped identifier for `seed` (8-4-4-4-12 hex digits).
+fn stable_uuid(seed: &str) -> String {
+    let hex = sha256_hex(seed);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// The PersistentVolumeClaims a StatefulSet's volumeClaimTemplates produce, one per
+/// template and ordinal (`TEMPLATE-STATEFULSET-ORDINAL`), as its controller creates them
+/// (template labels plus the selector's matchLabels; owned by the StatefulSet when
+/// `persistentVolumeClaimRetentionPolicy.whenDeleted` is Delete), shown Bound to a volume as a
+/// dynamic provisioner would leave them, with the requested storage as capacity.
+pub fn stateful_set_claims(stateful_set: &Value) -> Vec<Value> {
+    let replicas = pod_count(int_at(stateful_set, "/spec/replicas", 1));
+    let templates: Vec<&Value> = stateful_set
+        .pointer("/spec/volumeClaimTemplates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|template| !str_at(template, "/metadata/name").is_empty())
+        .collect();
+    let owned = str_at(
+        stateful_set,
+        "/spec/persistentVolumeClaimRetentionPolicy/whenDeleted",
+    ) == "Delete";
+    let mut claims = Vec::new();
+    for ordinal in 0..replicas {
+        for (template, (_, claim_name)) in templates.iter().zip(claim_names(stateful_set, ordinal))
+        {
+            let mut labels = template
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(selector) = stateful_set
+                .pointer("/spec/selector/matchLabels")
+                .and_then(Value::as_object)
+            {
+                labels.extend(selector.clone());
+            }
+            let mut claim = json!({
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": claim_name,
+                    "namespace": str_at(stateful_set, "/metadata/namespace"),
+                    "labels": labels,
+                    "annotations": {
+                        "pv.kubernetes.io/bind-completed": "yes",
+                        "pv.kubernetes.io/bound-by-controller": "yes"
+                    }
+                },
+                "spec": template
+                    .get("spec")
+                    .filter(|spec| spec.is_object())
+                    .cloned()
+                    .unwrap_or_else(|| json!({}))
+            });
+            if owned {
+                claim["metadata"]["ownerReferences"] = json!([owner_reference(stateful_set)]);
+            }
+            defaults::apply_defaults("v1", "PersistentVolumeClaim", &mut claim);
+            let volume = format!(
+                "pvc-{}",
+                stable_uuid(&format!(
+                    "{}/{claim_name}",
+                    str_at(stateful_set, "/metadata/uid")
+                ))
+            );
+            claim["spec"]["volumeName"] = json!(volume);
+            let access_modes = claim["spec"]
+                .get("accessModes")
+                .cloned()
+                .unwrap_or_else(|| json!([]));
+            let mut status = json!({"accessModes": access_modes, "phase": "Bound"});
+            if let Some(storage) = claim.pointer("/spec/resources/requests/storage") {
+                status["capacity"] = json!({"storage": storage});
+            }
+            claim["status"] = status;
+            claims.push(claim);
+        }
+    }
+    claims
 }
 
 /// What the DaemonSet controller adds to its Pods: a node affinity pinning the Pod to its
@@ -1410,6 +1574,59 @@ mod tests {
     }
 
     #[test]
+    fn stateful_set_claims_and_pod_volumes() {
+        let mut s = stateful_set();
+        s["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data", "labels": {"tier": "db"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]);
+        s["spec"]["template"]["spec"]["volumes"] =
+            json!([{"name": "cfg", "configMap": {"name": "c"}}]);
+        defaults::apply_defaults("apps/v1", "StatefulSet", &mut s);
+        let claims = stateful_set_claims(&s);
+        assert_eq!(claims.len(), 2);
+        let claim = &claims[1];
+        assert_eq!(claim["metadata"]["name"], "data-db-1");
+        assert_eq!(
+            claim["metadata"]["labels"],
+            json!({"tier": "db", "app": "db"})
+        );
+        assert!(
+            claim["metadata"].get("ownerReferences").is_none(),
+            "Retain keeps claims unowned"
+        );
+        assert_eq!(claim["spec"]["volumeMode"], "Filesystem");
+        assert!(
+            claim["spec"]["volumeName"]
+                .as_str()
+                .unwrap()
+                .starts_with("pvc-")
+        );
+        assert_eq!(claim["status"]["phase"], "Bound");
+        assert_eq!(claim["status"]["capacity"]["storage"], "1Gi");
+        let pods = owned_pods(&s, true, &nodes(1, NOW), NOW);
+        let volumes = pods[1]["spec"]["volumes"].as_array().unwrap();
+        assert_eq!(
+            volumes[0],
+            json!({"name": "data", "persistentVolumeClaim": {"claimName": "data-db-1"}})
+        );
+        assert_eq!(volumes[1]["name"], "cfg");
+        s["spec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] = json!("Delete");
+        let owned = stateful_set_claims(&s);
+        assert_eq!(
+            owned[0]["metadata"]["ownerReferences"][0]["kind"],
+            "StatefulSet"
+        );
+    }
+
+    #[test]
+    fn revision_annotation() {
+        let mut d = deployment(1);
+        assert_eq!(revision(&d), 0);
+        mark_revision(&mut d, 3);
+        assert_eq!(revision(&d), 3);
+        assert_eq!(d["metadata"]["annotations"]["team"], "a");
+    }
+
+    #[test]
     fn daemon_set_pods_and_status() {
         let mut d = json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
             "metadata": {"name": "agent", "namespace": "kube-system", "uid": "ds-uid", "generation": 3},
@@ -1534,6 +1751,71 @@ mod tests {
         let status = workload_status(&suspended, true, 1, NOW).unwrap();
         assert_eq!(status["conditions"][0]["type"], "Suspended");
         assert_eq!(status["conditions"][0]["reason"], "JobSuspended");
+    }
+
+    #[test]
+    fn malformed_workloads_do_not_panic() {
+        let nodes = nodes(2, NOW);
+        let odd_values = [
+            json!(null),
+            json!("x"),
+            json!(7),
+            json!([1, 2]),
+            json!({"a": null}),
+        ];
+        for kind in [
+            "Deployment",
+            "StatefulSet",
+            "DaemonSet",
+            "ReplicaSet",
+            "Job",
+        ] {
+            for odd in &odd_values {
+                let objects = [
+                    json!({"kind": kind, "metadata": odd, "spec": odd, "status": odd}),
+                    json!({"kind": kind, "metadata": {"name": "w"}, "spec": {"replicas": 2, "template": odd,
+                        "selector": odd, "strategy": odd, "volumeClaimTemplates": [{"metadata": {"name": "d"}, "spec": odd}],
+                        "completions": odd, "parallelism": odd}}),
+                    json!({"kind": kind, "metadata": {"name": "w"}, "spec": {"replicas": 1, "template": {"metadata": odd,
+                        "spec": {"containers": [odd, {"name": "c", "image": odd, "volumeMounts": odd}], "volumes": odd}}}}),
+                ];
+                for object in objects {
+                    let _ = workload_status(&object, true, 2, NOW);
+                    let _ = workload_status(&object, false, 2, NOW);
+                    let _ = owned_pods(&object, true, &nodes, NOW);
+                    let _ = owned_pods(&object, false, &[json!("not a node")], NOW);
+                    let _ = replica_set_for(&object, 1);
+                    let _ = stateful_set_claims(&object);
+                    let mut copy = object.clone();
+                    mark_revision(&mut copy, 2);
+                }
+            }
+        }
+        let mut huge = json!({"kind": "ReplicaSet", "metadata": {"name": "h"}, "spec": {"replicas": i32::MAX, "template": {}}});
+        assert_eq!(
+            owned_pods(&huge, true, &nodes, NOW).len(),
+            MAX_SIMULATED_PODS
+        );
+        assert_eq!(
+            workload_status(&huge, true, 2, NOW).unwrap()["replicas"],
+            i32::MAX
+        );
+        let extreme = json!({"kind": "Deployment", "metadata": {"name": "e"}, "spec": {"replicas": i64::MAX,
+            "strategy": {"rollingUpdate": {"maxSurge": "9223372036854775807%", "maxUnavailable": i64::MIN}}}});
+        let _ = workload_status(&extreme, false, 1, NOW);
+        let _ = replica_set_for(&extreme, 1);
+        let indexed = json!({"kind": "Job", "metadata": {"name": "j"}, "spec": {"completionMode": "Indexed", "completions": i64::MIN}});
+        assert!(
+            workload_status(&indexed, true, 1, NOW)
+                .unwrap()
+                .get("completedIndexes")
+                .is_none()
+        );
+        huge["spec"]["replicas"] = json!(-3);
+        assert!(owned_pods(&huge, true, &nodes, NOW).is_empty());
+        assert!(normalize_image("").ends_with(":latest"));
+        assert!(image_id("@").contains('@'));
+        assert!(image_id("a/b:c@").contains('@'));
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod status;
 mod store;
 mod tls;
 mod util;
+mod validate;
 mod watch;
 
 pub use auth::Tokens;

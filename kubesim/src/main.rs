@@ -82,7 +82,7 @@ async fn main() -> anyhow::Result<()> {
             nodes,
             namespaces: namespaces.clone(),
             ready_delay: Duration::from_millis(ready_delay_ms),
-            simulate: true,
+            ..ClusterConfig::default()
         })
         .await
         .with_context(|| format!("starting cluster {name}"))?;

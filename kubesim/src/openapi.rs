@@ -118,7 +118,8 @@ fn closure(roots: impl IntoIterator<Item = String>) -> Map<String, Value> {
     out
 }
 
-fn definition_name(info: &ResourceInfo) -> String {
+/// The schema definition name of a resource's kind (built-in or CRD-derived).
+pub fn definition_name(info: &ResourceInfo) -> String {
     if info.is_builtin() {
         k8s_merge::Schema::builtin()
             .kinds()

@@ -1,6 +1,7 @@
 //! The small part of Kubernetes' protobuf encoding kubesim reads: the `k8s\0` envelope
-//! (runtime.Unknown) and SelfSubjectAccessReview bodies, which kubectl's typed clients
-//! (`kubectl auth can-i`) send as protobuf. Other protobuf bodies are refused with 415.
+//! (runtime.Unknown) and the bodies kubectl's typed clients send as protobuf for the common
+//! imperative commands: SelfSubjectAccessReview (`kubectl auth can-i`), Namespace, ConfigMap
+//! and Secret (`kubectl create namespace|configmap|secret`). Other kinds are refused with 415.
 
 use serde_json::{Map, Value, json};
 
@@ -11,7 +12,7 @@ const MAGIC: &[u8] = b"k8s\0";
 
 /// One protobuf field value.
 enum Wire<'a> {
-    Varint,
+    Varint(u64),
     Bytes(&'a [u8]),
 }
 
@@ -36,16 +37,13 @@ fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, String> {
         let key = varint(buf, &mut pos)?;
         let (field, wire_type) = (key >> 3, key & 7);
         let value = match wire_type {
-            0 => {
-                varint(buf, &mut pos)?;
-                Wire::Varint
-            }
+            0 => Wire::Varint(varint(buf, &mut pos)?),
             1 | 5 => {
                 pos += if wire_type == 1 { 8 } else { 4 };
                 if pos > buf.len() {
                     return Err("truncated fixed-width field".to_string());
                 }
-                Wire::Varint
+                Wire::Varint(0)
             }
             2 => {
                 let len = usize::try_from(varint(buf, &mut pos)?).map_err(|e| e.to_string())?;
@@ -101,14 +99,152 @@ fn envelope(body: &[u8]) -> Result<(String, String, &[u8]), String> {
     Ok((text("apiVersion"), text("kind"), raw))
 }
 
-/// Decodes a protobuf SelfSubjectAccessReview into its JSON form; errors name the problem.
-pub fn decode_access_review(body: &[u8]) -> Result<Value, String> {
-    let (api_version, kind, raw) = envelope(body)?;
-    if kind != "SelfSubjectAccessReview" {
-        return Err(format!(
-            "protobuf bodies are only accepted for SelfSubjectAccessReview, not {kind:?}"
-        ));
+/// Why a protobuf body could not be read.
+#[derive(Debug)]
+pub enum DecodeError {
+    /// The bytes are not valid protobuf of the expected shape.
+    Malformed(String),
+    /// The kind is one kubesim does not decode from protobuf.
+    Unsupported(String),
+}
+
+impl From<String> for DecodeError {
+    fn from(e: String) -> Self {
+        DecodeError::Malformed(e)
     }
+}
+
+fn utf8(b: &[u8]) -> Result<String, String> {
+    std::str::from_utf8(b)
+        .map(String::from)
+        .map_err(|e| e.to_string())
+}
+
+/// A `map<string, string|bytes>` field: every entry message with key 1 and value 2.
+fn map_field(buf: &[u8], field: u64, bytes_values: bool) -> Result<Option<Value>, String> {
+    let mut out = Map::new();
+    let mut seen = false;
+    for (f, wire) in fields(buf)? {
+        if let (true, Wire::Bytes(entry)) = (f == field, wire) {
+            seen = true;
+            let mut key = String::new();
+            let mut value = Value::String(String::new());
+            for (ef, ew) in fields(entry)? {
+                match (ef, ew) {
+                    (1, Wire::Bytes(k)) => key = utf8(k)?,
+                    (2, Wire::Bytes(v)) if bytes_values => {
+                        use base64::Engine;
+                        value = json!(base64::engine::general_purpose::STANDARD.encode(v));
+                    }
+                    (2, Wire::Bytes(v)) => value = json!(utf8(v)?),
+                    _ => {}
+                }
+            }
+            out.insert(key, value);
+        }
+    }
+    Ok(seen.then_some(Value::Object(out)))
+}
+
+fn repeated_strings(buf: &[u8], field: u64) -> Result<Option<Value>, String> {
+    let mut out = Vec::new();
+    for (f, wire) in fields(buf)? {
+        if let (true, Wire::Bytes(b)) = (f == field, wire) {
+            out.push(json!(utf8(b)?));
+        }
+    }
+    Ok((!out.is_empty()).then_some(Value::Array(out)))
+}
+
+fn object_meta(buf: &[u8]) -> Result<Value, String> {
+    let mut meta = strings(
+        buf,
+        &[
+            (1, "name"),
+            (2, "generateName"),
+            (3, "namespace"),
+            (6, "resourceVersion"),
+        ],
+    )?;
+    for (field, name) in [(11, "labels"), (12, "annotations")] {
+        if let Some(map) = map_field(buf, field, false)? {
+            meta[name] = map;
+        }
+    }
+    if let Some(finalizers) = repeated_strings(buf, 14)? {
+        meta["finalizers"] = finalizers;
+    }
+    if let Some(m) = meta.as_object_mut() {
+        m.retain(|_, v| v.as_str() != Some(""));
+    }
+    Ok(meta)
+}
+
+fn bool_field(buf: &[u8], field: u64) -> Result<Option<bool>, String> {
+    Ok(fields(buf)?
+        .into_iter()
+        .find_map(|(f, w)| match (f == field, w) {
+            (true, Wire::Varint(v)) => Some(v != 0),
+            _ => None,
+        }))
+}
+
+/// Decodes an enveloped protobuf object of a supported kind into its JSON form.
+pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
+    let (api_version, kind, raw) = envelope(body)?;
+    let mut obj = json!({"apiVersion": api_version, "kind": kind});
+    let meta = message(raw, 1)?
+        .map(object_meta)
+        .transpose()?
+        .unwrap_or(json!({}));
+    obj["metadata"] = meta;
+    match (api_version.as_str(), kind.as_str()) {
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
+            obj["spec"] = access_review_spec(raw)?;
+        }
+        ("v1", "Namespace") => {
+            if let Some(spec) = message(raw, 2)? {
+                obj["spec"] = json!({});
+                if let Some(finalizers) = repeated_strings(spec, 1)? {
+                    obj["spec"]["finalizers"] = finalizers;
+                }
+            }
+        }
+        ("v1", "ConfigMap") => {
+            if let Some(data) = map_field(raw, 2, false)? {
+                obj["data"] = data;
+            }
+            if let Some(binary) = map_field(raw, 3, true)? {
+                obj["binaryData"] = binary;
+            }
+            if let Some(immutable) = bool_field(raw, 4)? {
+                obj["immutable"] = json!(immutable);
+            }
+        }
+        ("v1", "Secret") => {
+            if let Some(data) = map_field(raw, 2, true)? {
+                obj["data"] = data;
+            }
+            if let Some(t) = strings(raw, &[(3, "type")])?.get("type") {
+                obj["type"] = t.clone();
+            }
+            if let Some(string_data) = map_field(raw, 4, false)? {
+                obj["stringData"] = string_data;
+            }
+            if let Some(immutable) = bool_field(raw, 5)? {
+                obj["immutable"] = json!(immutable);
+            }
+        }
+        _ => {
+            return Err(DecodeError::Unsupported(format!(
+                "{api_version}, Kind={kind}"
+            )));
+        }
+    }
+    Ok(obj)
+}
+
+fn access_review_spec(raw: &[u8]) -> Result<Value, String> {
     let mut spec = Map::new();
     if let Some(spec_bytes) = message(raw, 2)? {
         if let Some(ra) = message(spec_bytes, 1)? {
@@ -130,7 +266,7 @@ pub fn decode_access_review(body: &[u8]) -> Result<Value, String> {
             );
         }
     }
-    Ok(json!({"apiVersion": api_version, "kind": kind, "metadata": {}, "spec": spec}))
+    Ok(Value::Object(spec))
 }
 
 #[cfg(test)]
@@ -142,7 +278,7 @@ mod tests {
 
     #[test]
     fn decodes_kubectl_can_i() {
-        let review = decode_access_review(CAN_I).unwrap();
+        let review = decode(CAN_I).unwrap();
         assert_eq!(review["kind"], "SelfSubjectAccessReview");
         let ra = &review["spec"]["resourceAttributes"];
         assert_eq!(ra["namespace"], "team-a");
@@ -153,8 +289,10 @@ mod tests {
 
     #[test]
     fn rejects_garbage_without_panicking() {
-        assert!(decode_access_review(b"nope").is_err());
-        assert!(decode_access_review(b"k8s\0\x0a\xff\xff").is_err());
-        assert!(decode_access_review(b"k8s\0\x0a\x05ab").is_err());
+        assert!(decode(b"nope").is_err());
+        assert!(decode(b"k8s\0\x0a\xff\xff").is_err());
+        assert!(decode(b"k8s\0\x0a\x05ab").is_err());
+        let pod = b"k8s\0\x0a\x09\x0a\x02v1\x12\x03Pod";
+        assert!(matches!(decode(pod), Err(DecodeError::Unsupported(_))));
     }
 }

@@ -7,8 +7,9 @@
 //!
 //! Also the 403 Forbidden message and Status body worded as kube-apiserver words them
 //! (`apiserver/pkg/endpoints/handlers/responsewriters` and `apimachinery` `NewForbidden`),
-//! the SelfSubjectAccessReview status, and the bootstrap ClusterRoles and bindings every
-//! cluster has (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`).
+//! the SelfSubjectAccessReview and SelfSubjectRulesReview statuses, and the bootstrap
+//! ClusterRoles and bindings every cluster has
+//! (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`).
 
 use std::collections::BTreeSet;
 
@@ -143,9 +144,12 @@ pub struct Authorizer<'a> {
     pub cluster_role_bindings: &'a [Value],
 }
 
-fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
-    value
-        .pointer(pointer)
+/// The string at a `/`-separated path of object keys ("" when absent or not a string).
+/// Unlike `Value::pointer` it allocates nothing: it runs for every binding on every request.
+fn str_at<'v>(value: &'v Value, path: &str) -> &'v str {
+    path.split('/')
+        .skip(1)
+        .try_fold(value, |current, key| current.get(key))
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
@@ -164,73 +168,112 @@ impl<'a> Authorizer<'a> {
     /// Decides a request the way the RBAC authorizer does: ClusterRoleBindings first, then
     /// the RoleBindings of the request's namespace; the first rule that allows wins.
     pub fn authorize(&self, user: &UserInfo, request: &Request) -> Decision {
-        let mut errors = Vec::new();
-        for binding in self.cluster_role_bindings {
-            if let Some(subject) = applying_subject(binding, user, "") {
-                match self.role_ref_rules(binding, "") {
-                    Ok(rules) => {
-                        if rules.iter().any(|rule| rule_allows(rule, request)) {
-                            return Decision::Allow {
-                                reason: format!(
-                                    "RBAC: allowed by ClusterRoleBinding {:?} of {} {:?} to {}",
-                                    str_at(binding, "/metadata/name"),
-                                    str_at(binding, "/roleRef/kind"),
-                                    str_at(binding, "/roleRef/name"),
-                                    describe_subject(subject, "")
-                                ),
-                            };
-                        }
-                    }
-                    Err(error) => errors.push(error),
-                }
-            }
-        }
         let namespace = match request {
             Request::Resource(attributes) => attributes.namespace.as_str(),
             Request::NonResource { .. } => "",
         };
-        if !namespace.is_empty() {
-            for binding in self.role_bindings {
-                if str_at(binding, "/metadata/namespace") != namespace {
-                    continue;
+        let mut allowed_by = None;
+        let errors = self.visit_rules(user, namespace, |source, rule| {
+            if rule_allows(rule, request) {
+                allowed_by = Some(source.describe());
+                false
+            } else {
+                true
+            }
+        });
+        match allowed_by {
+            Some(source) => Decision::Allow {
+                reason: format!("RBAC: allowed by {source}"),
+            },
+            None => Decision::Deny {
+                reason: match aggregate_errors(errors) {
+                    Some(errors) => format!("RBAC: {errors}"),
+                    None => String::new(),
+                },
+            },
+        }
+    }
+
+    /// The `status` of a SelfSubjectRulesReview (`kubectl auth can-i --list`): every rule the
+    /// user has in `namespace` (cluster-wide grants included), split into `resourceRules`
+    /// and `nonResourceRules`, with `incomplete` and the `evaluationError` when a binding
+    /// could not be resolved.
+    pub fn rules_review_status(&self, user: &UserInfo, namespace: &str) -> Value {
+        let mut resource_rules = Vec::new();
+        let mut non_resource_rules = Vec::new();
+        let errors = self.visit_rules(user, namespace, |_, rule| {
+            let list = |key: &str| -> Option<Vec<&str>> {
+                let items: Vec<&str> = strings(rule, key).collect();
+                (!items.is_empty()).then_some(items)
+            };
+            let verbs: Vec<&str> = strings(rule, "verbs").collect();
+            if let Some(resources) = list("resources") {
+                let mut entry = serde_json::Map::new();
+                entry.insert("verbs".into(), json!(verbs));
+                if let Some(groups) = list("apiGroups") {
+                    entry.insert("apiGroups".into(), json!(groups));
                 }
-                if let Some(subject) = applying_subject(binding, user, namespace) {
-                    match self.role_ref_rules(binding, namespace) {
-                        Ok(rules) => {
-                            if rules.iter().any(|rule| rule_allows(rule, request)) {
-                                return Decision::Allow {
-                                    reason: format!(
-                                        "RBAC: allowed by RoleBinding {:?} of {} {:?} to {}",
-                                        format!(
-                                            "{}/{}",
-                                            str_at(binding, "/metadata/name"),
-                                            namespace
-                                        ),
-                                        str_at(binding, "/roleRef/kind"),
-                                        str_at(binding, "/roleRef/name"),
-                                        describe_subject(subject, namespace)
-                                    ),
-                                };
-                            }
+                entry.insert("resources".into(), json!(resources));
+                if let Some(names) = list("resourceNames") {
+                    entry.insert("resourceNames".into(), json!(names));
+                }
+                resource_rules.push(Value::Object(entry));
+            }
+            if let Some(urls) = list("nonResourceURLs") {
+                non_resource_rules.push(json!({"verbs": verbs, "nonResourceURLs": urls}));
+            }
+            true
+        });
+        let mut status = json!({
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource_rules,
+            "incomplete": false
+        });
+        if let Some(errors) = aggregate_errors(errors) {
+            status["incomplete"] = json!(true);
+            status["evaluationError"] = json!(errors);
+        }
+        status
+    }
+
+    /// `VisitRulesFor`: calls `visitor` with each rule granted to `user` by the
+    /// ClusterRoleBindings and then the RoleBindings of `namespace` (none when ""), with the
+    /// binding that grants it, until the visitor returns false. Returns the errors met
+    /// resolving role references.
+    fn visit_rules(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+        mut visitor: impl FnMut(&Source<'_>, &Value) -> bool,
+    ) -> Vec<String> {
+        let mut errors = Vec::new();
+        let cluster_wide = self.cluster_role_bindings.iter().map(|b| (b, ""));
+        let namespaced = self
+            .role_bindings
+            .iter()
+            .filter(|b| !namespace.is_empty() && str_at(b, "/metadata/namespace") == namespace)
+            .map(|b| (b, namespace));
+        for (binding, binding_namespace) in cluster_wide.chain(namespaced) {
+            let Some(subject) = applying_subject(binding, user, binding_namespace) else {
+                continue;
+            };
+            match self.role_ref_rules(binding, binding_namespace) {
+                Ok(rules) => {
+                    let source = Source {
+                        binding,
+                        subject,
+                        namespace: binding_namespace,
+                    };
+                    for rule in rules {
+                        if !visitor(&source, rule) {
+                            return errors;
                         }
-                        Err(error) => errors.push(error),
                     }
                 }
+                Err(error) => errors.push(error),
             }
         }
-        // utilerrors.NewAggregate: duplicates dropped, several errors bracketed.
-        let mut unique: Vec<String> = Vec::new();
-        for error in errors {
-            if !unique.contains(&error) {
-                unique.push(error);
-            }
-        }
-        let reason = match unique.as_slice() {
-            [] => String::new(),
-            [single] => format!("RBAC: {single}"),
-            several => format!("RBAC: [{}]", several.join(", ")),
-        };
-        Decision::Deny { reason }
+        errors
     }
 
     /// The rules a binding's `roleRef` grants: a Role in `namespace` or a ClusterRole
@@ -248,7 +291,12 @@ impl<'a> Authorizer<'a> {
                 .map(|role| rules_of(role).iter().collect())
                 .ok_or_else(|| format!("role.rbac.authorization.k8s.io {name:?} not found")),
             "ClusterRole" => self
-                .cluster_role_rules(name)
+                .cluster_role(name)
+                .map(|role| {
+                    let mut rules = Vec::new();
+                    self.collect_rules(role, &mut BTreeSet::new(), &mut rules);
+                    rules
+                })
                 .ok_or_else(|| format!("clusterrole.rbac.authorization.k8s.io {name:?} not found")),
             other => Err(format!("unsupported role reference kind: {other:?}")),
         }
@@ -259,10 +307,15 @@ impl<'a> Authorizer<'a> {
     /// as the aggregation controller converges to), deduplicated. None if it does not exist.
     pub fn cluster_role_rules(&self, name: &str) -> Option<Vec<&'a Value>> {
         let role = self.cluster_role(name)?;
-        let mut visited = BTreeSet::new();
         let mut rules = Vec::new();
-        self.collect_rules(role, &mut visited, &mut rules);
-        Some(rules)
+        self.collect_rules(role, &mut BTreeSet::new(), &mut rules);
+        let mut unique: Vec<&'a Value> = Vec::with_capacity(rules.len());
+        for rule in rules {
+            if !unique.contains(&rule) {
+                unique.push(rule);
+            }
+        }
+        Some(unique)
     }
 
     fn cluster_role(&self, name: &str) -> Option<&'a Value> {
@@ -271,6 +324,8 @@ impl<'a> Authorizer<'a> {
             .find(|role| str_at(role, "/metadata/name") == name)
     }
 
+    /// Gathers a ClusterRole's effective rules (duplicates included: authorization does not
+    /// care), visiting each aggregated role once.
     fn collect_rules(
         &self,
         role: &'a Value,
@@ -281,11 +336,7 @@ impl<'a> Authorizer<'a> {
             return;
         }
         let Some(aggregation) = role.get("aggregationRule").filter(|rule| !rule.is_null()) else {
-            for rule in rules_of(role) {
-                if !rules.contains(&rule) {
-                    rules.push(rule);
-                }
-            }
+            rules.extend(rules_of(role));
             return;
         };
         let selectors: Vec<LabelSelector> = aggregation
@@ -311,6 +362,49 @@ fn rules_of(role: &Value) -> &[Value] {
     role.get("rules")
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
+}
+
+/// The binding (and the subject in it) a rule was granted through.
+struct Source<'v> {
+    binding: &'v Value,
+    subject: &'v Value,
+    /// The RoleBinding's namespace; "" for a ClusterRoleBinding.
+    namespace: &'v str,
+}
+
+impl Source<'_> {
+    /// `clusterRoleBindingDescriber` / `roleBindingDescriber`, e.g.
+    /// `RoleBinding "name/ns" of ClusterRole "edit" to ServiceAccount "sa/ns"`.
+    fn describe(&self) -> String {
+        let name = str_at(self.binding, "/metadata/name");
+        let binding = if self.namespace.is_empty() {
+            format!("ClusterRoleBinding {name:?}")
+        } else {
+            format!("RoleBinding {:?}", format!("{name}/{}", self.namespace))
+        };
+        format!(
+            "{binding} of {} {:?} to {}",
+            str_at(self.binding, "/roleRef/kind"),
+            str_at(self.binding, "/roleRef/name"),
+            describe_subject(self.subject, self.namespace)
+        )
+    }
+}
+
+/// `utilerrors.NewAggregate(...).Error()`: duplicates dropped, one error as is, several in
+/// brackets; None without errors.
+fn aggregate_errors(errors: Vec<String>) -> Option<String> {
+    let mut unique: Vec<String> = Vec::new();
+    for error in errors {
+        if !unique.contains(&error) {
+            unique.push(error);
+        }
+    }
+    match unique.as_slice() {
+        [] => None,
+        [single] => Some(single.clone()),
+        several => Some(format!("[{}]", several.join(", "))),
+    }
 }
 
 /// The first subject of a binding that applies to the user (`appliesToUser`). ServiceAccount
@@ -994,6 +1088,46 @@ mod tests {
     }
 
     #[test]
+    fn malformed_rbac_objects_are_ignored() {
+        let odd = [
+            json!(null),
+            json!("x"),
+            json!(1),
+            json!([]),
+            json!({"subjects": "x", "roleRef": 1, "rules": "r"}),
+            json!({"metadata": {"name": "m", "namespace": "apps"}, "subjects": [null, {"kind": 1}], "roleRef": {"kind": "Role", "name": "deployer"}}),
+            json!({"metadata": {"name": "agg"}, "aggregationRule": {"clusterRoleSelectors": ["x", {"matchExpressions": "y"}]}}),
+        ];
+        let mut f = fixture();
+        for value in &odd {
+            f.roles.push(value.clone());
+            f.cluster_roles.push(value.clone());
+            f.role_bindings.push(value.clone());
+            f.cluster_role_bindings.push(value.clone());
+        }
+        f.cluster_roles.push(json!({"metadata": {"name": "bad-rules"}, "rules": [null, {"verbs": "get"}, {"verbs": ["*"], "apiGroups": [1]}]}));
+        f.cluster_role_bindings.push(cluster_role_binding(
+            "bad",
+            "bad-rules",
+            json!([{"kind": "User", "name": "eve"}]),
+        ));
+        let auth = f.authorizer();
+        let ci = UserInfo::service_account("apps", "ci");
+        assert!(
+            auth.authorize(&ci, &get("apps", "deployments", "apps", "web"))
+                .allowed()
+        );
+        let eve = UserInfo::new("eve", &[]);
+        assert!(
+            !auth
+                .authorize(&eve, &get("", "pods", "apps", "p"))
+                .allowed()
+        );
+        let _ = auth.rules_review_status(&eve, "apps");
+        assert_eq!(auth.cluster_role_rules("agg"), Some(vec![]));
+    }
+
+    #[test]
     fn service_account_identity() {
         let user = UserInfo::service_account("ns", "sa");
         assert_eq!(user.name, "system:serviceaccount:ns:sa");
@@ -1270,6 +1404,48 @@ mod tests {
         assert_eq!(
             auth.authorize(&carol, &get("", "pods", "ns", "p")).reason(),
             ""
+        );
+    }
+
+    #[test]
+    fn self_subject_rules_reviews() {
+        let f = fixture();
+        let auth = f.authorizer();
+        let ci = UserInfo::service_account("apps", "ci");
+        let status = auth.rules_review_status(&ci, "apps");
+        assert_eq!(status["incomplete"], false);
+        let rules = status["resourceRules"].as_array().unwrap();
+        assert_eq!(rules.len(), 3);
+        assert_eq!(
+            rules[1],
+            json!({"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["settings"]})
+        );
+        assert_eq!(status["nonResourceRules"], json!([]));
+        assert_eq!(
+            auth.rules_review_status(&ci, "other")["resourceRules"],
+            json!([])
+        );
+        let prometheus = UserInfo::new("prometheus", &[]);
+        assert_eq!(
+            auth.rules_review_status(&prometheus, "")["nonResourceRules"],
+            json!([{"verbs": ["get"], "nonResourceURLs": ["/metrics", "/debug/*"]}])
+        );
+        let broken = vec![role_binding(
+            "apps",
+            "b",
+            "Role",
+            "gone",
+            json!([{"kind": "ServiceAccount", "name": "ci"}]),
+        )];
+        let auth = Authorizer {
+            role_bindings: &broken,
+            ..f.authorizer()
+        };
+        let status = auth.rules_review_status(&ci, "apps");
+        assert_eq!(status["incomplete"], true);
+        assert_eq!(
+            status["evaluationError"],
+            r#"role.rbac.authorization.k8s.io "gone" not found"#
         );
     }
 

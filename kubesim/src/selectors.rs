@@ -47,7 +47,7 @@ pub enum SelectorError {
 
 /// A label selector operator (apimachinery `selection.Operator`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operator {
+enum Operator {
     /// `key=value` / `key==value` / matchLabels: the label is present with that value.
     Equals,
     /// `key!=value`: the label is absent or has another value.
@@ -68,7 +68,7 @@ pub enum Operator {
 
 /// One requirement of a label selector: a key, an operator and its values.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement {
+struct Requirement {
     key: String,
     operator: Operator,
     values: BTreeSet<String>,
@@ -78,7 +78,7 @@ impl Requirement {
     /// Builds a requirement, validating the key, the values and their count the way
     /// apimachinery `labels.NewRequirement` does; the error is the aggregated field errors'
     /// text, e.g. `key: Invalid value: "-a": name part must consist of …`.
-    pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, String> {
+    fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, String> {
         let mut errors = Vec::new();
         if let Some(error) = label_key_error(key, "key") {
             errors.push(error);
@@ -134,7 +134,7 @@ impl Requirement {
     }
 
     /// Whether a labels map satisfies this requirement (apimachinery `Requirement.Matches`).
-    pub fn matches(&self, labels: &Map<String, Value>) -> bool {
+    fn matches(&self, labels: &Map<String, Value>) -> bool {
         let value = labels
             .get(&self.key)
             .map(|v| v.as_str().unwrap_or_default());
@@ -168,6 +168,44 @@ impl Requirement {
 pub struct LabelSelector {
     requirements: Vec<Requirement>,
     nothing: bool,
+}
+
+/// The canonical text of a requirement (apimachinery `Requirement.String`): `key=value`,
+/// `key!=value`, `key in (a,b)`, `key notin (a)`, `key`, `!key`, `key>1`, `key<1`; set
+/// values sorted.
+impl std::fmt::Display for Requirement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let values = self.values.iter().cloned().collect::<Vec<_>>().join(",");
+        let key = &self.key;
+        match self.operator {
+            Operator::Equals => write!(f, "{key}={values}"),
+            Operator::NotEquals => write!(f, "{key}!={values}"),
+            Operator::In => write!(f, "{key} in ({values})"),
+            Operator::NotIn => write!(f, "{key} notin ({values})"),
+            Operator::Exists => write!(f, "{key}"),
+            Operator::DoesNotExist => write!(f, "!{key}"),
+            Operator::GreaterThan => write!(f, "{key}>{values}"),
+            Operator::LessThan => write!(f, "{key}<{values}"),
+        }
+    }
+}
+
+/// The canonical text of a selector (apimachinery `Selector.String`): its requirements
+/// sorted by key and comma-joined, e.g. `app=web,tier in (a,b)`; "" for the empty and the
+/// nothing selector. This is what the `scale` subresource reports as `status.selector`.
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.nothing {
+            return Ok(());
+        }
+        for (index, requirement) in self.requirements.iter().enumerate() {
+            if index > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{requirement}")?;
+        }
+        Ok(())
+    }
 }
 
 impl LabelSelector {
@@ -1074,6 +1112,28 @@ mod tests {
         assert!(!selector.matches(&labels(
             json!({"app": "web", "env": "prod", "tier": "x", "zone": "b"})
         )));
+    }
+
+    #[test]
+    fn canonical_text() {
+        let parsed =
+            LabelSelector::parse("tier in (b, a),app==web,!canary,x notin (z),y,n>1,m<9,e!=f")
+                .unwrap();
+        assert_eq!(
+            parsed.to_string(),
+            "app=web,!canary,e!=f,m<9,n>1,tier in (a,b),x notin (z),y"
+        );
+        assert_eq!(
+            LabelSelector::parse(&parsed.to_string()).unwrap(),
+            parsed,
+            "round trip"
+        );
+        let object = LabelSelector::from_object(&json!({"matchLabels": {"b": "2", "a": "1"},
+            "matchExpressions": [{"key": "c", "operator": "Exists"}]}))
+        .unwrap();
+        assert_eq!(object.to_string(), "a=1,b=2,c");
+        assert_eq!(LabelSelector::default().to_string(), "");
+        assert_eq!(LabelSelector::nothing().to_string(), "");
     }
 
     #[test]

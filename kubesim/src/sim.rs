@@ -53,7 +53,14 @@ async fn run(state: Arc<State>) {
     let mut ready_at = ReadyAt::new();
     loop {
         for key in std::mem::take(&mut dirty) {
-            reconcile(&state, &key, &mut ready_at);
+            // The kwok functions are pure; a panic on an odd object must not stop the
+            // simulation of every other workload.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                reconcile(&state, &key, &mut ready_at)
+            }));
+            if outcome.is_err() {
+                tracing::warn!(resource = %key.0, namespace = %key.1, name = %key.2, "simulation skipped an object it cannot handle");
+            }
         }
         let now = Instant::now();
         let next = ready_at
@@ -204,7 +211,9 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
             &now,
         );
         for old in owned.iter().filter(|rs| ns_name(rs).1 != rs_name) {
-            if old.pointer("/spec/replicas").and_then(Value::as_i64) != Some(0) {
+            if old.get("spec").is_some_and(Value::is_object)
+                && old.pointer("/spec/replicas").and_then(Value::as_i64) != Some(0)
+            {
                 let mut scaled = (**old).clone();
                 scaled["spec"]["replicas"] = json!(0);
                 upsert(&mut store, REPLICA_SETS, Some(old), scaled, &now);

@@ -12,9 +12,6 @@ use crate::faults::Faults;
 use crate::resources::Registry;
 use crate::store::Store;
 
-/// Watch history kept for resuming watches; older resourceVersions get 410 Gone.
-pub const HISTORY: usize = 10_000;
-
 /// Everything the request handlers share.
 pub struct State {
     /// The configuration the cluster was started with.
@@ -43,10 +40,10 @@ impl State {
     /// Fresh state with an empty store.
     pub fn new(config: ClusterConfig, tokens: Tokens, ca_pem: String) -> State {
         State {
+            store: Mutex::new(Store::new(config.watch_history.max(1))),
             config,
             tokens,
             ca_pem,
-            store: Mutex::new(Store::new(HISTORY)),
             registry: RwLock::new(Arc::new(Registry::new(&[]))),
             faults: Mutex::new(Faults::default()),
             drop_watches: watch::channel(0).0,

@@ -42,6 +42,10 @@ pub struct Event {
     pub event_type: EventType,
     /// The object after the change (before removal for deletes).
     pub object: Arc<Value>,
+    /// The object before a modification (None for additions and deletions), so watches
+    /// with selectors can turn an object leaving or entering the selection into
+    /// DELETED or ADDED, as the API server does.
+    pub previous: Option<Arc<Value>>,
 }
 
 /// A receiver of every change from some point on.
@@ -138,7 +142,13 @@ impl Store {
             .collect()
     }
 
-    fn record(&mut self, key: &str, event_type: EventType, object: Arc<Value>) {
+    fn record(
+        &mut self,
+        key: &str,
+        event_type: EventType,
+        object: Arc<Value>,
+        previous: Option<Arc<Value>>,
+    ) {
         let (namespace, _) = ns_name(&object);
         let event = Arc::new(Event {
             rv: self.rv,
@@ -146,6 +156,7 @@ impl Store {
             namespace,
             event_type,
             object,
+            previous,
         });
         if self.history.len() >= self.history_cap {
             self.history.pop_front();
@@ -162,11 +173,13 @@ impl Store {
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let (ns, name) = ns_name(&obj);
         let obj = Arc::new(obj);
-        self.tables
+        let previous = self
+            .tables
             .entry(key.to_string())
             .or_default()
             .insert((ns, name), obj.clone());
-        self.record(key, event_type, obj.clone());
+        let previous = previous.filter(|_| event_type == EventType::Modified);
+        self.record(key, event_type, obj.clone(), previous);
         obj
     }
 
@@ -180,7 +193,7 @@ impl Store {
         let mut obj = (*old).clone();
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let obj = Arc::new(obj);
-        self.record(key, EventType::Deleted, obj.clone());
+        self.record(key, EventType::Deleted, obj.clone(), None);
         Some(obj)
     }
 
@@ -193,7 +206,7 @@ impl Store {
             self.rv += 1;
             let mut o = (*obj).clone();
             o["metadata"]["resourceVersion"] = json!(self.rv.to_string());
-            self.record(key, EventType::Deleted, Arc::new(o));
+            self.record(key, EventType::Deleted, Arc::new(o), None);
         }
     }
 

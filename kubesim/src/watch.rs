@@ -52,13 +52,36 @@ struct Filter {
 }
 
 impl Filter {
-    fn wants(&self, ev: &Event) -> bool {
-        ev.key == self.info.store_key()
-            && self.namespace.as_ref().is_none_or(|ns| *ns == ev.namespace)
-            && self.name.as_ref().is_none_or(|n| {
-                ev.object.pointer("/metadata/name").and_then(Value::as_str) == Some(n.as_str())
-            })
-            && matches(&self.labels, self.fields.as_ref(), &ev.object)
+    fn selects(&self, obj: &Value) -> bool {
+        self.name.as_ref().is_none_or(|n| {
+            obj.pointer("/metadata/name").and_then(Value::as_str) == Some(n.as_str())
+        }) && matches(&self.labels, self.fields.as_ref(), obj)
+    }
+
+    /// The event type this watch sees for a change, if any: a modification that moves an
+    /// object into the selection is ADDED, out of it DELETED.
+    fn event_type(&self, ev: &Event) -> Option<&'static str> {
+        if ev.key != self.info.store_key()
+            || self
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| *ns != ev.namespace)
+        {
+            return None;
+        }
+        let now = self.selects(&ev.object);
+        match (&ev.previous, now) {
+            (Some(prev), true) if !self.selects(prev) => Some("ADDED"),
+            (Some(prev), false) if self.selects(prev) => Some("DELETED"),
+            (_, true) => Some(ev.event_type.as_str()),
+            (_, false) => None,
+        }
+    }
+
+    /// The watch line for a change, if this watch sees it.
+    fn line(&self, ev: &Event) -> Option<Bytes> {
+        self.event_type(ev)
+            .map(|t| line(t, &present(&self.info, &ev.object)))
     }
 }
 
@@ -144,11 +167,8 @@ pub fn watch(req: &Req<'_>) -> Result<Response<Body>, ApiError> {
         }
         for ev in past {
             last_rv = ev.rv;
-            if filter.wants(&ev)
-                && tx
-                    .send(line(ev.event_type.as_str(), &present(&info, &ev.object)))
-                    .await
-                    .is_err()
+            if let Some(l) = filter.line(&ev)
+                && tx.send(l).await.is_err()
             {
                 return;
             }
@@ -170,7 +190,9 @@ pub fn watch(req: &Req<'_>) -> Result<Response<Body>, ApiError> {
                             continue;
                         }
                         last_rv = ev.rv;
-                        if filter.wants(&ev) && tx.send(line(ev.event_type.as_str(), &present(&info, &ev.object))).await.is_err() {
+                        if let Some(l) = filter.line(&ev)
+                            && tx.send(l).await.is_err()
+                        {
                             return;
                         }
                     }

@@ -206,17 +206,18 @@ impl FieldSet {
     /// The members of both sets.
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
-        out.merge_from(other);
+        out.union_with(other);
         out
     }
 
-    fn merge_from(&mut self, other: &FieldSet) {
+    /// Adds the members of `other` to this set.
+    pub fn union_with(&mut self, other: &FieldSet) {
         self.member |= other.member;
         for (element, child) in &other.children {
             self.children
                 .entry(element.clone())
                 .or_default()
-                .merge_from(child);
+                .union_with(child);
         }
     }
 

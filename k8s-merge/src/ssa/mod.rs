@@ -5,6 +5,8 @@
 mod fieldset;
 mod typed;
 
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value, json};
 
 pub use fieldset::{FieldSet, PathElement, path_string};
@@ -65,7 +67,7 @@ pub enum ApplyError {
     /// Fields owned by other managers would change (HTTP 409 unless forced).
     #[error("{}", conflict_message(.0))]
     Conflicts(Vec<Conflict>),
-    /// The applied configuration is not an object (HTTP 400).
+    /// The applied configuration is not an object or sets managed fields (HTTP 400).
     #[error("invalid apply configuration: {0}")]
     Invalid(String),
 }
@@ -165,7 +167,13 @@ impl Entry {
 }
 
 /// The fields the API server owns and never records for a manager.
-fn server_owned() -> FieldSet {
+fn server_owned() -> &'static FieldSet {
+    static SET: OnceLock<FieldSet> = OnceLock::new();
+    SET.get_or_init(server_owned_set)
+}
+
+/// Builds [`server_owned`].
+fn server_owned_set() -> FieldSet {
     let mut set = FieldSet::new();
     let field = |name: &str| PathElement::Field(name.to_owned());
     set.insert(&[field("apiVersion")]);
@@ -195,6 +203,20 @@ fn entries_of(object: &Value) -> Vec<Entry> {
         .flatten()
         .filter_map(Entry::parse)
         .collect()
+}
+
+/// The managed fields a create or update request sets, as the API server reads them: a list
+/// holding one empty entry resets them (`Some` of nothing); a list of valid entries replaces
+/// them; anything else (absent, empty, unparsable) keeps the stored ones (`None`).
+fn requested_entries(new: &Value) -> Option<Vec<Entry>> {
+    let list = new.pointer("/metadata/managedFields")?.as_array()?;
+    if let [Value::Object(only)] = list.as_slice()
+        && only.is_empty()
+    {
+        return Some(Vec::new());
+    }
+    let entries = entries_of(new);
+    (!entries.is_empty()).then_some(entries)
 }
 
 /// `object` without `metadata.managedFields`.
@@ -278,19 +300,28 @@ pub fn apply_subresource(
             "the applied configuration must be a JSON object".to_owned(),
         ));
     }
+    if applied
+        .pointer("/metadata/managedFields")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(ApplyError::Invalid(
+            "metadata.managedFields must be nil".to_owned(),
+        ));
+    }
     let entries = live.map(entries_of).unwrap_or_default();
     let live = live.map_or_else(|| json!({}), without_managed_fields);
-    let config = without_managed_fields(applied);
-    let applied_set = typed::field_set(&config, ty).difference(&server_owned());
+    let config = applied;
+    let applied_set = typed::field_set(config, ty).difference(server_owned());
     let (mine, others): (Vec<Entry>, Vec<Entry>) = entries
         .into_iter()
         .partition(|e| e.is(manager, APPLY, subresource));
     let last_set = mine.first().map(|e| e.set.clone()).unwrap_or_default();
 
-    let mut merged = typed::merge(Some(&live), &config, ty).unwrap_or_else(|| json!({}));
-    let owned_elsewhere = others
-        .iter()
-        .fold(applied_set.clone(), |acc, e| acc.union(&e.set));
+    let mut merged = typed::merge(Some(live.clone()), config, ty).unwrap_or_else(|| json!({}));
+    let mut owned_elsewhere = applied_set.clone();
+    for other in &others {
+        owned_elsewhere.union_with(&other.set);
+    }
     for path in last_set.difference(&owned_elsewhere).paths() {
         if !owned_elsewhere.owns_at_or_below(&path) {
             typed::remove_path(&mut merged, &path, ty);
@@ -298,7 +329,9 @@ pub fn apply_subresource(
     }
 
     let comparison = typed::compare(&live, &merged, ty);
-    let changed = comparison.added.union(&comparison.modified);
+    // Fields the configuration sets to null are removed: a change like any other.
+    let nulled = typed::null_fields(config, ty).intersection(&comparison.removed);
+    let changed = comparison.added.union(&comparison.modified).union(&nulled);
     let mut conflicts = Vec::new();
     for other in &others {
         for path in other.set.intersection(&changed).paths() {
@@ -322,14 +355,19 @@ pub fn apply_subresource(
             e
         })
         .collect();
-    let api_version = Some(api_version_of(&config))
+    let api_version = Some(api_version_of(config))
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| api_version_of(&live));
+    // As the API server: a no-op apply keeps the entry's previous time.
+    let time = match mine.first().and_then(|e| e.time.clone()) {
+        Some(time) if comparison.is_empty() => time,
+        _ => now_rfc3339.to_owned(),
+    };
     entries.push(Entry {
         manager: manager.to_owned(),
         operation: APPLY.to_owned(),
         api_version,
-        time: Some(now_rfc3339.to_owned()),
+        time: Some(time),
         subresource: subresource.map(str::to_owned),
         set: applied_set,
     });
@@ -340,8 +378,8 @@ pub fn apply_subresource(
 /// Records a create, update or patch by `manager` (operation Update): returns `new` with
 /// `metadata.managedFields` updated so that the manager's Update entry gains the fields whose
 /// values changed from `old` (every field on create) and other managers lose them. Managed
-/// fields are taken from `new` when it carries a non-empty list (a client may set them; an
-/// empty list resets them), else from `old`.
+/// fields are taken from `new` when it carries valid entries (a client may set them; a list of
+/// one empty entry, `[{}]`, resets them), else from `old`.
 pub fn record_update(
     old: Option<&Value>,
     new: &Value,
@@ -362,17 +400,15 @@ pub fn record_update_subresource(
     ty: Option<TypeRef>,
     now_rfc3339: &str,
 ) -> Value {
-    let mut entries = match new.pointer("/metadata/managedFields") {
-        Some(Value::Array(_)) => entries_of(new),
-        _ => old.map(entries_of).unwrap_or_default(),
-    };
+    let mut entries =
+        requested_entries(new).unwrap_or_else(|| old.map(entries_of).unwrap_or_default());
     let old = old.map_or_else(|| json!({}), without_managed_fields);
     let mut result = without_managed_fields(new);
     let comparison = typed::compare(&old, &result, ty);
     let changed = comparison
         .added
         .union(&comparison.modified)
-        .difference(&server_owned());
+        .difference(server_owned());
     for entry in &mut entries {
         if !entry.is(manager, UPDATE, subresource) {
             entry.set = entry
@@ -389,8 +425,9 @@ pub fn record_update_subresource(
         .as_ref()
         .map_or_else(FieldSet::new, |e| e.set.difference(&comparison.removed))
         .union(&changed);
+    // As the API server: the time moves only when this write changed fields.
     let time = match &previous {
-        Some(previous) if previous.set == set => previous.time.clone(),
+        Some(previous) if changed.is_empty() => previous.time.clone(),
         _ => Some(now_rfc3339.to_owned()),
     };
     entries.push(Entry {

@@ -345,11 +345,23 @@ fn untyped_objects_merge_maps_and_replace_lists() {
     assert_eq!(out["spec"]["extra"], json!({"a": 1, "b": 2}));
     assert_eq!(
         entry(&out, "two")["fieldsV1"],
-        json!({"f:spec": {"f:extra": {"f:b": {}}, "f:items": {}}})
+        json!({"f:spec": {".": {}, "f:extra": {".": {}, "f:b": {}}, "f:items": {}}})
     );
     assert_eq!(
         entry(&out, "one")["fieldsV1"],
-        json!({"f:spec": {"f:extra": {"f:a": {}}}})
+        json!({"f:spec": {".": {}, "f:extra": {".": {}, "f:a": {}}}})
+    );
+    // Dropping the map removes this manager's keys; the other manager's key stays.
+    let mut without_extra = cr(json!([3]), json!(null));
+    without_extra["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("extra");
+    let out = apply(Some(&out), &without_extra, "two", false, None, T2).unwrap();
+    assert_eq!(out["spec"]["extra"], json!({"a": 1}));
+    assert_eq!(
+        entry(&out, "two")["fieldsV1"],
+        json!({"f:spec": {".": {}, "f:items": {}}})
     );
 }
 
@@ -445,6 +457,13 @@ fn subresource_entries_are_separate() {
 
 #[test]
 fn invalid_input_and_malformed_managed_fields() {
+    let mut with_fields = config(Some(1), json!({}), app("a"));
+    with_fields["metadata"]["managedFields"] = json!([]);
+    let err = apply(None, &with_fields, "m", false, ty(), T1).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid apply configuration: metadata.managedFields must be nil"
+    );
     assert!(matches!(
         apply(None, &json!([1]), "m", false, ty(), T1),
         Err(ApplyError::Invalid(_))
@@ -505,4 +524,143 @@ fn property_field_sets_round_trip() {
             );
         }
     }
+}
+
+#[test]
+fn entry_times_move_only_when_the_object_changes() {
+    let applied = config(Some(1), json!({}), app("a"));
+    let once = apply(None, &applied, "m", false, ty(), T1).unwrap();
+    let again = apply(Some(&once), &applied, "m", false, ty(), T2).unwrap();
+    assert_eq!(entry(&again, "m")["time"], T1);
+    let changed = apply(
+        Some(&once),
+        &config(Some(2), json!({}), app("a")),
+        "m",
+        false,
+        ty(),
+        T2,
+    )
+    .unwrap();
+    assert_eq!(entry(&changed, "m")["time"], T2);
+    let updated = record_update(Some(&changed), &changed, "m", ty(), T2);
+    assert_eq!(managed(&updated).len(), 1, "a no-op update adds no entry");
+}
+
+#[test]
+fn kept_list_items_keep_their_key_fields() {
+    let live = apply(
+        None,
+        &config(None, json!({}), app("a")),
+        "alice",
+        false,
+        ty(),
+        T1,
+    )
+    .unwrap();
+    // Bob takes the image of Alice's container; Alice then stops applying the container.
+    let bob = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "b"}]}}}});
+    let shared = apply(Some(&live), &bob, "bob", true, ty(), T2).unwrap();
+    let out = apply(
+        Some(&shared),
+        &config(None, json!({}), json!([])),
+        "alice",
+        false,
+        ty(),
+        T2,
+    )
+    .unwrap();
+    assert_eq!(
+        out["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "app", "image": "b"}])
+    );
+}
+
+#[test]
+fn maps_emptied_by_removal_are_removed() {
+    let with_tier = config(None, json!({"tier": "x"}), app("a"));
+    let live = apply(None, &with_tier, "alice", false, ty(), T1).unwrap();
+    let mut without = with_tier.clone();
+    without["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("labels");
+    let out = apply(Some(&live), &without, "alice", false, ty(), T2).unwrap();
+    assert!(
+        out["metadata"].get("labels").is_none(),
+        "{}",
+        out["metadata"]
+    );
+}
+
+#[test]
+fn requests_may_replace_or_reset_managed_fields() {
+    let created = record_update(
+        None,
+        &config(Some(1), json!({}), app("a")),
+        "creator",
+        ty(),
+        T1,
+    );
+    let mut scaled = created.clone();
+    scaled["spec"]["replicas"] = json!(2);
+    // Stored entries are kept when the request omits or empties them.
+    for request in [json!(null), json!([])] {
+        let mut body = scaled.clone();
+        body["metadata"]["managedFields"] = request;
+        let out = record_update(Some(&created), &body, "scaler", ty(), T2);
+        assert_eq!(managed(&out).len(), 2);
+    }
+    // A single empty entry resets them: only this update's changes remain tracked.
+    let mut body = scaled.clone();
+    body["metadata"]["managedFields"] = json!([{}]);
+    let out = record_update(Some(&created), &body, "scaler", ty(), T2);
+    assert_eq!(managed(&out).len(), 1);
+    assert_eq!(
+        entry(&out, "scaler")["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+    // Valid entries in the request replace the stored ones.
+    let mut body = scaled.clone();
+    body["metadata"]["managedFields"] = json!([{"manager": "imported", "operation": "Update",
+        "apiVersion": "apps/v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:paused": {}}}}]);
+    let out = record_update(Some(&created), &body, "scaler", ty(), T2);
+    let names: Vec<&str> = managed(&out)
+        .iter()
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["imported", "scaler"]);
+}
+
+#[test]
+fn applied_nulls_remove_fields_and_conflict_with_their_owners() {
+    let live = apply(
+        None,
+        &config(Some(3), json!({}), app("a")),
+        "alice",
+        false,
+        ty(),
+        T1,
+    )
+    .unwrap();
+    let mut nulled = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": null}});
+    assert_eq!(
+        conflicts(apply(Some(&live), &nulled, "bob", false, ty(), T2)),
+        [("alice".to_owned(), ".spec.replicas".to_owned())]
+    );
+    let out = apply(Some(&live), &nulled, "bob", true, ty(), T2).unwrap();
+    assert!(out["spec"].get("replicas").is_none());
+    assert_eq!(
+        entry(&out, "bob")["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+    assert!(
+        entry(&out, "alice")["fieldsV1"]["f:spec"]
+            .get("f:replicas")
+            .is_none()
+    );
+    // Nulling a field nobody has is no conflict.
+    nulled["spec"] = json!({"paused": null});
+    assert!(apply(Some(&live), &nulled, "bob", false, ty(), T2).is_ok());
 }

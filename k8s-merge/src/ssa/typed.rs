@@ -88,97 +88,124 @@ fn elements(list: Option<TypeRef>, items: &[Value]) -> Vec<PathElement> {
 /// The set of fields `value` sets (structured-merge-diff `ToFieldSet`): leaves for scalars,
 /// atomic values, `null`s and empty objects; list-map items are members themselves too.
 pub(crate) fn field_set(value: &Value, ty: Option<TypeRef>) -> FieldSet {
-    let mut set = FieldSet::new();
-    if let Shape::Object(ty) = shape(ty, value) {
-        visit_object(value, ty, &mut Vec::new(), &mut set);
-    }
-    set
+    collect(value, ty, false)
 }
 
-/// Adds the fields of an object value below `path`.
-fn visit_object(
-    value: &Value,
-    ty: Option<TypeRef>,
-    path: &mut Vec<PathElement>,
-    set: &mut FieldSet,
-) {
-    let Value::Object(map) = value else {
-        return;
+/// The fields `value` sets to `null` (an applied `null` removes the field it owns).
+pub(crate) fn null_fields(value: &Value, ty: Option<TypeRef>) -> FieldSet {
+    collect(value, ty, true)
+}
+
+/// Walks an object value collecting its field set, or only its `null` leaves.
+fn collect(value: &Value, ty: Option<TypeRef>, nulls_only: bool) -> FieldSet {
+    let mut collector = Collector {
+        set: FieldSet::new(),
+        path: Vec::new(),
+        nulls_only,
     };
-    for (key, child) in map {
-        path.push(PathElement::Field(key.clone()));
-        visit_value(child, member(ty, key), path, set);
-        path.pop();
+    if let Shape::Object(ty) = shape(ty, value) {
+        collector.visit_object(value, ty);
     }
+    collector.set
 }
 
-/// Adds the fields of `value` at `path`.
-fn visit_value(
-    value: &Value,
-    ty: Option<TypeRef>,
-    path: &mut Vec<PathElement>,
-    set: &mut FieldSet,
-) {
-    match (shape(ty, value), value) {
-        (Shape::Object(ty), Value::Object(map)) if !map.is_empty() => {
-            visit_object(value, ty, path, set)
+/// The state of a field set walk.
+struct Collector {
+    set: FieldSet,
+    path: Vec<PathElement>,
+    nulls_only: bool,
+}
+
+impl Collector {
+    /// Adds the current path unless only `null` leaves are collected.
+    fn insert_member(&mut self) {
+        if !self.nulls_only {
+            self.set.insert(&self.path);
         }
-        (Shape::SetList, Value::Array(items)) => {
-            for item in items {
-                path.push(PathElement::Value(item.clone()));
-                set.insert(path);
-                path.pop();
+    }
+
+    /// Adds the fields of an object value below the current path. Keys that are not declared
+    /// fields (map entries, untyped objects) are members themselves too, as
+    /// structured-merge-diff records them.
+    fn visit_object(&mut self, value: &Value, ty: Option<TypeRef>) {
+        let Value::Object(map) = value else {
+            return;
+        };
+        let is_struct = ty.is_some_and(|t| t.kind() == NodeKind::Struct);
+        for (key, child) in map {
+            self.path.push(PathElement::Field(key.clone()));
+            self.visit_value(child, member(ty, key));
+            let declared = is_struct && ty.is_some_and(|t| t.field(key).is_some());
+            if !declared {
+                self.insert_member();
             }
+            self.path.pop();
         }
-        (Shape::MapList(list), Value::Array(items)) => {
-            let item_ty = list.items();
-            for (element, item) in elements(Some(list), items).into_iter().zip(items) {
-                path.push(element);
-                set.insert(path);
-                visit_object(item, item_ty, path, set);
-                path.pop();
+    }
+
+    /// Adds the fields of `value` at the current path.
+    fn visit_value(&mut self, value: &Value, ty: Option<TypeRef>) {
+        match (shape(ty, value), value) {
+            (Shape::Object(ty), Value::Object(map)) if !map.is_empty() => {
+                self.visit_object(value, ty)
             }
+            (Shape::SetList, Value::Array(items)) => {
+                for item in items {
+                    self.path.push(PathElement::Value(item.clone()));
+                    self.insert_member();
+                    self.path.pop();
+                }
+            }
+            (Shape::MapList(list), Value::Array(items)) => {
+                let item_ty = list.items();
+                for (element, item) in elements(Some(list), items).into_iter().zip(items) {
+                    self.path.push(element);
+                    self.insert_member();
+                    self.visit_object(item, item_ty);
+                    self.path.pop();
+                }
+            }
+            _ if self.nulls_only && !value.is_null() => {}
+            _ => self.set.insert(&self.path),
         }
-        _ => set.insert(path),
     }
 }
 
 /// Merges the applied configuration `rhs` into the live value `lhs` (structured-merge-diff
 /// `Merge`): objects merge field by field, set and map lists merge item by item, everything
 /// else is taken from `rhs`. `None` means the field is dropped (`rhs` is `null`).
-pub(crate) fn merge(lhs: Option<&Value>, rhs: &Value, ty: Option<TypeRef>) -> Option<Value> {
+pub(crate) fn merge(lhs: Option<Value>, rhs: &Value, ty: Option<TypeRef>) -> Option<Value> {
     if rhs.is_null() {
         return None;
     }
-    match shape(ty, rhs) {
-        Shape::Object(ty) => {
+    match (shape(ty, rhs), rhs) {
+        (Shape::Object(ty), Value::Object(rhs)) => {
             let mut out = match lhs {
-                Some(Value::Object(map)) => map.clone(),
+                Some(Value::Object(map)) => map,
                 _ => Map::new(),
             };
-            if let Value::Object(rhs) = rhs {
-                for (key, value) in rhs {
-                    match merge(out.get(key), value, member(ty, key)) {
-                        Some(merged) => {
-                            out.insert(key.clone(), merged);
-                        }
-                        None => {
-                            remove_key(&mut out, key);
-                        }
+            for (key, value) in rhs {
+                let current = out.get_mut(key).map(Value::take);
+                match merge(current, value, member(ty, key)) {
+                    Some(merged) => {
+                        out.insert(key.clone(), merged);
+                    }
+                    None => {
+                        remove_key(&mut out, key);
                     }
                 }
             }
             Some(Value::Object(out))
         }
-        Shape::SetList => Some(Value::Array(merge_list(lhs, rhs, None, |_, r| r.clone()))),
-        Shape::MapList(list) => {
+        (Shape::SetList, _) => Some(Value::Array(merge_list(lhs, rhs, None, |_, r| r.clone()))),
+        (Shape::MapList(list), _) => {
             let item_ty = list.items();
             let merged = merge_list(lhs, rhs, Some(list), |l, r| {
                 merge(l, r, item_ty).unwrap_or_else(|| r.clone())
             });
             Some(Value::Array(merged))
         }
-        Shape::Leaf => Some(rhs.clone()),
+        _ => Some(rhs.clone()),
     }
 }
 
@@ -186,12 +213,15 @@ pub(crate) fn merge(lhs: Option<&Value>, rhs: &Value, ty: Option<TypeRef>) -> Op
 /// has stay where they are, shared items follow the applied order, new items are placed where
 /// the applied list has them. `list` is the map-list type (sets when `None`).
 fn merge_list(
-    lhs: Option<&Value>,
+    lhs: Option<Value>,
     rhs: &Value,
     list: Option<TypeRef>,
-    merge_item: impl Fn(Option<&Value>, &Value) -> Value,
+    merge_item: impl Fn(Option<Value>, &Value) -> Value,
 ) -> Vec<Value> {
-    let lhs: &[Value] = lhs.and_then(Value::as_array).map_or(&[], Vec::as_slice);
+    let lhs = match lhs {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
     let rhs: &[Value] = rhs.as_array().map_or(&[], Vec::as_slice);
     let element = |items: &[Value]| match list {
         Some(list) => elements(Some(list), items),
@@ -200,9 +230,17 @@ fn merge_list(
             .map(|item| PathElement::Value(item.clone()))
             .collect(),
     };
-    let (lpe, rpe) = (element(lhs), element(rhs));
+    let (lpe, rpe) = (element(&lhs), element(rhs));
+    let mut lhs: Vec<Option<Value>> = lhs.into_iter().map(Some).collect();
     let in_rhs = |pe: &PathElement| rpe.contains(pe);
-    let lhs_item = |pe: &PathElement| lpe.iter().position(|l| l == pe).map(|i| &lhs[i]);
+    // Takes the first live item with this path element that is still available.
+    let take_lhs = |lhs: &mut Vec<Option<Value>>, pe: &PathElement| {
+        let index = lpe
+            .iter()
+            .zip(lhs.iter())
+            .position(|(l, item)| l == pe && item.is_some())?;
+        lhs[index].take()
+    };
     let mut shared = rpe.iter().filter(|pe| lpe.contains(pe));
     let mut next_shared = shared.next();
     let mut merged_rhs: Vec<&PathElement> = Vec::new();
@@ -212,7 +250,8 @@ fn merge_list(
         if li < lhs.len() && ri < rhs.len() {
             if lpe[li] == rpe[ri] {
                 merged_rhs.push(&rpe[ri]);
-                out.push(merge_item(lhs_item(&rpe[ri]), &rhs[ri]));
+                let live = take_lhs(&mut lhs, &rpe[ri]);
+                out.push(merge_item(live, &rhs[ri]));
                 li += 1;
                 ri += 1;
                 next_shared = shared.next();
@@ -225,7 +264,7 @@ fn merge_list(
         }
         if li < lhs.len() {
             if !in_rhs(&lpe[li]) {
-                out.push(lhs[li].clone());
+                out.extend(lhs[li].take());
                 li += 1;
                 continue;
             }
@@ -237,7 +276,8 @@ fn merge_list(
         if ri < rhs.len() {
             let pe = &rpe[ri];
             merged_rhs.push(pe);
-            out.push(merge_item(lhs_item(pe), &rhs[ri]));
+            let live = take_lhs(&mut lhs, pe);
+            out.push(merge_item(live, &rhs[ri]));
             ri += 1;
             if next_shared == Some(pe) {
                 next_shared = shared.next();
@@ -256,6 +296,13 @@ pub(crate) struct Comparison {
     pub(crate) modified: FieldSet,
     /// Fields present only in the old value.
     pub(crate) removed: FieldSet,
+}
+
+impl Comparison {
+    /// True when the two values are equal.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
+    }
 }
 
 /// Compares `lhs` (old) and `rhs` (new) objects of type `ty`.
@@ -293,10 +340,12 @@ fn compare_at(
             if empty(l) && empty(r) {
                 return compare_leaf(lhs, rhs, path, out);
             }
+            // A new object is added itself (its `.`) unless it is a struct: the API server compares
+            // against Go objects where absent structs already exist as zero values.
             let granular = object_ty.is_none_or(|t| t.kind() != NodeKind::Struct);
-            if !path.is_empty() && granular {
+            if !path.is_empty() {
                 match (l, r) {
-                    (None, Some(_)) => out.added.insert(path),
+                    (None, Some(_)) if granular => out.added.insert(path),
                     (Some(_), None) => out.removed.insert(path),
                     _ => {}
                 }
@@ -324,6 +373,9 @@ fn compare_at(
                 _ => None,
             };
             let (l, r) = (list_items(lhs), list_items(rhs));
+            if l.is_empty() && r.is_empty() {
+                return compare_leaf(lhs, rhs, path, out);
+            }
             let (lpe, rpe) = (elements(list, l), elements(list, r));
             let mut seen: Vec<&PathElement> = Vec::new();
             for pe in lpe.iter().chain(&rpe) {
@@ -331,26 +383,37 @@ fn compare_at(
                     continue;
                 }
                 seen.push(pe);
-                let find = |pes: &[PathElement], items: &'_ [Value]| {
-                    pes.iter().position(|p| p == pe).map(|i| items[i].clone())
-                };
-                let (li, ri) = (find(&lpe, l), find(&rpe, r));
+                let (li, ri) = (find_item(&lpe, l, pe), find_item(&rpe, r, pe));
                 path.push(pe.clone());
                 if matches!(shape, Shape::MapList(_)) {
-                    match (&li, &ri) {
+                    match (li, ri) {
                         (None, Some(_)) => out.added.insert(path),
                         (Some(_), None) => out.removed.insert(path),
                         _ => {}
                     }
-                    compare_at(li.as_ref(), ri.as_ref(), item_ty, path, out);
+                    compare_at(li, ri, item_ty, path, out);
                 } else {
-                    compare_leaf(li.as_ref(), ri.as_ref(), path, out);
+                    compare_leaf(li, ri, path, out);
                 }
                 path.pop();
             }
         }
         Shape::Leaf => compare_leaf(lhs, rhs, path, out),
     }
+}
+
+/// True when `rest` names one of a map list's key fields inside an item: an item that stays
+/// keeps its keys even when nobody owns them any more.
+fn is_key_field(list: Option<TypeRef>, rest: &[PathElement]) -> bool {
+    match (list, rest) {
+        (Some(list), [PathElement::Field(name)]) => list.list_map_keys().contains(name),
+        _ => false,
+    }
+}
+
+/// The first item of `items` whose path element is `pe`.
+fn find_item<'v>(pes: &[PathElement], items: &'v [Value], pe: &PathElement) -> Option<&'v Value> {
+    pes.iter().position(|p| p == pe).and_then(|i| items.get(i))
 }
 
 /// The items of an optional list value (none when absent or not a list).
@@ -376,30 +439,39 @@ fn compare_leaf(
     }
 }
 
-/// Removes the value at `path` from `value` (a field, or a list item by key or value).
-pub(crate) fn remove_path(value: &mut Value, path: &[PathElement], ty: Option<TypeRef>) {
+/// Removes the value at `path` from `value` (a field, or a list item by key or value). Maps
+/// and lists emptied by the removal are removed too, as structured-merge-diff does. Returns
+/// true when `value` itself was emptied.
+pub(crate) fn remove_path(value: &mut Value, path: &[PathElement], ty: Option<TypeRef>) -> bool {
     let Some((first, rest)) = path.split_first() else {
-        return;
+        return false;
     };
     match (first, value) {
         (PathElement::Field(key), Value::Object(map)) => {
-            if rest.is_empty() {
-                remove_key(map, key);
-            } else if let Some(child) = map.get_mut(key) {
-                remove_path(child, rest, member(ty, key));
-            }
+            let removed = if rest.is_empty() {
+                remove_key(map, key).is_some()
+            } else {
+                let emptied = map
+                    .get_mut(key)
+                    .is_some_and(|child| remove_path(child, rest, member(ty, key)));
+                emptied && remove_key(map, key).is_some()
+            };
+            removed && map.is_empty()
         }
         (_, Value::Array(items)) => {
             let list = ty.filter(|t| t.kind() == NodeKind::List);
             let Some(index) = elements(list, items).iter().position(|pe| pe == first) else {
-                return;
+                return false;
             };
-            if rest.is_empty() {
+            // The item goes when it is the target, or when removing inside it emptied it.
+            let remove_item = rest.is_empty()
+                || (!is_key_field(list, rest)
+                    && remove_path(&mut items[index], rest, list.and_then(|l| l.items())));
+            if remove_item {
                 items.remove(index);
-            } else {
-                remove_path(&mut items[index], rest, list.and_then(|l| l.items()));
             }
+            remove_item && items.is_empty()
         }
-        _ => {}
+        _ => false,
     }
 }

@@ -29,11 +29,20 @@ pub fn parse_object(req: &Req<'_>) -> Result<Value, ApiError> {
                 ApiError::bad_request(format!("the request body is not valid YAML: {e}"))
             })?
         }
-        crate::protobuf::MEDIA_TYPE if req.target.info.kind == "SelfSubjectAccessReview" => {
-            crate::protobuf::decode_access_review(&req.body).map_err(|e| {
-                ApiError::bad_request(format!("the protobuf request body is not valid: {e}"))
-            })?
-        }
+        crate::protobuf::MEDIA_TYPE => match crate::protobuf::decode(&req.body) {
+            Ok(v) => v,
+            Err(crate::protobuf::DecodeError::Malformed(e)) => {
+                return Err(ApiError::bad_request(format!(
+                    "the protobuf request body is not valid: {e}"
+                )));
+            }
+            Err(crate::protobuf::DecodeError::Unsupported(kind)) => {
+                return Err(ApiError::unsupported_media_type(
+                    &format!("{} for {kind}", crate::protobuf::MEDIA_TYPE),
+                    &["application/json", "application/yaml"],
+                ));
+            }
+        },
         other => {
             return Err(ApiError::unsupported_media_type(
                 other,
@@ -103,6 +112,7 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> 
             }
         }
     }
+    crate::validate::check_types(info, obj)?;
     obj["apiVersion"] = Value::String(expected);
     obj["kind"] = Value::String(info.kind.clone());
     if !obj.get("metadata").is_some_and(Value::is_object) {

@@ -28,9 +28,24 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
-/// Whether the object tracks metadata.generation (it has a spec, or is a custom resource).
-fn tracks_generation(info: &ResourceInfo, obj: &Value) -> bool {
-    !info.is_builtin() || obj.get("spec").is_some()
+/// Built-in kinds whose registry strategies maintain metadata.generation.
+const GENERATION_KINDS: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+    "CronJob",
+    "Ingress",
+    "NetworkPolicy",
+    "HorizontalPodAutoscaler",
+    "PodDisruptionBudget",
+    "CustomResourceDefinition",
+];
+
+/// Whether the object tracks metadata.generation (custom resources and the kinds above).
+fn tracks_generation(info: &ResourceInfo) -> bool {
+    !info.is_builtin() || GENERATION_KINDS.contains(&info.kind.as_str())
 }
 
 /// Everything but metadata and status: what bumps generation when it changes.
@@ -83,7 +98,7 @@ pub fn prepare_new(info: &ResourceInfo, obj: &mut Value, now: &str) -> Result<()
     }
     meta["uid"] = json!(new_uid());
     meta["creationTimestamp"] = json!(now);
-    if tracks_generation(info, obj) {
+    if tracks_generation(info) {
         obj["metadata"]["generation"] = json!(1);
     }
     if info.is_builtin() {
@@ -200,7 +215,7 @@ pub fn merge_incoming(
     if spec_part(old) != spec_part(&new) {
         if let Some(g) = old.pointer("/metadata/generation").and_then(Value::as_i64) {
             new["metadata"]["generation"] = json!(g + 1);
-        } else if tracks_generation(info, &new) {
+        } else if tracks_generation(info) {
             new["metadata"]["generation"] = json!(1);
         }
     }
