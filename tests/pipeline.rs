@@ -85,6 +85,7 @@ fn p<'a>(
     manifests: &'a Manifests,
 ) -> Pass<'a> {
     Pass {
+        app: "org-my-org/my-app",
         spec,
         previous,
         target,
@@ -218,6 +219,26 @@ async fn create_update_noop_prune() {
         namespace: Some(NS.into()),
         name: "manual".into(),
     });
+    // Nor is an object another App applied.
+    let foreign = manifests("x1", vec![cm("foreign", "1")]);
+    let other = Pass {
+        app: "org-my-org/other",
+        spec: &app,
+        previous: &AppStatus::default(),
+        target: &t,
+        manifests: &foreign,
+    };
+    let o_other = pipeline::reconcile(
+        other,
+        &Trigger::Automatic,
+        &options(),
+        Utc::now(),
+        &mut |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(o_other.status.phase, Some(Phase::Synced));
+    prev.inventory.push(o_other.status.inventory[0].clone());
     let m4 = manifests("r3", vec![cm("a", "2"), cm("c", "1"), deploy, secret]);
     let o4 = pass(&app, &prev, &t, &m4, Trigger::Automatic)
         .await
@@ -236,12 +257,16 @@ async fn create_update_noop_prune() {
         live(&sim, "ConfigMap", "manual").is_some(),
         "not applied by wardn: never pruned"
     );
+    assert!(
+        live(&sim, "ConfigMap", "foreign").is_some(),
+        "another App's object: never pruned"
+    );
     assert_eq!(o4.status.inventory.len(), 4);
     assert!(
         o4.status
             .inventory
             .iter()
-            .all(|r| r.name != "b" && r.name != "manual")
+            .all(|r| r.name != "b" && r.name != "manual" && r.name != "foreign")
     );
 }
 
@@ -255,9 +280,11 @@ async fn crd_and_custom_resource_in_one_app() {
             "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
             "versions": [{"name": "v1", "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3}});
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1", "namespace": "widgets"}, "spec": {"size": 3}});
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "widgets"}});
     // The CR comes first in rendered order; apply order puts the CRD first.
-    let m = manifests("r1", vec![widget, crd]);
+    let m = manifests("r1", vec![widget, crd, namespace]);
     let o = pass(
         &spec(auto()),
         &AppStatus::default(),
@@ -273,10 +300,10 @@ async fn crd_and_custom_resource_in_one_app() {
         "{:?}",
         o.status.message
     );
-    assert_eq!(o.status.plan.unwrap().creates, 2);
+    assert_eq!(o.status.plan.unwrap().creates, 3);
     let w = sim
         .cluster
-        .get_object("example.com/v1", "Widget", Some(NS), "w1")
+        .get_object("example.com/v1", "Widget", Some("widgets"), "w1")
         .unwrap();
     assert_eq!(w["spec"]["size"], 3);
     // Second pass: both known now, nothing to do.

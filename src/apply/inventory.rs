@@ -8,6 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::OWNER_ANNOTATION;
+use crate::diff::managed_by_wardn;
+
 /// The identity of one Kubernetes object: apiVersion, kind, namespace (cluster-scoped: none)
 /// and name.
 #[derive(
@@ -80,6 +83,32 @@ impl fmt::Display for ObjectRef {
     }
 }
 
+/// Stamps `object` with the owner annotation naming `owner` (the App's `namespace/name`).
+pub fn stamp(object: &mut Value, owner: &str) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(map) = annotations.as_object_mut() {
+            map.insert(
+                OWNER_ANNOTATION.to_string(),
+                Value::String(owner.to_string()),
+            );
+        }
+    }
+}
+
+/// Whether the live object may be pruned by `owner`: wardn applied it (its field manager has an
+/// Apply entry) and it carries `owner` in the owner annotation.
+pub fn prunable(live: &Value, owner: &str) -> bool {
+    managed_by_wardn(live)
+        && live
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(OWNER_ANNOTATION))
+            .and_then(Value::as_str)
+            == Some(owner)
+}
+
 /// The objects of `previous` that are no longer in `current`: the prune candidates.
 pub fn orphans(previous: &[ObjectRef], current: &BTreeSet<ObjectRef>) -> Vec<ObjectRef> {
     previous
@@ -122,6 +151,18 @@ mod tests {
         );
         let e = ObjectRef::of(1, &json!({"apiVersion": "v1", "kind": "ConfigMap"})).unwrap_err();
         assert!(e.to_string().contains("metadata.name"));
+    }
+
+    #[test]
+    fn stamped_objects_are_prunable_only_by_their_owner() {
+        let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        stamp(&mut o, "team/app");
+        assert_eq!(o["metadata"]["annotations"][OWNER_ANNOTATION], "team/app");
+        o["metadata"]["managedFields"] = json!([{"manager": "wardn", "operation": "Apply"}]);
+        assert!(prunable(&o, "team/app"));
+        assert!(!prunable(&o, "team/other"), "another App's object");
+        o["metadata"]["managedFields"] = json!([{"manager": "kubectl", "operation": "Apply"}]);
+        assert!(!prunable(&o, "team/app"), "not applied by wardn");
     }
 
     #[test]

@@ -4,9 +4,8 @@
 use kube::api::DeleteParams;
 
 use super::ApplyError;
-use super::inventory::ObjectRef;
+use super::inventory::{ObjectRef, prunable};
 use super::order::sort_for_prune;
-use crate::diff::managed_by_wardn;
 use crate::diff::resolve::Resolver;
 
 /// What prune did.
@@ -18,10 +17,12 @@ pub struct PruneReport {
     pub skipped: Vec<(ObjectRef, String)>,
 }
 
-/// Deletes `candidates` (which must come from the inventory) in reverse apply order.
+/// Deletes `candidates` (which must come from the inventory of the App `owner`) in reverse
+/// apply order, skipping any object [`prunable`] refuses.
 pub async fn prune(
     resolver: &mut Resolver,
     candidates: &[ObjectRef],
+    owner: &str,
 ) -> Result<PruneReport, ApplyError> {
     let mut ordered = candidates.to_vec();
     sort_for_prune(&mut ordered);
@@ -45,10 +46,11 @@ pub async fn prune(
             continue;
         };
         let live = serde_json::to_value(live).map_err(|e| kube_err(kube::Error::SerdeError(e)))?;
-        if !managed_by_wardn(&live) {
-            report
-                .skipped
-                .push((id, "not applied by wardn (no wardn field manager)".into()));
+        if !prunable(&live, owner) {
+            report.skipped.push((
+                id,
+                format!("not applied by wardn for {owner} (field manager or owner annotation)"),
+            ));
             continue;
         }
         match api.delete(&id.name, &DeleteParams::background()).await {

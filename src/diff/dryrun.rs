@@ -10,7 +10,8 @@ use crate::apply::FIELD_MANAGER;
 use crate::apply::inventory::ObjectRef;
 
 /// Diffs one rendered object against the cluster. `resolved` is `None` when the cluster does
-/// not serve the kind yet (its CRD is part of the same plan): the object is then a create.
+/// not serve the kind yet (its CRD is part of the same plan): the object is then a create, as
+/// is a new object whose namespace does not exist yet (the dry-run answers 404).
 pub async fn dry_run(
     resolver: &Resolver,
     resolved: Option<&Resolved>,
@@ -27,7 +28,11 @@ pub async fn dry_run(
         .map(|o| serde_json::to_value(o).map_err(kube::Error::SerdeError))
         .transpose()?;
     let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
-    let predicted = api.patch(&id.name, &params, &Patch::Apply(object)).await?;
-    let predicted = serde_json::to_value(predicted).map_err(kube::Error::SerdeError)?;
+    let predicted = match api.patch(&id.name, &params, &Patch::Apply(object)).await {
+        Ok(p) => serde_json::to_value(p).map_err(kube::Error::SerdeError)?,
+        // A new object in a Namespace the same plan creates: the server cannot dry-run it yet.
+        Err(kube::Error::Api(s)) if s.code == 404 && live.is_none() => object.clone(),
+        Err(e) => return Err(e),
+    };
     Ok(compare(id, live.as_ref(), &predicted))
 }

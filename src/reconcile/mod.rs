@@ -3,6 +3,7 @@
 //! [`pipeline`].
 
 pub mod allowlist;
+pub mod apps_dir;
 pub mod decide;
 pub mod pipeline;
 pub mod plan;

@@ -16,11 +16,10 @@ use super::plan::{Plan, Prune};
 use super::status;
 use super::window::{WindowError, parse_all};
 use crate::app::{AppSpec, AppStatus, HealthState, Phase};
-use crate::apply::inventory::{ObjectRef, orphans};
+use crate::apply::inventory::{ObjectRef, orphans, prunable, stamp};
 use crate::apply::prune::{PruneReport, prune};
 use crate::apply::{ApplyError, guard, health, stage};
 use crate::diff::dryrun::dry_run;
-use crate::diff::managed_by_wardn;
 use crate::diff::resolve::{Resolved, Resolver};
 use crate::diff::{Action, scope};
 
@@ -78,6 +77,9 @@ impl Default for Options {
 /// manifests of the revision to reconcile.
 #[derive(Clone, Copy)]
 pub struct Pass<'a> {
+    /// The App's `namespace/name`, stamped on every applied object (prune only deletes
+    /// objects stamped with it).
+    pub app: &'a str,
     /// The App's spec.
     pub spec: &'a AppSpec,
     /// The App's status before this pass (inventory, Held plan).
@@ -180,6 +182,8 @@ struct Planned {
     /// Inventory entries kept although not rendered (prune is off).
     kept: Vec<ObjectRef>,
     guard: Option<String>,
+    /// The App's `namespace/name`.
+    owner: String,
 }
 
 /// Places the objects and checks the allowlist. Kinds the built-in table and the rendered
@@ -223,6 +227,7 @@ async fn place_and_check(
 /// Builds the plan: dry-run diffs of every rendered object, and prunes from the inventory.
 async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError> {
     let Pass {
+        app,
         spec,
         previous,
         target,
@@ -230,7 +235,10 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
     } = pass;
     parse_all(&spec.sync_policy.sync_windows)?;
     let mut resolver = Resolver::new(target.client.clone());
-    let placed = place_and_check(spec, target, &mut resolver, &manifests.objects).await?;
+    let mut placed = place_and_check(spec, target, &mut resolver, &manifests.objects).await?;
+    for (_, object) in &mut placed {
+        stamp(object, app);
+    }
     let mut resolved: Vec<Option<Resolved>> = Vec::with_capacity(placed.len());
     for (id, _) in &placed {
         resolved.push(resolver.resolve(&id.api_version, &id.kind).await?);
@@ -257,7 +265,7 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
                 continue;
             };
             let live = serde_json::to_value(live).map_err(kube::Error::SerdeError)?;
-            if managed_by_wardn(&live) {
+            if prunable(&live, app) {
                 let rv = live
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
@@ -286,6 +294,7 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
             placed,
             kept,
             guard,
+            owner: app.to_string(),
         },
         resolver,
     ))
@@ -416,7 +425,11 @@ async fn execute(
     progress: &mut (dyn FnMut(&AppStatus) + Send),
 ) -> Result<Outcome, ReconcileError> {
     let Planned {
-        plan, placed, kept, ..
+        plan,
+        placed,
+        kept,
+        owner,
+        ..
     } = planned;
     let touched: BTreeSet<&ObjectRef> = plan
         .objects
@@ -431,7 +444,7 @@ async fn execute(
         .collect();
     stage::apply_staged(&mut resolver, &to_apply, options.crd_timeout).await?;
     let prune_ids: Vec<ObjectRef> = plan.prunes.iter().map(|p| p.object.clone()).collect();
-    let report = prune(&mut resolver, &prune_ids).await?;
+    let report = prune(&mut resolver, &prune_ids, &owner).await?;
     let mut inventory: Vec<ObjectRef> = placed
         .iter()
         .map(|(id, _)| id.clone())
