@@ -75,12 +75,13 @@ pub fn compare(object: ObjectRef, live: Option<&Value>, predicted: &Value) -> Ob
         Some(l) if !changes.is_empty() || !managed_by_wardn(l) => Action::Update,
         Some(_) => Action::Unchanged,
     };
-    let mut text = text::unified(&label, before.as_ref(), Some(&after));
-    if action == Action::Update && changes.is_empty() {
-        text = format!(
+    let text = match action {
+        Action::Unchanged => String::new(),
+        Action::Update if changes.is_empty() => format!(
             "# {label}: no field changes; wardn takes ownership (field manager {FIELD_MANAGER})\n"
-        );
-    }
+        ),
+        _ => text::unified(&label, before.as_ref(), Some(&after)),
+    };
     ObjectDiff {
         object,
         action,
