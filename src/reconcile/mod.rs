@@ -5,6 +5,7 @@
 pub mod allowlist;
 pub mod apps_dir;
 pub mod decide;
+pub mod metrics;
 pub mod pipeline;
 pub mod plan;
 pub mod scheduler;
