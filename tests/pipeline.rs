@@ -859,3 +859,49 @@ async fn health_waits_for_rollouts_and_jobs_or_degrades() {
             .any(|c| c.type_ == "Stalled" && c.status == "True")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn converges_through_injected_api_errors() {
+    let sim = common::start(&[NS]).await;
+    let t = target(&sim, Allowlist::namespaces([NS])).await;
+    let app = spec(auto());
+    let m = manifests("r1", vec![cm("a", "1"), cm("b", "1"), cm("c", "1")]);
+    sim.cluster.set_faults(kubesim::Faults {
+        error_rate: 0.1,
+        error_status: 503,
+        ..Default::default()
+    });
+    let mut status = AppStatus::default();
+    let mut failures = 0;
+    for _ in 0..200 {
+        match pass(&app, &status, &t, &m, Trigger::Automatic).await {
+            Ok(o) => {
+                status = o.status;
+                if status.phase == Some(Phase::Synced) {
+                    break;
+                }
+            }
+            Err(e) => {
+                failures += 1;
+                status = e.status(&status, Utc::now());
+                assert_eq!(status.phase, Some(Phase::Failed));
+                assert!(status.message.is_some());
+            }
+        }
+    }
+    sim.cluster.set_faults(kubesim::Faults::default());
+    assert_eq!(
+        status.phase,
+        Some(Phase::Synced),
+        "after {failures} failed passes"
+    );
+    for name in ["a", "b", "c"] {
+        assert!(live(&sim, "ConfigMap", name).is_some());
+    }
+    assert_eq!(status.inventory.len(), 3);
+    // A clean pass afterwards is a no-op.
+    let o = pass(&app, &status, &t, &m, Trigger::Automatic)
+        .await
+        .unwrap();
+    assert!(o.plan.is_noop(), "{}", o.plan.text());
+}

@@ -486,3 +486,34 @@ pub fn reject(previous: &AppStatus, now: DateTime<Utc>) -> Result<AppStatus, Rec
     );
     Ok(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reject_discards_only_a_held_plan() {
+        let now = Utc::now();
+        let held = AppStatus {
+            phase: Some(Phase::Held),
+            plan_hash: Some("abc".into()),
+            held_at: Some("2026-01-01T00:00:00Z".into()),
+            ..Default::default()
+        };
+        let s = reject(&held, now).unwrap();
+        assert_eq!(s.phase, Some(Phase::OutOfSync));
+        assert_eq!(s.message.as_deref(), Some("plan abc rejected"));
+        assert_eq!(s.held_at, None);
+        let synced = AppStatus {
+            phase: Some(Phase::Synced),
+            ..held
+        };
+        let e = reject(&synced, now).unwrap_err();
+        assert_eq!(e.http_status(), 409);
+        assert_eq!(
+            e.status(&synced, now),
+            synced,
+            "a refused request changes nothing"
+        );
+    }
+}
