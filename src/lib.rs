@@ -1,8 +1,12 @@
 //! wardn: a GitOps reconciler daemon that deploys applications from Git to many Kubernetes
 //! clusters from one control plane. The binary (`src/main.rs`) is a thin CLI over these modules.
 
+pub mod app;
+pub mod apply;
 pub mod cli;
 pub mod clusters;
+pub mod diff;
+pub mod reconcile;
 pub mod render;
 pub mod server;
 pub mod sources;

@@ -55,6 +55,8 @@ enum Command {
         #[command(subcommand)]
         command: commands::AuditCommand,
     },
+    /// Print the App CustomResourceDefinition (YAML), for `wardn crd | kubectl apply -f -`.
+    Crd,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -78,6 +80,7 @@ fn main() -> anyhow::Result<()> {
             connection,
             command,
         } => runtime()?.block_on(commands::audit(&connection, command))?,
+        Command::Crd => print!("{}", wardn::app::crd_yaml()?),
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
 pub const MIN_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Which kind of source an App reads from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum SourceType {
     /// A Git repository, fetched into a shared bare mirror.
     Git,
@@ -29,7 +29,7 @@ pub enum SourceType {
 }
 
 /// `spec.source` as written in an App.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceSpec {
     /// `Git` or `Directory`; selects which of the blocks below applies.
@@ -44,7 +44,7 @@ pub struct SourceSpec {
 }
 
 /// `spec.source.git`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GitSpec {
     /// The repository: `https://…`, `ssh://…`, `user@host:path`, `file://…` or an absolute path.
@@ -68,7 +68,7 @@ pub struct GitSpec {
 }
 
 /// `spec.source.directory`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DirectorySpec {
     /// The local directory to render and watch.

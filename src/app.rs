@@ -1,0 +1,225 @@
+//! The App custom resource (`cd.wardn.space/v1alpha1`, kind `App`): what to deploy
+//! (`spec.source`), where (`spec.destination`), how (`spec.syncPolicy`), and what wardn last
+//! did (`status`). `wardn crd` prints its CustomResourceDefinition.
+
+use kube::{CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::apply::inventory::ObjectRef;
+use crate::sources::spec::SourceSpec;
+
+/// The URL segment that names the management cluster (an App with an empty
+/// `destination.cluster`), as in `/api/v1/apps/local/{name}`.
+pub const LOCAL_CLUSTER: &str = "local";
+
+/// `spec` of an App: a source to render and a destination to reconcile it into.
+#[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "cd.wardn.space",
+    version = "v1alpha1",
+    kind = "App",
+    plural = "apps",
+    namespaced,
+    status = "AppStatus",
+    printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".spec.destination.cluster"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Revision","type":"string","jsonPath":".status.revision"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct AppSpec {
+    /// Where the manifests come from (Git or a local directory).
+    pub source: SourceSpec,
+    /// The cluster and default namespace the manifests are applied to.
+    pub destination: Destination,
+    /// When and how wardn applies changes.
+    #[serde(default)]
+    pub sync_policy: SyncPolicy,
+}
+
+/// `spec.destination`: the target cluster and namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Destination {
+    /// A registered cluster's name; empty means the management cluster itself.
+    #[serde(default)]
+    pub cluster: String,
+    /// The namespace namespaced objects without one are placed in; it must be allowed on the
+    /// cluster.
+    pub namespace: String,
+}
+
+impl Destination {
+    /// The cluster's URL segment: its name, or [`LOCAL_CLUSTER`] for the management cluster.
+    pub fn cluster_segment(&self) -> &str {
+        if self.cluster.is_empty() {
+            LOCAL_CLUSTER
+        } else {
+            &self.cluster
+        }
+    }
+}
+
+/// `spec.syncPolicy`: automation, pruning, self-healing, approval gate and sync windows.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncPolicy {
+    /// Apply new revisions without a manual sync.
+    #[serde(default)]
+    pub automated: bool,
+    /// Delete objects wardn applied earlier that are no longer rendered.
+    #[serde(default)]
+    pub prune: bool,
+    /// Re-apply when managed objects drift from the rendered state (without a new revision).
+    #[serde(default)]
+    pub self_heal: bool,
+    /// Stage every change as a Held plan that must be approved before it is applied.
+    #[serde(default)]
+    pub requires_approval: bool,
+    /// Time windows that allow or deny automated syncs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sync_windows: Vec<SyncWindow>,
+}
+
+/// Whether a sync window permits or blocks syncs while it is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WindowKind {
+    /// Automated syncs may only run while some allow window is open.
+    Allow,
+    /// Automated syncs are blocked while the window is open.
+    Deny,
+}
+
+/// One entry of `spec.syncPolicy.syncWindows`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncWindow {
+    /// `allow` or `deny`.
+    pub kind: WindowKind,
+    /// When the window opens: a cron expression (5 fields: minute hour day month weekday).
+    pub schedule: String,
+    /// How long it stays open, e.g. `1h`, `30m`, `1h30m`.
+    pub duration: String,
+    /// The IANA time zone the schedule is read in (default UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+}
+
+/// The App's lifecycle phase, as shown by `kubectl get apps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Phase {
+    /// The cluster matches the rendered revision.
+    Synced,
+    /// The cluster differs and wardn will not apply on its own (manual sync or drift report).
+    OutOfSync,
+    /// Applied; waiting for objects to become healthy.
+    Progressing,
+    /// A plan waits for approval (or was stopped by the prune guard).
+    Held,
+    /// A deny sync window (or no open allow window) blocks the sync.
+    Waiting,
+    /// Applied, but objects did not become healthy in time.
+    Degraded,
+    /// The pipeline failed (render, allowlist, API errors); see the message.
+    Failed,
+}
+
+/// The aggregate health of the App's objects after the last apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum HealthState {
+    /// Every object reports ready.
+    Healthy,
+    /// Some object is still rolling out.
+    Progressing,
+    /// Some object failed or did not become ready before the timeout.
+    Degraded,
+}
+
+/// Counts of what a plan does, kept in status and shown by the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanSummary {
+    /// Objects the cluster does not have yet.
+    pub creates: u32,
+    /// Objects whose live state differs from the rendered one.
+    pub updates: u32,
+    /// Objects already as rendered.
+    pub unchanged: u32,
+    /// Previously applied objects that are no longer rendered and will be deleted.
+    pub prunes: u32,
+}
+
+/// A status condition (`Ready`, `Reconciling`, `Stalled`), kstatus-style.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// `Ready`, `Reconciling` or `Stalled`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// A CamelCase reason (usually the phase).
+    pub reason: String,
+    /// Human-readable detail.
+    #[serde(default)]
+    pub message: String,
+    /// When the status last changed (RFC 3339).
+    pub last_transition_time: String,
+}
+
+/// `status` of an App: the outcome of the last reconcile.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppStatus {
+    /// The lifecycle phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// The source revision last reconciled (e.g. a commit id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// sha256 of the rendered manifests last reconciled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendered_digest: Option<String>,
+    /// The revision last applied successfully (drift versus new revision).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synced_revision: Option<String>,
+    /// The rendered digest last applied successfully.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synced_digest: Option<String>,
+    /// What the current plan does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanSummary>,
+    /// The hash of the current plan; an approval must name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_hash: Option<String>,
+    /// When the current plan was Held (RFC 3339), for approval expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_at: Option<String>,
+    /// Every object wardn has applied and still manages; prune only ever deletes from here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inventory: Vec<ObjectRef>,
+    /// The aggregate health after the last apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthState>,
+    /// `Ready`, `Reconciling` and `Stalled` conditions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// When the last successful apply finished (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_synced_at: Option<String>,
+    /// Why the App is in its phase (hold reason, next window opening, error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Why the CRD could not be printed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot serialise the App CRD to YAML: {0}")]
+pub struct CrdError(String);
+
+/// The App CustomResourceDefinition as YAML, for `wardn crd | kubectl apply -f -`.
+pub fn crd_yaml() -> Result<String, CrdError> {
+    serde_saphyr::to_string(&App::crd()).map_err(|e| CrdError(e.to_string()))
+}

@@ -1,0 +1,236 @@
+//! Health: whether an applied object has rolled out (Deployment, StatefulSet, DaemonSet),
+//! completed (Job), or reports a `Ready` condition; and the wait for all of them, with a
+//! timeout.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::inventory::ObjectRef;
+use crate::app::HealthState;
+use crate::diff::resolve::Resolver;
+
+/// The health of one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    /// Ready (or a kind without a health notion).
+    Healthy,
+    /// Still rolling out; the message says what is missing.
+    Progressing(String),
+    /// Failed; the message says why.
+    Degraded(String),
+}
+
+fn int(v: &Value, pointer: &str) -> i64 {
+    v.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn condition<'a>(v: &'a Value, type_: &str) -> Option<&'a Value> {
+    v.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+}
+
+fn condition_is(v: &Value, type_: &str, status: &str) -> bool {
+    condition(v, type_)
+        .and_then(|c| c.get("status"))
+        .and_then(Value::as_str)
+        == Some(status)
+}
+
+fn observed(v: &Value) -> bool {
+    int(v, "/status/observedGeneration") >= int(v, "/metadata/generation")
+}
+
+/// Assesses one live object.
+pub fn assess(object: &Value) -> Health {
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+    let desired = object
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    match kind {
+        "Deployment" => {
+            if condition(object, "Progressing")
+                .and_then(|c| c.get("reason"))
+                .and_then(Value::as_str)
+                == Some("ProgressDeadlineExceeded")
+            {
+                return Health::Degraded("rollout exceeded its progress deadline".into());
+            }
+            let (updated, available) = (
+                int(object, "/status/updatedReplicas"),
+                int(object, "/status/availableReplicas"),
+            );
+            if observed(object) && updated >= desired && available >= desired {
+                Health::Healthy
+            } else {
+                Health::Progressing(format!(
+                    "{available}/{desired} replicas available, {updated} updated"
+                ))
+            }
+        }
+        "StatefulSet" => {
+            let (ready, updated) = (
+                int(object, "/status/readyReplicas"),
+                int(object, "/status/updatedReplicas"),
+            );
+            if observed(object) && ready >= desired && updated >= desired {
+                Health::Healthy
+            } else {
+                Health::Progressing(format!(
+                    "{ready}/{desired} replicas ready, {updated} updated"
+                ))
+            }
+        }
+        "DaemonSet" => {
+            let want = int(object, "/status/desiredNumberScheduled");
+            let (ready, updated) = (
+                int(object, "/status/numberReady"),
+                int(object, "/status/updatedNumberScheduled"),
+            );
+            if observed(object)
+                && ready >= want
+                && updated >= want
+                && object.pointer("/status/desiredNumberScheduled").is_some()
+            {
+                Health::Healthy
+            } else {
+                Health::Progressing(format!("{ready}/{want} pods ready, {updated} updated"))
+            }
+        }
+        "Job" => {
+            if condition_is(object, "Failed", "True") {
+                Health::Degraded("job failed".into())
+            } else if condition_is(object, "Complete", "True") {
+                Health::Healthy
+            } else {
+                Health::Progressing("job not complete".into())
+            }
+        }
+        _ => match condition(object, "Ready")
+            .and_then(|c| c.get("status"))
+            .and_then(Value::as_str)
+        {
+            Some("False") | Some("Unknown") => {
+                Health::Progressing("Ready condition is not True".into())
+            }
+            _ => Health::Healthy,
+        },
+    }
+}
+
+/// The outcome of waiting for health.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthReport {
+    /// Healthy, or Degraded (a failure, or not ready before the timeout).
+    pub state: HealthState,
+    /// What is not healthy, empty when healthy.
+    pub message: String,
+}
+
+/// Polls `objects` until all are healthy, one is degraded, or `timeout` passes (→ Degraded,
+/// naming what was still progressing).
+pub async fn wait(
+    resolver: &mut Resolver,
+    objects: &[ObjectRef],
+    timeout: Duration,
+    poll: Duration,
+) -> Result<HealthReport, kube::Error> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let mut waiting = Vec::new();
+        for id in objects {
+            let Some(resolved) = resolver.resolve(&id.api_version, &id.kind).await? else {
+                continue;
+            };
+            let api = resolver.api(&resolved, id.namespace.as_deref());
+            let Some(live) = api.get_opt(&id.name).await? else {
+                waiting.push(format!("{id}: not found"));
+                continue;
+            };
+            let live = serde_json::to_value(live).map_err(kube::Error::SerdeError)?;
+            match assess(&live) {
+                Health::Healthy => {}
+                Health::Progressing(why) => waiting.push(format!("{id}: {why}")),
+                Health::Degraded(why) => {
+                    return Ok(HealthReport {
+                        state: HealthState::Degraded,
+                        message: format!("{id}: {why}"),
+                    });
+                }
+            }
+        }
+        if waiting.is_empty() {
+            return Ok(HealthReport {
+                state: HealthState::Healthy,
+                message: String::new(),
+            });
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(HealthReport {
+                state: HealthState::Degraded,
+                message: format!(
+                    "not healthy after {}s: {}",
+                    timeout.as_secs(),
+                    waiting.join("; ")
+                ),
+            });
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn deployment_rollout() {
+        let mut d = json!({"kind": "Deployment", "metadata": {"generation": 2}, "spec": {"replicas": 2},
+            "status": {"observedGeneration": 1, "updatedReplicas": 2, "availableReplicas": 2}});
+        assert!(
+            matches!(assess(&d), Health::Progressing(_)),
+            "old generation observed"
+        );
+        d["status"]["observedGeneration"] = json!(2);
+        assert_eq!(assess(&d), Health::Healthy);
+        d["status"]["availableReplicas"] = json!(1);
+        assert_eq!(
+            assess(&d),
+            Health::Progressing("1/2 replicas available, 2 updated".into())
+        );
+        d["status"]["conditions"] = json!([{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]);
+        assert!(matches!(assess(&d), Health::Degraded(_)));
+    }
+
+    #[test]
+    fn statefulset_and_daemonset() {
+        let s = json!({"kind": "StatefulSet", "spec": {"replicas": 3}, "status": {"readyReplicas": 3, "updatedReplicas": 3}});
+        assert_eq!(assess(&s), Health::Healthy);
+        let s = json!({"kind": "StatefulSet", "spec": {"replicas": 3}, "status": {"readyReplicas": 1, "updatedReplicas": 3}});
+        assert!(matches!(assess(&s), Health::Progressing(_)));
+        let ds = json!({"kind": "DaemonSet", "status": {"desiredNumberScheduled": 2, "numberReady": 2, "updatedNumberScheduled": 2}});
+        assert_eq!(assess(&ds), Health::Healthy);
+        assert!(matches!(
+            assess(&json!({"kind": "DaemonSet"})),
+            Health::Progressing(_)
+        ));
+    }
+
+    #[test]
+    fn jobs_and_ready_conditions() {
+        let j = |t: &str| json!({"kind": "Job", "status": {"conditions": [{"type": t, "status": "True"}]}});
+        assert_eq!(assess(&j("Complete")), Health::Healthy);
+        assert!(matches!(assess(&j("Failed")), Health::Degraded(_)));
+        assert!(matches!(
+            assess(&json!({"kind": "Job"})),
+            Health::Progressing(_)
+        ));
+        let cr = json!({"kind": "Widget", "status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+        assert!(matches!(assess(&cr), Health::Progressing(_)));
+        assert_eq!(assess(&json!({"kind": "ConfigMap"})), Health::Healthy);
+    }
+}

@@ -1,0 +1,38 @@
+//! The I/O half of the diff: read the live object and ask the API server what applying the
+//! rendered one would produce (`PATCH` apply, `dryRun=All`, field manager `wardn`, force).
+
+use kube::api::{Patch, PatchParams};
+use serde_json::Value;
+
+use super::resolve::{Resolved, Resolver};
+use super::{ObjectDiff, compare};
+use crate::apply::FIELD_MANAGER;
+use crate::apply::inventory::ObjectRef;
+
+/// Diffs one rendered object against the cluster. `resolved` is `None` when the cluster does
+/// not serve the kind yet (its CRD is part of the same plan): the object is then a create, as
+/// is a new object whose namespace does not exist yet (the dry-run answers 404).
+pub async fn dry_run(
+    resolver: &Resolver,
+    resolved: Option<&Resolved>,
+    id: ObjectRef,
+    object: &Value,
+) -> Result<ObjectDiff, kube::Error> {
+    let Some(resolved) = resolved else {
+        return Ok(compare(id, None, object));
+    };
+    let api = resolver.api(resolved, id.namespace.as_deref());
+    let live = api
+        .get_opt(&id.name)
+        .await?
+        .map(|o| serde_json::to_value(o).map_err(kube::Error::SerdeError))
+        .transpose()?;
+    let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+    let predicted = match api.patch(&id.name, &params, &Patch::Apply(object)).await {
+        Ok(p) => serde_json::to_value(p).map_err(kube::Error::SerdeError)?,
+        // A new object in a Namespace the same plan creates: the server cannot dry-run it yet.
+        Err(kube::Error::Api(s)) if s.code == 404 && live.is_none() => object.clone(),
+        Err(e) => return Err(e),
+    };
+    Ok(compare(id, live.as_ref(), &predicted))
+}

@@ -1,0 +1,13 @@
+//! Reconcile: the per-App pipeline (place, allowlist, diff, plan, decide, apply), Held plans
+//! and their approval, sync windows. The pure stages are plain functions; I/O sits in
+//! [`pipeline`].
+
+pub mod allowlist;
+pub mod apps_dir;
+pub mod decide;
+pub mod metrics;
+pub mod pipeline;
+pub mod plan;
+pub mod scheduler;
+pub mod status;
+pub mod window;

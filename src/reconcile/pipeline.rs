@@ -1,0 +1,519 @@
+//! The per-App pipeline, a short composition of the stages: place and check the allowlist
+//! (before any write), diff (dry-run) into a Plan, decide, then apply, prune and wait for
+//! health. Approval re-plans and applies only if the plan hash is unchanged.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::{StreamExt, TryStreamExt, stream};
+use kube::Client;
+use serde_json::Value;
+
+use super::allowlist::{self, Allowlist, Forbidden, PlaceError};
+use super::decide::{Decision, Trigger, decide};
+use super::plan::{Plan, Prune};
+use super::status;
+use super::window::{WindowError, parse_all};
+use crate::app::{AppSpec, AppStatus, HealthState, Phase};
+use crate::apply::inventory::{ObjectRef, orphans, prunable, stamp};
+use crate::apply::prune::{PruneReport, prune};
+use crate::apply::{ApplyError, guard, health, stage};
+use crate::diff::dryrun::dry_run;
+use crate::diff::resolve::{Resolved, Resolver};
+use crate::diff::{Action, scope};
+
+/// How many dry-runs are in flight at once.
+const DIFF_CONCURRENCY: usize = 8;
+
+/// Where an App deploys: a client for its destination cluster and that cluster's allowlist
+/// (the registry provides both; the management cluster is unrestricted).
+#[derive(Clone)]
+pub struct Target {
+    /// The cluster's name, for messages (`local` for the management cluster).
+    pub cluster: String,
+    /// An authenticated client for the cluster.
+    pub client: Client,
+    /// The namespaces the App may deploy to.
+    pub allowlist: Allowlist,
+}
+
+/// The rendered manifests of one revision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifests {
+    /// The source revision (e.g. a commit id).
+    pub revision: String,
+    /// sha256 of the rendered YAML.
+    pub digest: String,
+    /// The rendered objects.
+    pub objects: Vec<Value>,
+}
+
+/// Timeouts and limits of a pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// How long to wait for applied objects to become healthy before Degraded.
+    pub health_timeout: Duration,
+    /// How long to wait for a CRD to become Established.
+    pub crd_timeout: Duration,
+    /// The interval between health checks.
+    pub poll: Duration,
+    /// How long a Held plan may be approved; `None`: forever.
+    pub approval_ttl: Option<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            health_timeout: Duration::from_secs(300),
+            crd_timeout: Duration::from_secs(60),
+            poll: Duration::from_secs(2),
+            approval_ttl: Some(Duration::from_secs(24 * 3600)),
+        }
+    }
+}
+
+/// The inputs of one pass: the App, its previous status, its destination and the rendered
+/// manifests of the revision to reconcile.
+#[derive(Clone, Copy)]
+pub struct Pass<'a> {
+    /// The App's `namespace/name`, stamped on every applied object (prune only deletes
+    /// objects stamped with it).
+    pub app: &'a str,
+    /// The App's spec.
+    pub spec: &'a AppSpec,
+    /// The App's status before this pass (inventory, Held plan).
+    pub previous: &'a AppStatus,
+    /// The destination cluster.
+    pub target: &'a Target,
+    /// What to deploy.
+    pub manifests: &'a Manifests,
+}
+
+/// The result of a pass: the new status, the plan it acted on, and what prune did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The App status to record.
+    pub status: AppStatus,
+    /// The plan (diffs for `…/diff`).
+    pub plan: Plan,
+    /// What prune deleted or skipped, when the plan was applied.
+    pub pruned: Option<PruneReport>,
+}
+
+/// Why a pass failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// The sync policy has an invalid window.
+    #[error(transparent)]
+    Window(#[from] WindowError),
+    /// A rendered object has no identity or an unknown kind.
+    #[error(transparent)]
+    Place(#[from] PlaceError),
+    /// The allowlist refused objects; nothing was sent to the cluster.
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    /// Approve or reject was asked while no plan is Held.
+    #[error("409 Conflict: no plan is Held")]
+    NothingHeld,
+    /// The approval named another plan than the Held one.
+    #[error("409 Conflict: plan {given} is not the Held plan {held}")]
+    WrongPlan {
+        /// The hash in the request.
+        given: String,
+        /// The Held plan's hash.
+        held: String,
+    },
+    /// Since it was Held, the plan changed (revision, digest or live state); the new plan is
+    /// Held instead (see `outcome`).
+    #[error("409 Conflict: the Held plan {held} is no longer current; plan {} is Held instead", outcome.plan.plan_hash)]
+    PlanChanged {
+        /// The hash that was approved.
+        held: String,
+        /// The pass that Held the fresh plan.
+        outcome: Box<Outcome>,
+    },
+    /// The Held plan is older than the approval lifetime; it is Held afresh (see `outcome`).
+    #[error("409 Conflict: the Held plan {held} expired; plan {} is Held afresh", outcome.plan.plan_hash)]
+    ApprovalExpired {
+        /// The expired plan's hash.
+        held: String,
+        /// The pass that Held the fresh plan.
+        outcome: Box<Outcome>,
+    },
+    /// Discovery or a dry-run failed.
+    #[error("cluster request failed: {0}")]
+    Kube(#[from] kube::Error),
+    /// Apply or prune failed.
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+}
+
+impl ReconcileError {
+    /// The HTTP status the API answers with.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            ReconcileError::Window(_) | ReconcileError::Place(_) => 400,
+            ReconcileError::Forbidden(_) => 403,
+            ReconcileError::NothingHeld
+            | ReconcileError::WrongPlan { .. }
+            | ReconcileError::PlanChanged { .. }
+            | ReconcileError::ApprovalExpired { .. } => 409,
+            ReconcileError::Kube(_) | ReconcileError::Apply(_) => 502,
+        }
+    }
+
+    /// The status to record after this error: the fresh Held status for a changed or expired
+    /// plan, the unchanged status for a refused approval, Failed otherwise.
+    pub fn status(&self, previous: &AppStatus, now: DateTime<Utc>) -> AppStatus {
+        match self {
+            ReconcileError::PlanChanged { outcome, .. }
+            | ReconcileError::ApprovalExpired { outcome, .. } => outcome.status.clone(),
+            ReconcileError::NothingHeld | ReconcileError::WrongPlan { .. } => previous.clone(),
+            e => status::failed(previous, &e.to_string(), now),
+        }
+    }
+}
+
+/// A plan with what is needed to execute it.
+struct Planned {
+    plan: Plan,
+    placed: Vec<(ObjectRef, Value)>,
+    /// Inventory entries kept although not rendered (prune is off).
+    kept: Vec<ObjectRef>,
+    guard: Option<String>,
+    /// The App's `namespace/name`.
+    owner: String,
+}
+
+/// Places the objects and checks the allowlist. Kinds the built-in table and the rendered
+/// CRDs do not cover are looked up through discovery (read-only) first.
+async fn place_and_check(
+    spec: &AppSpec,
+    target: &Target,
+    resolver: &mut Resolver,
+    objects: &[Value],
+) -> Result<Vec<(ObjectRef, Value)>, ReconcileError> {
+    let crds = scope::rendered_crd_scopes(objects);
+    let mut discovered: BTreeMap<(String, String), bool> = BTreeMap::new();
+    for o in objects {
+        let (Some(av), Some(kind)) = (
+            o.get("apiVersion").and_then(Value::as_str),
+            o.get("kind").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if scope::static_scope(av, kind, &crds).is_none()
+            && !discovered.contains_key(&(av.to_string(), kind.to_string()))
+            && let Some(r) = resolver.resolve(av, kind).await?
+        {
+            discovered.insert((av.to_string(), kind.to_string()), r.namespaced);
+        }
+    }
+    let scope_of = |av: &str, kind: &str| {
+        scope::static_scope(av, kind, &crds)
+            .or_else(|| discovered.get(&(av.to_string(), kind.to_string())).copied())
+    };
+    let placed = allowlist::place(objects, &spec.destination.namespace, scope_of)?;
+    allowlist::check(
+        &target.allowlist,
+        &target.cluster,
+        &spec.destination.namespace,
+        &placed,
+    )?;
+    Ok(placed)
+}
+
+/// Builds the plan: dry-run diffs of every rendered object, and prunes from the inventory.
+async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError> {
+    let Pass {
+        app,
+        spec,
+        previous,
+        target,
+        manifests,
+    } = pass;
+    parse_all(&spec.sync_policy.sync_windows)?;
+    let mut resolver = Resolver::new(target.client.clone());
+    let mut placed = place_and_check(spec, target, &mut resolver, &manifests.objects).await?;
+    for (_, object) in &mut placed {
+        stamp(object, app);
+    }
+    let mut resolved: Vec<Option<Resolved>> = Vec::with_capacity(placed.len());
+    for (id, _) in &placed {
+        resolved.push(resolver.resolve(&id.api_version, &id.kind).await?);
+    }
+    let diffs = stream::iter(placed.iter().zip(&resolved))
+        .map(|((id, object), r)| dry_run(&resolver, r.as_ref(), id.clone(), object))
+        .buffered(DIFF_CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let current: BTreeSet<ObjectRef> = placed.iter().map(|(id, _)| id.clone()).collect();
+    let gone = orphans(&previous.inventory, &current);
+    let mut prunes = Vec::new();
+    let mut kept = Vec::new();
+    if spec.sync_policy.prune {
+        for id in gone {
+            let Some(r) = resolver.resolve(&id.api_version, &id.kind).await? else {
+                continue;
+            };
+            let Some(live) = resolver
+                .api(&r, id.namespace.as_deref())
+                .get_opt(&id.name)
+                .await?
+            else {
+                continue;
+            };
+            let live = serde_json::to_value(live).map_err(kube::Error::SerdeError)?;
+            if prunable(&live, app) {
+                let rv = live
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                prunes.push(Prune {
+                    object: id,
+                    live_resource_version: rv,
+                });
+            }
+        }
+    } else {
+        kept = gone;
+    }
+    let prune_ids: Vec<ObjectRef> = prunes.iter().map(|p| p.object.clone()).collect();
+    let guard = guard::check(previous.inventory.len(), &prune_ids);
+    let plan = Plan::new(
+        manifests.revision.clone(),
+        manifests.digest.clone(),
+        diffs,
+        prunes,
+    );
+    Ok((
+        Planned {
+            plan,
+            placed,
+            kept,
+            guard,
+            owner: app.to_string(),
+        },
+        resolver,
+    ))
+}
+
+/// Computes the plan without deciding or applying (for `…/diff` and `wardn diff`).
+pub async fn plan(pass: Pass<'_>) -> Result<Plan, ReconcileError> {
+    Ok(make_plan(pass).await?.0.plan)
+}
+
+/// One reconcile pass: plan, decide, and apply when the decision says so. `progress` receives
+/// the Progressing status once the objects are applied, before the health wait.
+pub async fn reconcile(
+    pass: Pass<'_>,
+    trigger: &Trigger,
+    options: &Options,
+    now: DateTime<Utc>,
+    progress: &mut (dyn FnMut(&AppStatus) + Send),
+) -> Result<Outcome, ReconcileError> {
+    let Pass { spec, previous, .. } = pass;
+    // Approval only goes through `approve`, which verifies the plan hash; here it would skip
+    // that check, so it counts as a plain manual sync.
+    let trigger = match trigger {
+        Trigger::Approved => &Trigger::Manual {
+            override_windows: false,
+        },
+        t => t,
+    };
+    let (planned, resolver) = make_plan(pass).await?;
+    let windows = parse_all(&spec.sync_policy.sync_windows)?;
+    let decision = decide(
+        &planned.plan,
+        &spec.sync_policy,
+        previous,
+        &windows,
+        trigger,
+        planned.guard.as_deref(),
+        now,
+    );
+    let (phase, message) = match decision {
+        Decision::Apply => return execute(previous, planned, resolver, options, progress).await,
+        Decision::Synced => (Phase::Synced, String::new()),
+        Decision::Held(m) => (Phase::Held, m),
+        Decision::Waiting(m) => (Phase::Waiting, m),
+        Decision::OutOfSync(m) => (Phase::OutOfSync, m),
+    };
+    let status = status::planned(previous, &planned.plan, phase, &message, now);
+    Ok(Outcome {
+        status,
+        plan: planned.plan,
+        pruned: None,
+    })
+}
+
+/// Approves the Held plan: re-plans, and applies only if the fresh plan has the Held hash
+/// (and `plan_hash`, when given, names it). A changed or expired plan is Held afresh and the
+/// approval refused (409).
+pub async fn approve(
+    pass: Pass<'_>,
+    plan_hash: Option<&str>,
+    options: &Options,
+    now: DateTime<Utc>,
+    progress: &mut (dyn FnMut(&AppStatus) + Send),
+) -> Result<Outcome, ReconcileError> {
+    let Pass { previous, .. } = pass;
+    let held = match (&previous.phase, &previous.plan_hash) {
+        (Some(Phase::Held), Some(h)) => h.clone(),
+        _ => return Err(ReconcileError::NothingHeld),
+    };
+    if let Some(given) = plan_hash.filter(|g| *g != held) {
+        return Err(ReconcileError::WrongPlan {
+            given: given.to_string(),
+            held,
+        });
+    }
+    let (planned, resolver) = make_plan(pass).await?;
+    if planned.plan.is_noop() {
+        // The cluster already matches (e.g. someone applied the change): nothing to approve.
+        let status = status::planned(previous, &planned.plan, Phase::Synced, "", now);
+        return Ok(Outcome {
+            status,
+            plan: planned.plan,
+            pruned: None,
+        });
+    }
+    let expired = options.approval_ttl.is_some_and(|ttl| {
+        let held_at = previous
+            .held_at
+            .as_deref()
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok());
+        held_at.is_some_and(|t| {
+            now.signed_duration_since(t)
+                .to_std()
+                .is_ok_and(|age| age > ttl)
+        })
+    });
+    if expired || planned.plan.plan_hash != held {
+        let why = if expired {
+            "approval expired"
+        } else {
+            "the plan changed since it was Held"
+        };
+        let message = format!("{why}; plan {} waits for approval", planned.plan.plan_hash);
+        let mut fresh = previous.clone();
+        fresh.held_at = None;
+        fresh.phase = None;
+        let status = status::planned(&fresh, &planned.plan, Phase::Held, &message, now);
+        let outcome = Box::new(Outcome {
+            status,
+            plan: planned.plan,
+            pruned: None,
+        });
+        return Err(if expired {
+            ReconcileError::ApprovalExpired { held, outcome }
+        } else {
+            ReconcileError::PlanChanged { held, outcome }
+        });
+    }
+    execute(previous, planned, resolver, options, progress).await
+}
+
+/// Applies a plan: staged apply of creates and updates, prune, then the health wait.
+async fn execute(
+    previous: &AppStatus,
+    planned: Planned,
+    mut resolver: Resolver,
+    options: &Options,
+    progress: &mut (dyn FnMut(&AppStatus) + Send),
+) -> Result<Outcome, ReconcileError> {
+    let Planned {
+        plan,
+        placed,
+        kept,
+        owner,
+        ..
+    } = planned;
+    let touched: BTreeSet<&ObjectRef> = plan
+        .objects
+        .iter()
+        .filter(|d| d.action != Action::Unchanged)
+        .map(|d| &d.object)
+        .collect();
+    let to_apply: Vec<(ObjectRef, Value)> = placed
+        .iter()
+        .filter(|(id, _)| touched.contains(id))
+        .cloned()
+        .collect();
+    stage::apply_staged(&mut resolver, &to_apply, options.crd_timeout).await?;
+    let prune_ids: Vec<ObjectRef> = plan.prunes.iter().map(|p| p.object.clone()).collect();
+    let report = prune(&mut resolver, &prune_ids, &owner).await?;
+    let mut inventory: Vec<ObjectRef> = placed
+        .iter()
+        .map(|(id, _)| id.clone())
+        .chain(kept)
+        .collect();
+    inventory.sort();
+    inventory.dedup();
+    progress(&status::applied(
+        previous,
+        &plan,
+        inventory.clone(),
+        HealthState::Progressing,
+        "waiting for health",
+        Utc::now(),
+    ));
+    let ids: Vec<ObjectRef> = placed.into_iter().map(|(id, _)| id).collect();
+    let h = health::wait(&mut resolver, &ids, options.health_timeout, options.poll).await?;
+    let status = status::applied(previous, &plan, inventory, h.state, &h.message, Utc::now());
+    Ok(Outcome {
+        status,
+        plan,
+        pruned: Some(report),
+    })
+}
+
+/// Rejects the Held plan: the App goes OutOfSync with the rejection in its message.
+pub fn reject(previous: &AppStatus, now: DateTime<Utc>) -> Result<AppStatus, ReconcileError> {
+    let held = match (&previous.phase, &previous.plan_hash) {
+        (Some(Phase::Held), Some(h)) => h.clone(),
+        _ => return Err(ReconcileError::NothingHeld),
+    };
+    let mut s = previous.clone();
+    s.held_at = None;
+    status::set_phase(
+        &mut s,
+        Phase::OutOfSync,
+        &format!("plan {held} rejected"),
+        now,
+    );
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reject_discards_only_a_held_plan() {
+        let now = Utc::now();
+        let held = AppStatus {
+            phase: Some(Phase::Held),
+            plan_hash: Some("abc".into()),
+            held_at: Some("2026-01-01T00:00:00Z".into()),
+            ..Default::default()
+        };
+        let s = reject(&held, now).unwrap();
+        assert_eq!(s.phase, Some(Phase::OutOfSync));
+        assert_eq!(s.message.as_deref(), Some("plan abc rejected"));
+        assert_eq!(s.held_at, None);
+        let synced = AppStatus {
+            phase: Some(Phase::Synced),
+            ..held
+        };
+        let e = reject(&synced, now).unwrap_err();
+        assert_eq!(e.http_status(), 409);
+        assert_eq!(
+            e.status(&synced, now),
+            synced,
+            "a refused request changes nothing"
+        );
+    }
+}

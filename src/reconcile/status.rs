@@ -1,0 +1,201 @@
+//! Status: the App status after a pass, with kstatus-style conditions (`Ready`, `Reconciling`,
+//! `Stalled`) whose transition times only move when their status changes. Pure.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use super::plan::Plan;
+use crate::app::{AppStatus, Condition, HealthState, Phase};
+use crate::apply::inventory::ObjectRef;
+
+/// Formats a time as status does (RFC 3339, seconds, `Z`).
+pub fn timestamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    on: bool,
+    reason: &str,
+    message: &str,
+    now: &str,
+) {
+    let status = if on { "True" } else { "False" };
+    let time = conditions
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+        .map(|c| c.last_transition_time.clone())
+        .unwrap_or_else(|| now.to_string());
+    conditions.retain(|c| c.type_ != type_);
+    conditions.push(Condition {
+        type_: type_.to_string(),
+        status: status.to_string(),
+        reason: reason.to_string(),
+        message: message.to_string(),
+        last_transition_time: time,
+    });
+}
+
+/// Sets phase, message and the three conditions consistently.
+pub fn set_phase(status: &mut AppStatus, phase: Phase, message: &str, now: DateTime<Utc>) {
+    let now = timestamp(now);
+    let reason = format!("{phase:?}");
+    status.phase = Some(phase);
+    status.message = (!message.is_empty()).then(|| message.to_string());
+    let mut conditions = std::mem::take(&mut status.conditions);
+    set_condition(
+        &mut conditions,
+        "Ready",
+        phase == Phase::Synced,
+        &reason,
+        message,
+        &now,
+    );
+    set_condition(
+        &mut conditions,
+        "Reconciling",
+        phase == Phase::Progressing,
+        &reason,
+        message,
+        &now,
+    );
+    set_condition(
+        &mut conditions,
+        "Stalled",
+        matches!(phase, Phase::Degraded | Phase::Failed),
+        &reason,
+        message,
+        &now,
+    );
+    status.conditions = conditions;
+}
+
+/// The status for a plan that was not applied (Synced no-op, Held, Waiting, OutOfSync): the
+/// plan's revision, digest, summary and hash; `held_at` kept while the same plan stays Held.
+pub fn planned(
+    previous: &AppStatus,
+    plan: &Plan,
+    phase: Phase,
+    message: &str,
+    now: DateTime<Utc>,
+) -> AppStatus {
+    let mut s = previous.clone();
+    s.revision = Some(plan.revision.clone());
+    s.rendered_digest = Some(plan.rendered_digest.clone());
+    s.plan = Some(plan.summary());
+    let same_held = previous.phase == Some(Phase::Held)
+        && previous.plan_hash.as_deref() == Some(plan.plan_hash.as_str());
+    s.held_at = match phase {
+        Phase::Held if same_held => previous.held_at.clone(),
+        Phase::Held => Some(timestamp(now)),
+        _ => None,
+    };
+    s.plan_hash = Some(plan.plan_hash.clone());
+    if phase == Phase::Synced {
+        s.synced_revision = Some(plan.revision.clone());
+        s.synced_digest = Some(plan.rendered_digest.clone());
+        s.health.get_or_insert(HealthState::Healthy);
+    }
+    set_phase(&mut s, phase, message, now);
+    s
+}
+
+/// The status after an apply: the new inventory, the health outcome (Synced when healthy,
+/// Degraded otherwise, Progressing while waiting).
+pub fn applied(
+    previous: &AppStatus,
+    plan: &Plan,
+    inventory: Vec<ObjectRef>,
+    health: HealthState,
+    message: &str,
+    now: DateTime<Utc>,
+) -> AppStatus {
+    let mut s = previous.clone();
+    s.revision = Some(plan.revision.clone());
+    s.rendered_digest = Some(plan.rendered_digest.clone());
+    s.synced_revision = Some(plan.revision.clone());
+    s.synced_digest = Some(plan.rendered_digest.clone());
+    s.plan = Some(plan.summary());
+    s.plan_hash = Some(plan.plan_hash.clone());
+    s.held_at = None;
+    s.inventory = inventory;
+    s.health = Some(health);
+    s.last_synced_at = Some(timestamp(now));
+    let phase = match health {
+        HealthState::Healthy => Phase::Synced,
+        HealthState::Progressing => Phase::Progressing,
+        HealthState::Degraded => Phase::Degraded,
+    };
+    set_phase(&mut s, phase, message, now);
+    s
+}
+
+/// The status after a failed pass: phase Failed with the error; everything else kept.
+pub fn failed(previous: &AppStatus, error: &str, now: DateTime<Utc>) -> AppStatus {
+    let mut s = previous.clone();
+    set_phase(&mut s, Phase::Failed, error, now);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn conditions_follow_the_phase_and_keep_transition_times() {
+        let mut s = AppStatus::default();
+        set_phase(&mut s, Phase::Progressing, "", t("2026-01-01T00:00:00Z"));
+        let get = |s: &AppStatus, ty: &str| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == ty)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(get(&s, "Reconciling").status, "True");
+        assert_eq!(get(&s, "Ready").status, "False");
+        set_phase(
+            &mut s,
+            Phase::Degraded,
+            "timeout",
+            t("2026-01-01T00:05:00Z"),
+        );
+        assert_eq!(get(&s, "Stalled").status, "True");
+        assert_eq!(
+            get(&s, "Ready").last_transition_time,
+            "2026-01-01T00:00:00Z",
+            "still False"
+        );
+        assert_eq!(
+            get(&s, "Stalled").last_transition_time,
+            "2026-01-01T00:05:00Z"
+        );
+        assert_eq!(s.message.as_deref(), Some("timeout"));
+        set_phase(&mut s, Phase::Synced, "", t("2026-01-01T00:06:00Z"));
+        assert_eq!(get(&s, "Ready").status, "True");
+        assert_eq!(s.message, None);
+        assert_eq!(s.conditions.len(), 3);
+    }
+
+    #[test]
+    fn held_at_is_kept_for_the_same_plan() {
+        let p = Plan::new("r".into(), "d".into(), vec![], vec![]);
+        let s1 = planned(
+            &AppStatus::default(),
+            &p,
+            Phase::Held,
+            "wait",
+            t("2026-01-01T00:00:00Z"),
+        );
+        assert_eq!(s1.held_at.as_deref(), Some("2026-01-01T00:00:00Z"));
+        let s2 = planned(&s1, &p, Phase::Held, "wait", t("2026-01-01T01:00:00Z"));
+        assert_eq!(s2.held_at, s1.held_at);
+        let p2 = Plan::new("r2".into(), "d".into(), vec![], vec![]);
+        let s3 = planned(&s2, &p2, Phase::Held, "wait", t("2026-01-01T02:00:00Z"));
+        assert_eq!(s3.held_at.as_deref(), Some("2026-01-01T02:00:00Z"));
+    }
+}
