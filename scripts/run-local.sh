@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `make run`: the wardn daemon with its embedded defaults, on this machine only.
+#   - three kubesim clusters (mgmt, staging, production) on 127.0.0.1, kubeconfigs in DATA/kubesim
+#   - a local Git repository with the demo overlays (fixtures/demo-app) in DATA/demo-repo
+#   - wardn serve on 127.0.0.1:8080 with SQLite in DATA/wardn.db, staging and production registered
+# Stops everything it started on Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=$(mkdir -p "${1:-.data}" && cd "${1:-.data}" && pwd)
+BIN="${CARGO_TARGET_DIR:-target}/debug"
+LISTEN="${WARDN_LISTEN:-127.0.0.1:8080}"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+# A local credentials key, generated once. Production reads WARDN_CREDENTIALS_KEY from a Secret.
+if [ -z "${WARDN_CREDENTIALS_KEY:-}" ]; then
+  keyfile="$DATA/credentials.key"
+  [ -f "$keyfile" ] || (umask 077 && head -c 32 /dev/urandom | base64 > "$keyfile")
+  echo "warning: WARDN_CREDENTIALS_KEY is not set; using the local key in $keyfile (fine for a demo, not for production)" >&2
+  WARDN_CREDENTIALS_KEY=$(cat "$keyfile")
+  export WARDN_CREDENTIALS_KEY
+fi
+# The admin password, generated once and kept next to the data so the demo can log in again.
+pwfile="$DATA/admin.password"
+[ -f "$pwfile" ] || (umask 077 && head -c 18 /dev/urandom | base64 > "$pwfile")
+export WARDN_ADMIN_PASSWORD="${WARDN_ADMIN_PASSWORD:-$(cat "$pwfile")}"
+
+# Clusters.
+rm -f "$DATA"/kubesim/*.kubeconfig
+"$BIN/kubesim" serve --clusters mgmt,staging,production --dir "$DATA/kubesim" \
+  --namespaces staging,production --nodes 3 &
+pids+=($!)
+for _ in $(seq 100); do [ -f "$DATA/kubesim/production.kubeconfig" ] && break; sleep 0.1; done
+
+# The fixture Git repository (made with the git CLI, once).
+repo="$DATA/demo-repo"
+if [ ! -d "$repo/.git" ]; then
+  mkdir -p "$repo" && cp -r fixtures/demo-app/. "$repo/"
+  git -C "$repo" init -q -b main
+  git -C "$repo" -c user.name=wardn -c user.email=wardn@localhost add -A
+  git -C "$repo" -c user.name=wardn -c user.email=wardn@localhost commit -q -m "demo app"
+fi
+mkdir -p "$DATA/apps"
+for f in fixtures/demo-apps/*.yaml; do sed "s|REPO|file://$repo|" "$f" > "$DATA/apps/$(basename "$f")"; done
+
+"$BIN/wardn" serve --listen "$LISTEN" --data-dir "$DATA" &
+pids+=($!)
+for _ in $(seq 100); do curl -fs "http://$LISTEN/api/v1/health" >/dev/null && break; sleep 0.1; done
+
+# Register staging and production (409 on a second run is fine).
+WARDN_PASSWORD="$WARDN_ADMIN_PASSWORD" "$BIN/wardn" login --server "http://$LISTEN" >/dev/null
+for name in staging production; do
+  kubeconfig="$DATA/kubesim/$name.kubeconfig"
+  url=$(sed -n 's/^ *server: *//p' "$kubeconfig" | head -n 1)
+  "$BIN/wardn" clusters add "$name" --server-url "$url" --kubeconfig "$kubeconfig" \
+    --namespaces "$name" --server "http://$LISTEN" 2>&1 | grep -v 'already exists' || true
+done
+
+cat <<MSG
+
+wardn is running on http://$LISTEN   (user admin, password in $pwfile)
+  clusters:   $BIN/wardn clusters list --server http://$LISTEN
+  kubectl:    kubectl --kubeconfig $DATA/kubesim/staging.kubeconfig get all -A
+  demo repo:  $repo (Apps in $DATA/apps)
+Ctrl-C stops everything.
+MSG
+wait
