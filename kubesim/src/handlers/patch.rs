@@ -58,8 +58,15 @@ pub fn patch(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
             } else {
                 crate::lifecycle::schema_type(&info)
             };
-            k8s_merge::strategic_merge_patch(&base, &patch, ty)
-                .map_err(|e| ApiError::bad_request(e.to_string()))?
+            // The API server's list order (patch items interleaved with the live ones), as
+            // `kubectl patch --local` shows; the renderer uses kustomize's order instead.
+            k8s_merge::strategic_merge_patch_with_order(
+                &base,
+                &patch,
+                ty,
+                k8s_merge::ListOrder::Server,
+            )
+            .map_err(|e| ApiError::bad_request(e.to_string()))?
         }
     };
     if !patched.is_object() {
