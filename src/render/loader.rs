@@ -2,6 +2,8 @@
 //! `resources` (files and nested kustomizations) and `components`, then running the
 //! generators and transformers of each level, in kustomize's order.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use super::kustomization::Kustomization;
@@ -148,11 +150,12 @@ impl Builder<'_> {
         kust: &Kustomization,
         acc: &mut Vec<Res>,
     ) -> Result<(), RenderError> {
+        let mut ids: HashSet<String> = acc.iter().map(Res::id).collect();
         for entry in kust.resources.iter().chain(&kust.bases) {
             let loaded = self.resource_entry(dir, entry).map_err(|e| {
                 e.context(format!("accumulating resources from '{entry}' in {file}"))
             })?;
-            append_unique(acc, loaded, entry)?;
+            append_unique(acc, &mut ids, loaded, entry)?;
         }
         for entry in &kust.components {
             let path = self.child_dir(dir, entry)?;
@@ -303,9 +306,13 @@ fn push_object(path: &str, doc: Value, out: &mut Vec<Res>) -> Result<(), RenderE
     Ok(())
 }
 
-/// Appends `new` to `acc`, refusing an id that is already present.
-fn append_unique(acc: &mut Vec<Res>, new: Vec<Res>, entry: &str) -> Result<(), RenderError> {
-    let mut ids: std::collections::HashSet<String> = acc.iter().map(Res::id).collect();
+/// Appends `new` to `acc`, refusing an id already in `ids` (the ids of `acc`, kept in step).
+fn append_unique(
+    acc: &mut Vec<Res>,
+    ids: &mut HashSet<String>,
+    new: Vec<Res>,
+    entry: &str,
+) -> Result<(), RenderError> {
     for res in new {
         let id = res.id();
         if !ids.insert(id.clone()) {
