@@ -50,8 +50,14 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
     std::fs::create_dir_all(&apps).unwrap();
     let auto_src = write_source(work.path(), "auto");
     let held_src = write_source(work.path(), "held");
+    let rejected_src = write_source(work.path(), "rejected");
     std::fs::write(apps.join("auto.yaml"), app_yaml("auto", &auto_src, false)).unwrap();
     std::fs::write(apps.join("held.yaml"), app_yaml("held", &held_src, true)).unwrap();
+    std::fs::write(
+        apps.join("rejected.yaml"),
+        app_yaml("rejected", &rejected_src, true),
+    )
+    .unwrap();
 
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -141,10 +147,12 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
     };
     let (status, list) = get("/api/v1/apps?phase=Held".into()).await;
     assert_eq!(status, 200, "{list}");
-    assert_eq!(list["apps"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["apps"].as_array().unwrap().len(), 2, "{list}");
     assert_eq!(list["apps"][0]["name"], "held");
     let (_, all) = get("/api/v1/apps?cluster=local".into()).await;
-    assert_eq!(all["apps"].as_array().unwrap().len(), 2, "{all}");
+    assert_eq!(all["apps"].as_array().unwrap().len(), 3, "{all}");
+    let (_, none) = get("/api/v1/apps?cluster=staging".into()).await;
+    assert_eq!(none["apps"], json!([]));
     let (status, one) = get("/api/v1/apps/local/auto".into()).await;
     assert_eq!((status, &one["phase"]), (200, &json!("Synced")), "{one}");
     let (status, _) = get("/api/v1/apps/local/missing".into()).await;
