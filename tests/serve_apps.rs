@@ -1,9 +1,10 @@
 //! `wardn serve --apps` end to end: kubesim as the management cluster, Directory Apps loaded
 //! from an apps directory, the server started in-process; an automated App becomes Synced and
 //! its ConfigMap exists, an App requiring approval is Held and applies nothing until it is
-//! approved through the API.
+//! approved through the API; a Git App syncs and a signed webhook deploys its next commit.
 
 mod common;
+mod support;
 
 use std::time::Duration;
 
@@ -194,6 +195,103 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
         text.contains("app.approve") && text.contains(&plan_hash),
         "{text}"
     );
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_git_app_syncs_and_a_signed_webhook_deploys_the_next_commit() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let upstream = support::Upstream::init(&work.path().join("upstream"));
+    let configmap = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: git-config\ndata:\n  k: {value}\n"
+        )
+    };
+    upstream.commit(
+        &[
+            (
+                "deploy/kustomization.yaml",
+                "resources:\n- configmap.yaml\n",
+            ),
+            ("deploy/configmap.yaml", &configmap("v1")),
+        ],
+        "first",
+    );
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    // An hour between polls: only the first poll and the webhook move the App.
+    std::fs::write(
+        apps.join("git.yaml"),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: git\n\
+             spec:\n  source:\n    type: Git\n    git:\n      repoURL: {}\n      branch: main\n\
+             \x20     path: deploy\n      interval: 1h\n\
+             \x20 destination:\n    namespace: staging\n  syncPolicy:\n    automated: true\n",
+            upstream.url()
+        ),
+    )
+    .unwrap();
+    let options = ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: work.path().join("data"),
+        database_url: None,
+        admin_password: Some(PASSWORD.into()),
+        internal_token: None,
+        webhook_secret: Some("hook".into()),
+        apps_dir: Some(apps),
+        management_kubeconfig: Some(sim.kubeconfig.clone()),
+        probe_interval: Duration::from_secs(3600),
+        probe_timeout: Duration::from_secs(5),
+    };
+    std::fs::create_dir_all(&options.data_dir).unwrap();
+    let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
+        .await
+        .unwrap();
+    let base = format!("http://{}", server.addr);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+
+    let value = || {
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), "git-config")
+            .map(|o| o["data"]["k"].clone())
+    };
+    let mut seen = None;
+    for _ in 0..600 {
+        seen = value();
+        if seen == Some(json!("v1")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, Some(json!("v1")));
+
+    upstream.commit(&[("deploy/configmap.yaml", &configmap("v2"))], "second");
+    let body = serde_json::to_vec(&json!({"repoURL": upstream.url()})).unwrap();
+    let response = reqwest::Client::new()
+        .post(format!("{base}/api/v1/webhooks/git"))
+        .header(
+            "x-wardn-signature",
+            wardn::sources::webhook::sign(b"hook", &body),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    for _ in 0..600 {
+        seen = value();
+        if seen == Some(json!("v2")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, Some(json!("v2")));
 
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
