@@ -8,6 +8,7 @@ pub mod clusters;
 pub mod diff;
 pub mod reconcile;
 pub mod render;
+pub mod runner;
 pub mod server;
 pub mod sources;
 pub mod store;

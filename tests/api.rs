@@ -6,7 +6,7 @@ mod support;
 
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
-use support::server::{INTERNAL_TOKEN, TestServer, kubeconfig};
+use support::server::{INTERNAL_TOKEN, TestServer, WEBHOOK_SECRET, kubeconfig};
 use wardn::server::{Access, route_table};
 use wardn::store::audit;
 
@@ -40,8 +40,19 @@ async fn every_route_but_login_and_health_requires_authentication() {
         .map(|r| r.path)
         .collect();
     assert_eq!(public, ["/api/v1/health", "/api/v1/auth/login"]);
+    let webhooks: Vec<&str> = table
+        .iter()
+        .filter(|r| r.access == Access::Webhook)
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(webhooks, ["/api/v1/webhooks/git"]);
     for route in table {
-        let url = server.url(&route.path.replace("{name}", "staging"));
+        let url = server.url(
+            &route
+                .path
+                .replace("{name}", "staging")
+                .replace("{cluster}", "local"),
+        );
         let anonymous = http
             .request(route.method.clone(), &url)
             .header("content-type", "application/json");
@@ -54,7 +65,8 @@ async fn every_route_but_login_and_health_requires_authentication() {
                 route.method,
                 route.path
             ),
-            Access::User | Access::Internal => {
+            // Webhooks carry no session: an unsigned request is refused by the handler.
+            Access::User | Access::Internal | Access::Webhook => {
                 assert_eq!(
                     status,
                     StatusCode::UNAUTHORIZED,
@@ -82,6 +94,41 @@ async fn every_route_but_login_and_health_requires_authentication() {
             assert_eq!(status, StatusCode::UNAUTHORIZED, "{}", route.path);
         }
     }
+}
+
+#[tokio::test]
+async fn the_git_webhook_is_mounted_and_checks_signatures() {
+    let server = TestServer::start(None).await;
+    let http = Client::new();
+    let url = server.url(wardn::sources::webhook::ROUTE);
+    let body = serde_json::to_vec(&json!({"repoURL": "https://git.example.com/o/r.git"})).unwrap();
+    let signed = |secret: &[u8]| {
+        http.post(&url)
+            .header(
+                "x-wardn-signature",
+                wardn::sources::webhook::sign(secret, &body),
+            )
+            .body(body.clone())
+    };
+    // Right signature, repository no App uses: accepted, nothing to poll.
+    let (status, reply) = send(signed(WEBHOOK_SECRET.as_bytes())).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{reply}");
+    assert_eq!(reply["status"], "ignored");
+    // Wrong secret: refused.
+    let (status, _) = send(signed(b"not the secret")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // Payloads above the API's 1 MB limit but under the webhook's 25 MB are read.
+    let big = vec![b' '; 2 << 20];
+    let (status, _) = send(
+        http.post(&url)
+            .header(
+                "x-wardn-signature",
+                wardn::sources::webhook::sign(WEBHOOK_SECRET.as_bytes(), &big),
+            )
+            .body(big.clone()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
 }
 
 #[tokio::test]

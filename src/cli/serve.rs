@@ -19,6 +19,12 @@ pub struct ServeArgs {
     /// PostgreSQL URL (postgres://…) instead of the embedded SQLite file.
     #[arg(long, env = "WARDN_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// Directory of App YAML files to reconcile.
+    #[arg(long, env = "WARDN_APPS_DIR")]
+    pub apps: Option<PathBuf>,
+    /// Kubeconfig of the management cluster (default: in-cluster, `KUBECONFIG`, ~/.kube/config).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
     /// Seconds between background cluster probes.
     #[arg(long, default_value_t = 30)]
     pub probe_interval: u64,
@@ -28,7 +34,8 @@ pub struct ServeArgs {
 }
 
 /// Runs the server until Ctrl-C or SIGTERM. Reads `WARDN_CREDENTIALS_KEY` (required),
-/// `WARDN_CREDENTIALS_KEY_PREVIOUS`, `WARDN_ADMIN_PASSWORD` and `WARDN_INTERNAL_TOKEN`.
+/// `WARDN_CREDENTIALS_KEY_PREVIOUS`, `WARDN_ADMIN_PASSWORD`, `WARDN_INTERNAL_TOKEN` and
+/// `WARDN_WEBHOOK_SECRET`.
 pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     let sealer = Sealer::from_env()?;
     let options = ServeOptions {
@@ -37,6 +44,9 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         database_url: args.database_url,
         admin_password: std::env::var("WARDN_ADMIN_PASSWORD").ok(),
         internal_token: std::env::var("WARDN_INTERNAL_TOKEN").ok(),
+        webhook_secret: std::env::var(crate::sources::webhook::SECRET_ENV).ok(),
+        apps_dir: args.apps,
+        management_kubeconfig: args.kubeconfig,
         probe_interval: Duration::from_secs(args.probe_interval.max(1)),
         probe_timeout: Duration::from_secs(args.probe_timeout.max(1)),
     };

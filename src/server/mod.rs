@@ -2,6 +2,7 @@
 //! access level, and the router is built from that table, so the authentication requirement of
 //! each route is visible in one place and checked by a test that walks the table.
 
+pub mod apps;
 pub mod audit;
 pub mod auth;
 pub mod body;
@@ -13,14 +14,22 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 
+use crate::clusters::connect::client_from_kubeconfig;
 use crate::clusters::registry::{Registry, now_rfc3339};
+use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::seal::{SealError, Sealer};
+use crate::reconcile::apps_dir::{AppsDirError, load_dir};
+use crate::reconcile::pipeline::Options;
+use crate::runner::{Runner, RunnerError};
+use crate::sources::git::GitSettings;
+use crate::sources::poller::{Poller, PollerConfig};
+use crate::sources::webhook::{self, WebhookSecrets, WebhookState};
 use crate::store::{Store, StoreError};
 
 /// Largest request body accepted (bigger bodies get 413).
@@ -31,17 +40,32 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 pub struct AppState {
     registry: Arc<Registry>,
     internal_token_hash: Option<String>,
+    webhook: WebhookState,
+    runner: Arc<Runner>,
 }
 
 impl AppState {
-    /// State over `registry`; `/internal` accepts `internal_token` (disabled when `None`).
-    pub fn new(registry: Arc<Registry>, internal_token: Option<&str>) -> AppState {
+    /// State over `registry`; `/internal` accepts `internal_token` (disabled when `None`);
+    /// the Git webhook triggers polls of `webhook.poller`; the Apps API answers from `runner`.
+    pub fn new(
+        registry: Arc<Registry>,
+        internal_token: Option<&str>,
+        webhook: WebhookState,
+        runner: Arc<Runner>,
+    ) -> AppState {
         AppState {
             registry,
             internal_token_hash: internal_token
                 .filter(|t| !t.is_empty())
                 .map(auth::token_hash),
+            webhook,
+            runner,
         }
+    }
+
+    /// The App runner.
+    pub fn runner(&self) -> &Arc<Runner> {
+        &self.runner
     }
 
     /// The cluster registry.
@@ -59,6 +83,13 @@ impl AppState {
     }
 }
 
+/// Lets the Git webhook handler extract its own state from the server's.
+impl FromRef<AppState> for WebhookState {
+    fn from_ref(state: &AppState) -> WebhookState {
+        state.webhook.clone()
+    }
+}
+
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -68,6 +99,9 @@ pub enum Access {
     User,
     /// Holders of `WARDN_INTERNAL_TOKEN`.
     Internal,
+    /// Forges: no session; the handler checks the request's signature against the webhook
+    /// secret (see [`crate::sources::webhook`]).
+    Webhook,
 }
 
 /// One API route: method, path, access level and handler.
@@ -101,7 +135,7 @@ async fn health() -> Json<serde_json::Value> {
 
 /// Every route the server answers.
 pub fn route_table() -> Vec<RouteSpec> {
-    use Access::{Internal, Public, User};
+    use Access::{Internal, Public, User, Webhook};
     vec![
         route(Method::GET, "/api/v1/health", Public, get(health)),
         route(
@@ -160,6 +194,43 @@ pub fn route_table() -> Vec<RouteSpec> {
             delete(clusters::remove),
         ),
         route(Method::GET, "/api/v1/audit", User, get(audit::list)),
+        route(Method::GET, "/api/v1/apps", User, get(apps::list)),
+        route(
+            Method::GET,
+            "/api/v1/apps/{cluster}/{name}",
+            User,
+            get(apps::get),
+        ),
+        route(
+            Method::GET,
+            "/api/v1/apps/{cluster}/{name}/diff",
+            User,
+            get(apps::diff),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/apps/{cluster}/{name}/approve",
+            User,
+            post(apps::approve),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/apps/{cluster}/{name}/reject",
+            User,
+            post(apps::reject),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/apps/{cluster}/{name}/sync",
+            User,
+            post(apps::sync),
+        ),
+        route(
+            Method::POST,
+            webhook::ROUTE,
+            Webhook,
+            post(webhook::git_webhook).layer(DefaultBodyLimit::max(webhook::MAX_BODY)),
+        ),
         route(
             Method::GET,
             "/internal/clusters/{name}/kubeconfig",
@@ -174,7 +245,7 @@ pub fn router(state: AppState) -> Router {
     let mut router = Router::new();
     for spec in route_table() {
         let handler = match spec.access {
-            Access::Public => spec.handler,
+            Access::Public | Access::Webhook => spec.handler,
             Access::User => spec
                 .handler
                 .route_layer(from_fn_with_state(state.clone(), auth::require_user)),
@@ -203,6 +274,13 @@ pub struct ServeOptions {
     pub admin_password: Option<String>,
     /// `WARDN_INTERNAL_TOKEN`; `/internal` is disabled without it.
     pub internal_token: Option<String>,
+    /// `WARDN_WEBHOOK_SECRET`; the Git webhook rejects every request without it.
+    pub webhook_secret: Option<String>,
+    /// Directory of App YAML files to reconcile (`--apps`); no Apps when absent.
+    pub apps_dir: Option<PathBuf>,
+    /// Kubeconfig of the management cluster (`destination.cluster: ""`); inferred from the
+    /// environment (in-cluster, `KUBECONFIG`, `~/.kube/config`) when absent.
+    pub management_kubeconfig: Option<PathBuf>,
     /// Time between background probe rounds.
     pub probe_interval: Duration,
     /// Time limit of one connection attempt or probe.
@@ -221,6 +299,20 @@ pub enum ServeError {
     /// The admin password cannot be set.
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
+    /// The Apps directory is unreadable or holds an invalid App.
+    #[error(transparent)]
+    Apps(#[from] AppsDirError),
+    /// An App's source cannot be started.
+    #[error(transparent)]
+    Runner(#[from] RunnerError),
+    /// The management cluster's kubeconfig is unusable.
+    #[error("management kubeconfig {path}: {message}")]
+    Kubeconfig {
+        /// The kubeconfig file.
+        path: PathBuf,
+        /// The reason.
+        message: String,
+    },
     /// Binding or serving failed.
     #[error("cannot serve on {addr}: {source}")]
     Io {
@@ -273,7 +365,42 @@ impl Server {
         let generated_admin_password =
             ensure_admin(&store, options.admin_password.as_deref()).await?;
         let registry = Arc::new(Registry::new(store, sealer, options.probe_timeout));
-        let state = AppState::new(registry, options.internal_token.as_deref());
+        // Git mirrors live under the data directory.
+        let (poller, updates) = Poller::new(PollerConfig::new(GitSettings {
+            data_dir: options.data_dir.clone(),
+            extra_roots_pem: None,
+        }));
+        let apps = match &options.apps_dir {
+            Some(dir) => load_dir(dir)?,
+            None => Vec::new(),
+        };
+        let mut resolver = Resolver::new(
+            ClusterSource::Local(Arc::clone(&registry)),
+            options.probe_timeout,
+        );
+        if let Some(path) = &options.management_kubeconfig {
+            let kubeconfig_error = |message: String| ServeError::Kubeconfig {
+                path: path.clone(),
+                message,
+            };
+            let text =
+                std::fs::read_to_string(path).map_err(|e| kubeconfig_error(e.to_string()))?;
+            let client = client_from_kubeconfig(&text, options.probe_timeout)
+                .await
+                .map_err(|e| kubeconfig_error(e.to_string()))?;
+            resolver = resolver.with_management(client);
+        }
+        let runner = Runner::new(apps, resolver, Options::default());
+        let webhook = WebhookState {
+            poller,
+            secrets: Arc::new(WebhookSecrets::new(options.webhook_secret.as_deref())),
+        };
+        let state = AppState::new(
+            registry,
+            options.internal_token.as_deref(),
+            webhook.clone(),
+            Arc::clone(&runner),
+        );
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .map_err(|source| ServeError::Io {
@@ -284,6 +411,7 @@ impl Server {
             addr: options.listen,
             source,
         })?;
+        runner.start(&webhook.poller, updates).await?;
         Ok(Server {
             listener,
             state,
@@ -298,6 +426,11 @@ impl Server {
         self.state.registry()
     }
 
+    /// The App runner (statuses of the Apps loaded from `--apps`).
+    pub fn runner(&self) -> &Arc<Runner> {
+        self.state.runner()
+    }
+
     /// Serves until `shutdown` completes, probing clusters in the background.
     pub async fn run(
         self,
@@ -310,6 +443,7 @@ impl Server {
             .with_graceful_shutdown(shutdown)
             .await;
         prober.abort();
+        self.state.runner().stop();
         self.state.store().close().await;
         result.map_err(|source| ServeError::Io {
             addr: self.addr,

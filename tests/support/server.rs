@@ -12,6 +12,8 @@ use wardn::server::{ServeOptions, Server};
 pub const ADMIN_PASSWORD: &str = "correct horse battery staple";
 /// The internal token the test servers use.
 pub const INTERNAL_TOKEN: &str = "internal-token-for-tests-0123456789";
+/// The Git webhook secret the test servers use.
+pub const WEBHOOK_SECRET: &str = "webhook-secret-for-tests";
 /// The credentials key the test servers use.
 pub const KEY: [u8; 32] = [42u8; 32];
 
@@ -56,6 +58,9 @@ impl TestServer {
             database_url,
             admin_password: Some(ADMIN_PASSWORD.to_string()),
             internal_token: Some(INTERNAL_TOKEN.to_string()),
+            webhook_secret: Some(WEBHOOK_SECRET.to_string()),
+            apps_dir: None,
+            management_kubeconfig: None,
             probe_interval: Duration::from_secs(3600),
             probe_timeout: Duration::from_secs(3),
         };
