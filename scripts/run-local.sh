@@ -25,6 +25,7 @@ fi
 pwfile="$DATA/admin.password"
 [ -f "$pwfile" ] || (umask 077 && head -c 18 /dev/urandom | base64 > "$pwfile")
 export WARDN_ADMIN_PASSWORD="${WARDN_ADMIN_PASSWORD:-$(cat "$pwfile")}"
+export WARDN_WEBHOOK_SECRET="${WARDN_WEBHOOK_SECRET:-local-demo-secret}"
 
 # Clusters.
 rm -f "$DATA"/kubesim/*.kubeconfig
@@ -44,7 +45,8 @@ fi
 mkdir -p "$DATA/apps"
 for f in fixtures/demo-apps/*.yaml; do sed "s|REPO|file://$repo|" "$f" > "$DATA/apps/$(basename "$f")"; done
 
-"$BIN/wardn" serve --listen "$LISTEN" --data-dir "$DATA" &
+"$BIN/wardn" serve --listen "$LISTEN" --data-dir "$DATA" \
+  --apps "$DATA/apps" --kubeconfig "$DATA/kubesim/mgmt.kubeconfig" &
 pids+=($!)
 for _ in $(seq 100); do curl -fs "http://$LISTEN/api/v1/health" >/dev/null && break; sleep 0.1; done
 
@@ -57,12 +59,22 @@ for name in staging production; do
     --namespaces "$name" --server "http://$LISTEN" 2>&1 | grep -v 'already exists' || true
 done
 
+# The Apps were first tried before their clusters existed: sync them once now.
+cookies="$DATA/cookies.txt"
+curl -fs -c "$cookies" -H 'Content-Type: application/json' \
+  -d "{\"username\":\"admin\",\"password\":\"$WARDN_ADMIN_PASSWORD\"}" "http://$LISTEN/api/v1/auth/login" >/dev/null
+for app in staging/demo-staging production/demo-production; do
+  curl -fs -b "$cookies" -X POST -H 'Content-Type: application/json' "http://$LISTEN/api/v1/apps/$app/sync" >/dev/null || true
+done
+
 cat <<MSG
 
 wardn is running on http://$LISTEN   (user admin, password in $pwfile)
   clusters:   $BIN/wardn clusters list --server http://$LISTEN
   kubectl:    kubectl --kubeconfig $DATA/kubesim/staging.kubeconfig get all -A
-  demo repo:  $repo (Apps in $DATA/apps)
+  apps:       curl -s -c $DATA/cookies.txt -H 'Content-Type: application/json' -d "{\"username\":\"admin\",\"password\":\"\$(cat $pwfile)\"}" http://$LISTEN/api/v1/auth/login
+              curl -s -b $DATA/cookies.txt http://$LISTEN/api/v1/apps | jq .
+  demo repo:  $repo (Apps in $DATA/apps; commit there, then wait for the poll or send a webhook)
 Ctrl-C stops everything.
 MSG
 wait
