@@ -11,7 +11,6 @@ mod generators;
 mod inputs;
 mod kustomization;
 mod labels;
-mod listorder;
 mod loader;
 mod nameref;
 mod parse;

@@ -193,10 +193,8 @@ fn apply_smp(
                 let mut p = patch.clone();
                 retarget(&mut p, res);
                 let ty = k8s_merge::Schema::builtin().kind_type(res.api_version(), res.kind());
-                let mut original = res.obj.clone();
-                super::listorder::prefer_patch_order(&mut original, &p, ty);
-                let order = k8s_merge::ListOrder::Server;
-                res.obj = k8s_merge::strategic_merge_patch_with_order(&original, &p, ty, order)
+                let order = k8s_merge::ListOrder::Kustomize;
+                res.obj = k8s_merge::strategic_merge_patch_with_order(&res.obj, &p, ty, order)
                     .map_err(|e| {
                         RenderError::Invalid(format!("{name}: applying to {}: {e}", res.id()))
                     })?;
