@@ -4,9 +4,10 @@
 mod support;
 
 use support::Upstream;
+use wardn::render::inputs_unchanged;
 use wardn::sources::credentials::Credentials;
 use wardn::sources::git::{GitSettings, Mirror};
-use wardn::sources::render_cache::{RenderCache, inputs_unchanged};
+use wardn::sources::render_cache::RenderCache;
 use wardn::sources::snapshot::Snapshot;
 use wardn::sources::spec::GitRef;
 use wardn::sources::url::parse_repo_url;

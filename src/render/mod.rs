@@ -29,6 +29,7 @@ use std::path::Path;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use inputs::inputs_unchanged;
 pub use tree::{DirTree, Tree, TreeError};
 
 /// The result of rendering a directory.

@@ -2,23 +2,19 @@
 //!
 //! Each App's last [`Rendered`] is kept with the inputs the renderer recorded
 //! ([`Rendered::inputs`]: every file read, directory listed and path probed, with a sha256 of
-//! what was seen). On a new revision the inputs are re-checked against the new tree; when all
+//! what was seen). On a new revision the inputs are re-checked against the new tree
+//! ([`crate::render::inputs_unchanged`], which owns the key format); when all
 //! are unchanged the cached result is reused without rendering. In a monorepo a commit touching
 //! App A's files therefore re-renders only App A, while adding a file to a directory App B
 //! lists (its listing hash changes) re-renders App B.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use sha2::{Digest, Sha256};
-
-use crate::render::tree::{EntryKind, Tree};
-use crate::render::{RenderError, Rendered, render};
+use crate::render::tree::Tree;
+use crate::render::{RenderError, Rendered, inputs_unchanged, render};
 
 use super::url::SourceKey;
-
-/// The largest file re-read when checking inputs (the renderer's own per-file limit).
-const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What [`RenderCache::render`] returned.
 #[derive(Debug, Clone)]
@@ -102,38 +98,4 @@ impl RenderCache {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-/// Whether every recorded input hashes the same in `tree`. The key forms follow the
-/// renderer's recorder: `path?` (existence probe: sha256 of `file`, `dir` or `none`), `dir/`
-/// (listing: sha256 of one `name` or `name/` line per entry) and `path` (file bytes). Any read
-/// error counts as a change, so the render runs and reports it.
-pub fn inputs_unchanged(tree: &dyn Tree, inputs: &BTreeMap<String, String>) -> bool {
-    inputs
-        .iter()
-        .all(|(key, want)| current_digest(tree, key).is_some_and(|got| &got == want))
-}
-
-fn current_digest(tree: &dyn Tree, key: &str) -> Option<String> {
-    let bytes = if let Some(path) = key.strip_suffix('?') {
-        let word = match tree.kind(path).ok()? {
-            Some(EntryKind::File) => "file",
-            Some(EntryKind::Dir) => "dir",
-            None => "none",
-        };
-        word.as_bytes().to_vec()
-    } else if let Some(path) = key.strip_suffix('/') {
-        tree.read_dir(path)
-            .ok()?
-            .iter()
-            .map(|e| {
-                let slash = if e.kind == EntryKind::Dir { "/" } else { "" };
-                format!("{}{slash}\n", e.name)
-            })
-            .collect::<String>()
-            .into_bytes()
-    } else {
-        tree.read_file(key, MAX_INPUT_BYTES).ok()?
-    };
-    Some(hex::encode(Sha256::digest(&bytes)))
 }
