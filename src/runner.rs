@@ -24,7 +24,7 @@ use crate::sources::git::GitError;
 use crate::sources::poller::Poller;
 use crate::sources::render_cache::RenderCache;
 use crate::sources::spec::{Source, SpecError};
-use crate::sources::status::SourceUpdate;
+use crate::sources::status::{SourceStatus, SourceUpdate};
 
 /// How many Apps are reconciled at once.
 const WORKERS: usize = 4;
@@ -187,10 +187,8 @@ impl Runner {
             let Some(app) = self.apps.get(&update.app) else {
                 continue;
             };
+            self.record_source(&update.app, &update.status);
             let Some(snapshot) = update.snapshot else {
-                if update.status.reason.is_error() {
-                    tracing::warn!(app = %update.app, message = %update.status.message, "source failed");
-                }
                 continue;
             };
             let dir = match app.spec.source.validate() {
@@ -223,6 +221,27 @@ impl Runner {
             };
             let previous = self.status(&update.app).unwrap_or_default();
             self.record(&update.app, status::failed(&previous, &message, Utc::now()));
+        }
+    }
+
+    /// Records the health of App `key`'s source in its status (`SourceReady`, and the message
+    /// while it fails).
+    fn record_source(&self, key: &str, source: &SourceStatus) {
+        let previous = self.status(key).unwrap_or_default();
+        let next = if source.reason.is_error() {
+            tracing::warn!(app = %key, message = %source.message, "source failed");
+            let reason = format!("{:?}", source.reason);
+            Some(status::source_failed(
+                &previous,
+                &reason,
+                &source.message,
+                Utc::now(),
+            ))
+        } else {
+            status::source_recovered(&previous, Utc::now())
+        };
+        if let Some(next) = next {
+            self.record(key, next);
         }
     }
 

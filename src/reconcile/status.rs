@@ -137,6 +137,58 @@ pub fn failed(previous: &AppStatus, error: &str, now: DateTime<Utc>) -> AppStatu
     s
 }
 
+/// The condition recording whether the App's source fetches (set by the runner).
+pub const SOURCE_READY: &str = "SourceReady";
+
+/// The status after the App's source failed with `reason` (e.g. `AuthenticationFailed`): a
+/// `SourceReady=False` condition and the message `source: MESSAGE`; the phase is kept when the
+/// App has a revision already (it keeps running it), and is Failed when it never had one.
+pub fn source_failed(
+    previous: &AppStatus,
+    reason: &str,
+    message: &str,
+    now: DateTime<Utc>,
+) -> AppStatus {
+    let message = format!("source: {message}");
+    let mut s = previous.clone();
+    if previous.revision.is_none() {
+        set_phase(&mut s, Phase::Failed, &message, now);
+    } else {
+        s.message = Some(message.clone());
+    }
+    set_condition(
+        &mut s.conditions,
+        SOURCE_READY,
+        false,
+        reason,
+        &message,
+        &timestamp(now),
+    );
+    s
+}
+
+/// The status once the source fetches again: `SourceReady=True`, and the source's failure
+/// message cleared if it is still the App's message. `None` when the source was not failing.
+pub fn source_recovered(previous: &AppStatus, now: DateTime<Utc>) -> Option<AppStatus> {
+    let failing = previous
+        .conditions
+        .iter()
+        .find(|c| c.type_ == SOURCE_READY && c.status == "False")?;
+    let mut s = previous.clone();
+    if s.message.as_deref() == Some(failing.message.as_str()) {
+        s.message = None;
+    }
+    set_condition(
+        &mut s.conditions,
+        SOURCE_READY,
+        true,
+        "Fetched",
+        "",
+        &timestamp(now),
+    );
+    Some(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +249,47 @@ mod tests {
         let p2 = Plan::new("r2".into(), "d".into(), vec![], vec![]);
         let s3 = planned(&s2, &p2, Phase::Held, "wait", t("2026-01-01T02:00:00Z"));
         assert_eq!(s3.held_at.as_deref(), Some("2026-01-01T02:00:00Z"));
+    }
+
+    #[test]
+    fn source_failures_set_source_ready_and_keep_a_synced_phase() {
+        let now = t("2026-01-01T00:00:00Z");
+        let never = source_failed(
+            &AppStatus::default(),
+            "AuthenticationFailed",
+            "https://h/o/r: authentication failed",
+            now,
+        );
+        assert_eq!(never.phase, Some(Phase::Failed));
+        assert_eq!(
+            never.message.as_deref(),
+            Some("source: https://h/o/r: authentication failed")
+        );
+        let cond = never
+            .conditions
+            .iter()
+            .find(|c| c.type_ == SOURCE_READY)
+            .unwrap();
+        assert_eq!(
+            (cond.status.as_str(), cond.reason.as_str()),
+            ("False", "AuthenticationFailed")
+        );
+
+        let mut synced = AppStatus {
+            revision: Some("abc".into()),
+            ..AppStatus::default()
+        };
+        set_phase(&mut synced, Phase::Synced, "", now);
+        let failing = source_failed(&synced, "Unreachable", "down", now);
+        assert_eq!(failing.phase, Some(Phase::Synced), "phase kept");
+        assert_eq!(failing.message.as_deref(), Some("source: down"));
+        let back = source_recovered(&failing, now).unwrap();
+        assert_eq!(back.message, None);
+        assert!(
+            back.conditions
+                .iter()
+                .any(|c| c.type_ == SOURCE_READY && c.status == "True")
+        );
+        assert!(source_recovered(&back, now).is_none());
     }
 }
