@@ -48,6 +48,13 @@ enum Command {
         #[command(subcommand)]
         command: commands::ClustersCommand,
     },
+    /// Register Git repository credentials and webhook secrets (sealed on the server).
+    Repos {
+        #[command(flatten)]
+        connection: ConnectionArgs,
+        #[command(subcommand)]
+        command: wardn::cli::repos::ReposCommand,
+    },
     /// Inspect the audit log.
     Audit {
         #[command(flatten)]
@@ -80,6 +87,10 @@ fn main() -> anyhow::Result<()> {
             connection,
             command,
         } => runtime()?.block_on(commands::audit(&connection, command))?,
+        Command::Repos {
+            connection,
+            command,
+        } => runtime()?.block_on(wardn::cli::repos::repos(&connection, command))?,
         Command::Crd => print!("{}", wardn::app::crd_yaml()?),
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! The seed document's curl commands run verbatim (host and port, and the kubeconfig
 //! placeholder, substituted) with the real `curl` against a real server; the database files
-//! and a PostgreSQL dump scanned for secrets; key rotation with reseal.
+//! and a PostgreSQL dump scanned for secrets (kubeconfigs, Git passwords, tokens and webhook
+//! secrets); key rotation with reseal.
 
 mod support;
 
@@ -11,6 +12,9 @@ use serde_json::{Value, json};
 use support::postgres::Postgres;
 use support::server::{ADMIN_PASSWORD, INTERNAL_TOKEN, KEY, TestServer, kubeconfig};
 use wardn::clusters::seal::Sealer;
+use wardn::sources::credentials::{Credentials, CredentialsProvider};
+use wardn::sources::repositories::Repositories;
+use wardn::sources::url::parse_repo_url;
 
 /// Runs a shell command line in `dir`, asserting success; returns stdout.
 fn sh(dir: &std::path::Path, line: &str) -> String {
@@ -125,7 +129,32 @@ fn secrets(api_token: &str) -> Vec<String> {
         INTERNAL_TOKEN.to_string(),
         hex::encode(KEY),
         key_b64,
+        GIT_PASSWORD.to_string(),
+        GIT_TOKEN.to_string(),
+        GIT_WEBHOOK_SECRET.to_string(),
     ]
+}
+
+const GIT_PASSWORD: &str = "SEKRIT-git-password-4711";
+const GIT_TOKEN: &str = "SEKRIT-git-token-0815";
+const GIT_WEBHOOK_SECRET: &str = "SEKRIT-git-webhook-secret-42";
+
+/// Registers Git credentials (basic with a webhook secret, and bearer) through the API.
+async fn register_secret_repositories(server: &TestServer, token: &str) {
+    for body in [
+        json!({"url": "https://git.example.com/org/app.git", "username": "ci",
+               "password": GIT_PASSWORD, "webhook_secret": GIT_WEBHOOK_SECRET}),
+        json!({"url": "https://git.example.com/org/other", "token": GIT_TOKEN}),
+    ] {
+        let response = Client::new()
+            .post(server.url("/api/v1/repositories"))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+    }
 }
 
 async fn register_secret_cluster(server: &TestServer) -> String {
@@ -160,6 +189,7 @@ fn assert_clean(haystack: &[u8], needles: &[String], what: &str) {
 async fn the_sqlite_files_hold_no_kubeconfig_token_or_key_material() {
     let server = TestServer::start(None).await;
     let token = register_secret_cluster(&server).await;
+    register_secret_repositories(&server, &token).await;
     // Read while running (WAL) and after shutdown (checkpointed).
     let mut bytes = Vec::new();
     for entry in std::fs::read_dir(server.data.path()).unwrap() {
@@ -178,6 +208,7 @@ async fn postgres_backend_serves_the_api_and_its_dump_holds_no_secrets() {
     let url = pg.create_database("api_suite");
     let server = TestServer::start(Some(url)).await;
     let token = register_secret_cluster(&server).await;
+    register_secret_repositories(&server, &token).await;
     let http = Client::new();
     let list: Value = http
         .get(server.url("/api/v1/clusters"))
@@ -206,8 +237,12 @@ async fn postgres_backend_serves_the_api_and_its_dump_holds_no_secrets() {
     );
     let dump = pg.dump("api_suite");
     assert!(
-        dump.contains("cluster.register"),
+        dump.contains("cluster.register") && dump.contains("repository.add"),
         "the dump holds the audit log"
+    );
+    assert!(
+        dump.contains("https://git.example.com/org/app"),
+        "the dump holds the repositories"
     );
     assert_clean(dump.as_bytes(), &secrets(&token), "pg_dump");
     assert!(
@@ -224,6 +259,7 @@ async fn key_rotation_with_previous_key_and_reseal() {
     let server =
         TestServer::start_with(None, Sealer::new(&old, None), tempfile::tempdir().unwrap()).await;
     let token = register_secret_cluster(&server).await;
+    register_secret_repositories(&server, &token).await;
     let data = server.stop().await;
 
     let fetch = |server: &TestServer| {
@@ -271,6 +307,16 @@ async fn key_rotation_with_previous_key_and_reseal() {
         .await
         .unwrap();
     assert_eq!(resealed, json!({"resealed": 1}));
+    let resealed: Value = Client::new()
+        .post(server.url("/api/v1/repositories/reseal"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(resealed, json!({"resealed": 2}));
     let data = server.stop().await;
 
     let server = TestServer::start_with(None, Sealer::new(&new, None), data).await;
@@ -278,6 +324,21 @@ async fn key_rotation_with_previous_key_and_reseal() {
         fetch(&server).await,
         200,
         "after reseal the new key alone suffices"
+    );
+    let repositories = Repositories::new(server.registry.store().clone(), Sealer::new(&new, None));
+    let key = parse_repo_url("https://git.example.com/org/app")
+        .unwrap()
+        .key;
+    assert_eq!(
+        repositories.credentials(&key).await.unwrap(),
+        Some(Credentials::Basic {
+            username: "ci".into(),
+            password: GIT_PASSWORD.into()
+        })
+    );
+    assert_eq!(
+        repositories.webhook_secret(&key).await.unwrap(),
+        Some(GIT_WEBHOOK_SECRET.as_bytes().to_vec())
     );
     server.stop().await;
 }

@@ -69,6 +69,7 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
         webhook_secret: None,
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
+        git_ca_file: None,
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
     };
@@ -243,6 +244,7 @@ async fn a_git_app_syncs_and_a_signed_webhook_deploys_the_next_commit() {
         webhook_secret: Some("hook".into()),
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
+        git_ca_file: None,
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
     };

@@ -6,6 +6,7 @@ use support::postgres::Postgres;
 use support::{Backend, TestDb, execute};
 use wardn::store::audit::{self, ChainError, NewEntry};
 use wardn::store::clusters::ClusterRecord;
+use wardn::store::repositories::RepositoryRecord;
 use wardn::store::{Store, StoreError};
 
 fn record(name: &str) -> ClusterRecord {
@@ -78,6 +79,74 @@ async fn clusters(db: TestDb) {
     let again = Store::connect(&db.url).await.unwrap();
     assert_eq!(again.list_clusters().await.unwrap().len(), 1);
     again.close().await;
+}
+
+fn repository(id: &str, url: &str) -> RepositoryRecord {
+    RepositoryRecord {
+        id: id.to_string(),
+        url: url.to_string(),
+        auth_kind: "basic".to_string(),
+        username: Some("ci".to_string()),
+        secret_sealed: Some("enc:v1:AAAA".to_string()),
+        webhook_secret_sealed: None,
+        created_at: "2026-01-01T00:00:00Z".to_string(),
+        updated_at: "2026-01-01T00:00:00Z".to_string(),
+    }
+}
+
+async fn repositories(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let a = repository("aaa", "https://git.example.com/org/a");
+    let b = repository("bbb", "https://git.example.com/org/b");
+    store.insert_repository(&b).await.unwrap();
+    store.insert_repository(&a).await.unwrap();
+    assert!(matches!(
+        store.insert_repository(&a).await,
+        Err(StoreError::Duplicate(_))
+    ));
+    let same_url = repository("ccc", "https://git.example.com/org/a");
+    assert!(
+        matches!(
+            store.insert_repository(&same_url).await,
+            Err(StoreError::Duplicate(_))
+        ),
+        "the URL is unique too"
+    );
+    let urls: Vec<String> = store
+        .list_repositories()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.url)
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "https://git.example.com/org/a",
+            "https://git.example.com/org/b"
+        ]
+    );
+    assert_eq!(store.get_repository("aaa").await.unwrap(), Some(a.clone()));
+    assert_eq!(store.get_repository("nope").await.unwrap(), None);
+
+    let mut rotated = a.clone();
+    rotated.auth_kind = "bearer".to_string();
+    rotated.username = None;
+    rotated.secret_sealed = Some("enc:v1:BBBB".to_string());
+    rotated.webhook_secret_sealed = Some("enc:v1:CCCC".to_string());
+    rotated.updated_at = "2026-02-01T00:00:00Z".to_string();
+    assert!(store.update_repository(&rotated).await.unwrap());
+    assert_eq!(store.get_repository("aaa").await.unwrap(), Some(rotated));
+    assert!(
+        !store
+            .update_repository(&repository("zzz", "https://h/z"))
+            .await
+            .unwrap()
+    );
+    assert!(store.delete_repository("aaa").await.unwrap());
+    assert!(!store.delete_repository("aaa").await.unwrap());
+    assert_eq!(store.list_repositories().await.unwrap().len(), 1);
+    store.close().await;
 }
 
 async fn auth(db: TestDb) {
@@ -177,6 +246,7 @@ async fn audit_chain(db: TestDb) {
 async fn suite(backend: Backend<'_>) {
     clusters(backend.database("clusters_case")).await;
     auth(backend.database("auth_case")).await;
+    repositories(backend.database("repositories_case")).await;
     audit_chain(backend.database("audit_case")).await;
 }
 

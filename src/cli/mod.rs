@@ -1,6 +1,7 @@
 //! Command-line entry points of the registry's subcommands (`serve`, `login`, `tokens`,
-//! `clusters`, `audit`); `src/main.rs` only dispatches here.
+//! `clusters`, `audit`, `repos`); `src/main.rs` only dispatches here.
 
 pub mod client;
 pub mod commands;
+pub mod repos;
 pub mod serve;

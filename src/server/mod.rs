@@ -8,6 +8,7 @@ pub mod auth;
 pub mod body;
 pub mod clusters;
 pub mod error;
+pub mod repositories;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ use crate::reconcile::pipeline::Options;
 use crate::runner::{Runner, RunnerError};
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
+use crate::sources::repositories::Repositories;
 use crate::sources::webhook::{self, WebhookSecrets, WebhookState};
 use crate::store::{Store, StoreError};
 
@@ -42,16 +44,19 @@ pub struct AppState {
     internal_token_hash: Option<String>,
     webhook: WebhookState,
     runner: Arc<Runner>,
+    repositories: Arc<Repositories>,
 }
 
 impl AppState {
     /// State over `registry`; `/internal` accepts `internal_token` (disabled when `None`);
-    /// the Git webhook triggers polls of `webhook.poller`; the Apps API answers from `runner`.
+    /// the Git webhook triggers polls of `webhook.poller`; the Apps API answers from `runner`;
+    /// the repositories API manages `repositories`.
     pub fn new(
         registry: Arc<Registry>,
         internal_token: Option<&str>,
         webhook: WebhookState,
         runner: Arc<Runner>,
+        repositories: Arc<Repositories>,
     ) -> AppState {
         AppState {
             registry,
@@ -60,7 +65,13 @@ impl AppState {
                 .map(auth::token_hash),
             webhook,
             runner,
+            repositories,
         }
+    }
+
+    /// The Git repository registry (credentials, webhook secrets).
+    pub fn repositories(&self) -> &Arc<Repositories> {
+        &self.repositories
     }
 
     /// The App runner.
@@ -194,6 +205,42 @@ pub fn route_table() -> Vec<RouteSpec> {
             delete(clusters::remove),
         ),
         route(Method::GET, "/api/v1/audit", User, get(audit::list)),
+        route(
+            Method::GET,
+            "/api/v1/repositories",
+            User,
+            get(repositories::list),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/repositories",
+            User,
+            post(repositories::create),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/repositories/reseal",
+            User,
+            post(repositories::reseal),
+        ),
+        route(
+            Method::GET,
+            "/api/v1/repositories/{id}",
+            User,
+            get(repositories::get),
+        ),
+        route(
+            Method::PUT,
+            "/api/v1/repositories/{id}",
+            User,
+            put(repositories::update),
+        ),
+        route(
+            Method::DELETE,
+            "/api/v1/repositories/{id}",
+            User,
+            delete(repositories::remove),
+        ),
         route(Method::GET, "/api/v1/apps", User, get(apps::list)),
         route(
             Method::GET,
@@ -281,6 +328,9 @@ pub struct ServeOptions {
     /// Kubeconfig of the management cluster (`destination.cluster: ""`); inferred from the
     /// environment (in-cluster, `KUBECONFIG`, `~/.kube/config`) when absent.
     pub management_kubeconfig: Option<PathBuf>,
+    /// Extra CA certificates (PEM file) trusted for `https://` Git remotes, on top of the
+    /// platform's roots (`--git-ca-file`).
+    pub git_ca_file: Option<PathBuf>,
     /// Time between background probe rounds.
     pub probe_interval: Duration,
     /// Time limit of one connection attempt or probe.
@@ -305,6 +355,14 @@ pub enum ServeError {
     /// An App's source cannot be started.
     #[error(transparent)]
     Runner(#[from] RunnerError),
+    /// The Git CA file cannot be read.
+    #[error("--git-ca-file {path}: {source}")]
+    GitCa {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The management cluster's kubeconfig is unusable.
     #[error("management kubeconfig {path}: {message}")]
     Kubeconfig {
@@ -358,18 +416,38 @@ pub async fn ensure_admin(
     Ok(Some(generated))
 }
 
+/// The extra Git CA roots of `options`, read once at start.
+fn git_ca(options: &ServeOptions) -> Result<Option<Arc<Vec<u8>>>, ServeError> {
+    options
+        .git_ca_file
+        .as_ref()
+        .map(|path| {
+            std::fs::read(path)
+                .map(Arc::new)
+                .map_err(|source| ServeError::GitCa {
+                    path: path.clone(),
+                    source,
+                })
+        })
+        .transpose()
+}
+
 impl Server {
     /// Opens the store, sets up the admin user and binds the listener.
     pub async fn bind(options: ServeOptions, sealer: Sealer) -> Result<Server, ServeError> {
         let store = Store::open(&options.data_dir, options.database_url.as_deref()).await?;
         let generated_admin_password =
             ensure_admin(&store, options.admin_password.as_deref()).await?;
+        let repositories = Arc::new(Repositories::new(store.clone(), sealer.clone()));
         let registry = Arc::new(Registry::new(store, sealer, options.probe_timeout));
-        // Git mirrors live under the data directory.
-        let (poller, updates) = Poller::new(PollerConfig::new(GitSettings {
-            data_dir: options.data_dir.clone(),
-            extra_roots_pem: None,
-        }));
+        // Git mirrors live under the data directory; fetches use the registered credentials.
+        let (poller, updates) = Poller::with_provider(
+            PollerConfig::new(GitSettings {
+                data_dir: options.data_dir.clone(),
+                extra_roots_pem: git_ca(&options)?,
+            }),
+            repositories.clone(),
+        );
         let apps = match &options.apps_dir {
             Some(dir) => load_dir(dir)?,
             None => Vec::new(),
@@ -393,13 +471,17 @@ impl Server {
         let runner = Runner::new(apps, resolver, Options::default());
         let webhook = WebhookState {
             poller,
-            secrets: Arc::new(WebhookSecrets::new(options.webhook_secret.as_deref())),
+            secrets: Arc::new(
+                WebhookSecrets::new(options.webhook_secret.as_deref())
+                    .with_provider(repositories.clone()),
+            ),
         };
         let state = AppState::new(
             registry,
             options.internal_token.as_deref(),
             webhook.clone(),
             Arc::clone(&runner),
+            repositories,
         );
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await

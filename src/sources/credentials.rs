@@ -6,7 +6,9 @@
 
 use std::fmt;
 
-use super::url::{RepoUrl, Scheme};
+use futures_util::future::BoxFuture;
+
+use super::url::{RepoUrl, Scheme, SourceKey};
 
 /// How a mirror authenticates to its remote.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -53,7 +55,43 @@ pub struct InsecureCredentials {
     pub scheme: &'static str,
 }
 
+/// Registered secrets could not be read (store unavailable, key cannot unseal them).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read the registered credentials of {repository}: {reason}")]
+pub struct LookupError {
+    /// The repository.
+    pub repository: String,
+    /// Why (never secret material).
+    pub reason: String,
+}
+
+/// Where the secrets of registered repositories come from (the repository registry). The
+/// poller asks before every fetch and the webhook before every check, so credentials added or
+/// rotated take effect at the next poll or delivery without re-subscribing anything.
+pub trait CredentialsProvider: Send + Sync {
+    /// The credentials registered for `key`; `None` when the repository is not registered.
+    fn credentials<'a>(
+        &'a self,
+        key: &'a SourceKey,
+    ) -> BoxFuture<'a, Result<Option<Credentials>, LookupError>>;
+
+    /// The webhook secret registered for `key`; `None` when it has none.
+    fn webhook_secret<'a>(
+        &'a self,
+        key: &'a SourceKey,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, LookupError>>;
+}
+
 impl Credentials {
+    /// The authentication kind as the API names it: `none`, `basic` or `bearer`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Credentials::Anonymous => "none",
+            Credentials::Basic { .. } => "basic",
+            Credentials::Bearer { .. } => "bearer",
+        }
+    }
+
     /// Whether any secret is configured.
     pub fn is_anonymous(&self) -> bool {
         matches!(self, Credentials::Anonymous)

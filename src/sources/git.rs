@@ -220,6 +220,14 @@ impl Mirror {
     /// Fetches from the remote: one ref advertisement, then a pack only if a branch or tag
     /// differs from the mirror; refs deleted remotely are pruned. Blocking.
     pub fn fetch(&self) -> Result<FetchOutcome, GitError> {
+        self.fetch_with(&self.credentials)
+    }
+
+    /// [`Mirror::fetch`] with `credentials` instead of those the mirror was opened with (the
+    /// poller passes the currently registered ones); refused before any request unless the
+    /// transport is https.
+    pub fn fetch_with(&self, credentials: &Credentials) -> Result<FetchOutcome, GitError> {
+        credentials.check_transport(&self.url)?;
         let _serialised = self
             .fetch_lock
             .lock()
@@ -254,12 +262,12 @@ impl Mirror {
             .connect(Direction::Fetch)
             .map_err(|e| remote_err(e, &auth_asked))?;
         let mut connection = connection.with_credentials(credentials_callback(
-            self.credentials.clone(),
+            credentials.clone(),
             auth_asked.clone(),
         ));
         if matches!(self.url.scheme, Scheme::Https | Scheme::Http) {
             let options = self
-                .http_options(&repo)
+                .http_options(&repo, credentials)
                 .map_err(|e| remote_err(e, &auth_asked))?;
             connection.set_transport_options(options);
         }
@@ -352,7 +360,11 @@ impl Mirror {
 
     /// HTTP transport options: the repository's defaults plus our user agent, the bearer
     /// header and the extra trusted roots.
-    fn http_options(&self, repo: &gix::Repository) -> gix::Result<Box<dyn std::any::Any>> {
+    fn http_options(
+        &self,
+        repo: &gix::Repository,
+        credentials: &Credentials,
+    ) -> gix::Result<Box<dyn std::any::Any>> {
         use gix::protocol::transport::client::blocking_io::http;
         let mut options = repo
             .transport_options(self.url.fetch_url.as_str(), None)?
@@ -360,7 +372,7 @@ impl Mirror {
             .map(|o| *o)
             .unwrap_or_default();
         options.user_agent = Some(concat!("wardn/", env!("CARGO_PKG_VERSION")).to_string());
-        if let Credentials::Bearer { token } = &self.credentials {
+        if let Credentials::Bearer { token } = credentials {
             options
                 .extra_headers
                 .push(format!("Authorization: Bearer {token}"));

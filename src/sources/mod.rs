@@ -12,6 +12,9 @@
 //! - An update carries the App's [`status::SourceStatus`] and, when the revision moved, a
 //!   [`snapshot::Snapshot`]; [`render_cache::RenderCache::render`] renders the App's path from
 //!   it, reusing the previous result when the files it read are unchanged.
+//! - [`repositories::Repositories`] keeps the credentials and webhook secrets registered
+//!   through the API (sealed) and is the poller's and the webhook's
+//!   [`credentials::CredentialsProvider`].
 //! - [`webhook::router`] serves `POST /api/v1/webhooks/git`, which verifies the signature and
 //!   calls [`poller::Poller::trigger`] for an immediate poll.
 
@@ -20,6 +23,7 @@ pub mod directory;
 pub mod git;
 pub mod poller;
 pub mod render_cache;
+pub mod repositories;
 pub mod snapshot;
 pub mod spec;
 pub mod status;

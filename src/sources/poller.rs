@@ -6,7 +6,9 @@
 //! then each App's branch, tag or commit is resolved locally. Failures back off exponentially
 //! (5 s, 10 s, 20 s … capped at 10 min) and show in the status of every affected App; a
 //! corrupted mirror is re-created and fetched again. Webhooks call [`Poller::trigger`] for an
-//! immediate poll. Apps receive [`SourceUpdate`]s on the channel returned by [`Poller::new`]
+//! immediate poll. With a [`CredentialsProvider`] ([`Poller::with_provider`]) every fetch uses
+//! the credentials registered for the repository at that moment, so credentials added or
+//! rotated through the API apply at the next poll. Apps receive [`SourceUpdate`]s on the channel returned by [`Poller::new`]
 //! whenever their revision or their status changes.
 
 use std::collections::{BTreeMap, HashMap};
@@ -17,7 +19,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 
-use super::credentials::Credentials;
+use super::credentials::{Credentials, CredentialsProvider};
 use super::git::{ChangeKind, FetchOutcome, GitError, GitSettings, Mirror};
 use super::snapshot::Snapshot;
 use super::spec::{DEFAULT_INTERVAL, GitRef, GitSource};
@@ -74,6 +76,7 @@ pub struct Poller {
 
 struct Inner {
     config: PollerConfig,
+    provider: Option<Arc<dyn CredentialsProvider>>,
     updates: mpsc::UnboundedSender<SourceUpdate>,
     repos: Mutex<HashMap<SourceKey, Arc<Repo>>>,
     apps: Mutex<HashMap<String, SourceKey>>,
@@ -119,11 +122,29 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Poller {
-    /// A scheduler and the receiving end of its update channel.
+    /// A scheduler and the receiving end of its update channel; fetches use the credentials
+    /// given to [`Poller::subscribe`].
     pub fn new(config: PollerConfig) -> (Self, mpsc::UnboundedReceiver<SourceUpdate>) {
+        Self::build(config, None)
+    }
+
+    /// A scheduler whose fetches ask `provider` for the repository's registered credentials
+    /// (falling back to those given to [`Poller::subscribe`] for unregistered repositories).
+    pub fn with_provider(
+        config: PollerConfig,
+        provider: Arc<dyn CredentialsProvider>,
+    ) -> (Self, mpsc::UnboundedReceiver<SourceUpdate>) {
+        Self::build(config, Some(provider))
+    }
+
+    fn build(
+        config: PollerConfig,
+        provider: Option<Arc<dyn CredentialsProvider>>,
+    ) -> (Self, mpsc::UnboundedReceiver<SourceUpdate>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Inner {
             config,
+            provider,
             updates: tx,
             repos: Mutex::new(HashMap::new()),
             apps: Mutex::new(HashMap::new()),
@@ -144,8 +165,8 @@ impl Poller {
 
     /// Subscribes App `app` to `source`; the repository is polled right away (its mirror is
     /// shared with every other App using it). Re-subscribing replaces the previous source.
-    /// `credentials` are used when this call creates the repository's mirror. Must be called
-    /// inside a tokio runtime.
+    /// `credentials` are used when this call creates the repository's mirror, and for fetches
+    /// unless the poller's provider has registered ones. Must be called inside a tokio runtime.
     pub async fn subscribe(
         &self,
         app: &str,
@@ -294,9 +315,24 @@ struct AppResult {
     outcome: Result<(String, Option<Snapshot>), GitError>,
 }
 
+/// The credentials of the next fetch: the provider's registered ones, else the subscriber's.
+async fn current_credentials(repo: &Repo, inner: &Inner) -> Result<Credentials, GitError> {
+    let Some(provider) = &inner.provider else {
+        return Ok(repo.credentials.clone());
+    };
+    match provider.credentials(&repo.key).await {
+        Ok(registered) => Ok(registered.unwrap_or_else(|| repo.credentials.clone())),
+        Err(e) => Err(GitError::Fetch {
+            url: repo.key.to_string(),
+            message: e.to_string(),
+        }),
+    }
+}
+
 /// One poll: fetch, resolve every App's ref, update statuses and notify.
 async fn poll(repo: &Arc<Repo>, inner: &Arc<Inner>) {
     let mirror = lock(&repo.mirror).clone();
+    let credentials = current_credentials(repo, inner).await;
     let wanted: Vec<(String, GitRef, Option<String>)> = lock(&repo.state)
         .subs
         .iter()
@@ -304,7 +340,7 @@ async fn poll(repo: &Arc<Repo>, inner: &Arc<Inner>) {
         .collect();
     let job_mirror = mirror.clone();
     let joined = tokio::task::spawn_blocking(move || {
-        let fetched = job_mirror.fetch()?;
+        let fetched = job_mirror.fetch_with(&credentials?)?;
         // Apps at the same commit share one snapshot (and one repository handle).
         let mut snapshots: HashMap<gix::ObjectId, Snapshot> = HashMap::new();
         let results = wanted

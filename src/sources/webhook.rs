@@ -7,7 +7,8 @@
 //! - generic: `X-Wardn-Signature: sha256=<hex HMAC-SHA256(secret, body)>`.
 //!
 //! The secret is `WARDN_WEBHOOK_SECRET`, or a per-repository secret that replaces it for that
-//! repository. The repository is matched by any of the payload's clone, HTML or SSH URLs
+//! repository (given to [`WebhookSecrets::with_repository`], or registered through the API and
+//! read from the [`CredentialsProvider`] at each delivery, so a rotation applies at once). The repository is matched by any of the payload's clone, HTML or SSH URLs
 //! (GitHub `repository.*`, GitLab `project.*`/`repository.*`, or a top-level `repoURL`), in
 //! any spelling (see [`super::url`]). Outcomes: valid signature and a polled repository →
 //! 200 and an immediate poll; missing or bad signature → 401, nothing happens; valid signature
@@ -25,6 +26,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
+use super::credentials::{CredentialsProvider, LookupError};
 use super::poller::Poller;
 use super::url::{SourceKey, parse_repo_url};
 
@@ -40,6 +42,7 @@ pub const MAX_BODY: usize = 25 << 20;
 pub struct WebhookSecrets {
     server: Option<Vec<u8>>,
     per_repository: HashMap<SourceKey, Vec<u8>>,
+    provider: Option<Arc<dyn CredentialsProvider>>,
 }
 
 impl std::fmt::Debug for WebhookSecrets {
@@ -62,7 +65,15 @@ impl WebhookSecrets {
                 .filter(|s| !s.is_empty())
                 .map(|s| s.as_bytes().to_vec()),
             per_repository: HashMap::new(),
+            provider: None,
         }
+    }
+
+    /// Also reads per-repository secrets from `provider` (the repository registry) at each
+    /// delivery; a registered secret replaces the server secret for its repository.
+    pub fn with_provider(mut self, provider: Arc<dyn CredentialsProvider>) -> Self {
+        self.provider = Some(provider);
+        self
     }
 
     /// Reads the server-wide secret from `WARDN_WEBHOOK_SECRET`.
@@ -90,6 +101,28 @@ impl WebhookSecrets {
             .find_map(|u| self.per_repository.get(&u.key))
             .or(self.server.as_ref())
             .map(Vec::as_slice)
+    }
+
+    /// The secret for a payload naming `urls`, including secrets registered with the
+    /// provider: the first named repository's own secret (configured, then registered), else
+    /// the server secret.
+    pub async fn resolve(&self, urls: &[String]) -> Result<Option<Vec<u8>>, LookupError> {
+        let keys: Vec<SourceKey> = urls
+            .iter()
+            .filter_map(|u| parse_repo_url(u).ok())
+            .map(|u| u.key)
+            .collect();
+        for key in &keys {
+            if let Some(secret) = self.per_repository.get(key) {
+                return Ok(Some(secret.clone()));
+            }
+            if let Some(provider) = &self.provider
+                && let Some(secret) = provider.webhook_secret(key).await?
+            {
+                return Ok(Some(secret));
+            }
+        }
+        Ok(self.server.clone())
     }
 }
 
@@ -233,7 +266,8 @@ pub enum WebhookOutcome {
     BadPayload(String),
 }
 
-/// Authenticates a webhook request and, when valid for a polled repository, triggers a poll.
+/// Authenticates a webhook request against the configured secrets (not the provider's) and,
+/// when valid for a polled repository, triggers a poll.
 pub fn handle(
     poller: &Poller,
     secrets: &WebhookSecrets,
@@ -242,7 +276,46 @@ pub fn handle(
 ) -> WebhookOutcome {
     let payload: Result<serde_json::Value, _> = serde_json::from_slice(body);
     let urls = payload.as_ref().map(payload_urls).unwrap_or_default();
-    let provider = match verify_signature(headers, body, secrets.for_urls(&urls)) {
+    handle_with_secret(
+        poller,
+        secrets.for_urls(&urls),
+        headers,
+        body,
+        payload,
+        &urls,
+    )
+}
+
+/// [`handle`] with every secret source, the provider's registered secrets included.
+pub async fn handle_request(
+    poller: &Poller,
+    secrets: &WebhookSecrets,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<WebhookOutcome, LookupError> {
+    let payload: Result<serde_json::Value, _> = serde_json::from_slice(body);
+    let urls = payload.as_ref().map(payload_urls).unwrap_or_default();
+    let secret = secrets.resolve(&urls).await?;
+    Ok(handle_with_secret(
+        poller,
+        secret.as_deref(),
+        headers,
+        body,
+        payload,
+        &urls,
+    ))
+}
+
+/// Checks the signature with `secret`, then triggers the repository named by `urls`.
+fn handle_with_secret(
+    poller: &Poller,
+    secret: Option<&[u8]>,
+    headers: &HeaderMap,
+    body: &[u8],
+    payload: Result<serde_json::Value, serde_json::Error>,
+    urls: &[String],
+) -> WebhookOutcome {
+    let provider = match verify_signature(headers, body, secret) {
         Ok(p) => p,
         Err(e) => return WebhookOutcome::Unauthorized(e),
     };
@@ -273,7 +346,15 @@ pub async fn git_webhook(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let outcome = handle(&state.poller, &state.secrets, &headers, &body);
+    let outcome = match handle_request(&state.poller, &state.secrets, &headers, &body).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // Fail closed: without the registered secret the request cannot be checked.
+            tracing::error!(error = %e, "webhook: cannot read the repository's secret");
+            let json = serde_json::json!({"error": e.to_string()});
+            return (StatusCode::SERVICE_UNAVAILABLE, Json(json)).into_response();
+        }
+    };
     let (status, json) = match &outcome {
         WebhookOutcome::Triggered { repository, .. } => {
             tracing::info!(repository = %repository, "webhook: poll triggered");

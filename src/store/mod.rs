@@ -1,5 +1,5 @@
-//! Persistent state of the control plane: registered clusters (sealed), users, sessions, API
-//! tokens and the hash-chained audit log.
+//! Persistent state of the control plane: registered clusters (sealed), Git repository
+//! credentials (sealed), users, sessions, API tokens and the hash-chained audit log.
 //!
 //! One code path serves both backends through `sqlx::Any`: an embedded SQLite file in the data
 //! directory by default, PostgreSQL when a `postgres://` URL is given. The migrations in
@@ -9,6 +9,7 @@ pub mod audit;
 pub mod auth;
 pub mod clusters;
 mod migrate;
+pub mod repositories;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -61,6 +61,7 @@ impl TestServer {
             webhook_secret: Some(WEBHOOK_SECRET.to_string()),
             apps_dir: None,
             management_kubeconfig: None,
+            git_ca_file: None,
             probe_interval: Duration::from_secs(3600),
             probe_timeout: Duration::from_secs(3),
         };
