@@ -1,6 +1,8 @@
 //! Command-line entry points of the registry's subcommands (`serve`, `login`, `tokens`,
-//! `clusters`, `audit`); `src/main.rs` only dispatches here.
+//! `clusters`, `audit`, `apps`); `src/main.rs` only dispatches here.
 
+pub mod apps;
 pub mod client;
 pub mod commands;
 pub mod serve;
+pub mod table;
