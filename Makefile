@@ -2,7 +2,7 @@
 CARGO ?= cargo
 DATA_DIR ?= .data
 
-.PHONY: run test bench fmt lint build kubesim
+.PHONY: run test bench bench-full e2e e2e-kind fmt lint build kubesim
 
 build:
 	$(CARGO) build --workspace
@@ -16,8 +16,22 @@ kubesim: build
 test: lint
 	$(CARGO) test --workspace
 
+# Benchmarks print their figures. `make bench` runs the fleet benchmarks scaled down (100 Apps
+# on 2 clusters, a 500-object App); `make bench-full` at full size (1,000 Apps on 10 clusters,
+# a 5,000-object App), the figures in the README.
 bench:
-	$(CARGO) bench --workspace
+	WARDN_BENCH_QUICK=1 $(CARGO) bench --workspace
+
+bench-full:
+	WARDN_BENCH_QUICK=0 $(CARGO) bench --workspace
+
+# End-to-end scenarios (e2e/scenarios) on kubesim; e2e-kind runs them unchanged on two kind
+# clusters (needs docker and kind).
+e2e: build
+	./e2e/kubesim/run.sh
+
+e2e-kind: build
+	./e2e/kind/run.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -62,11 +62,18 @@ enum Command {
         #[command(subcommand)]
         command: commands::AuditCommand,
     },
+    /// List, inspect, diff, sync, approve and reject Apps.
+    Apps {
+        #[command(flatten)]
+        connection: ConnectionArgs,
+        #[command(subcommand)]
+        command: wardn::cli::apps::AppsCommand,
+    },
     /// Print the App CustomResourceDefinition (YAML), for `wardn crd | kubectl apply -f -`.
     Crd,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
     telemetry::init(cli.log_format);
     install_crypto_provider();
@@ -91,9 +98,13 @@ fn main() -> anyhow::Result<()> {
             connection,
             command,
         } => runtime()?.block_on(wardn::cli::repos::repos(&connection, command))?,
+        Command::Apps {
+            connection,
+            command,
+        } => return Ok(runtime()?.block_on(wardn::cli::apps::run(&connection, command))?),
         Command::Crd => print!("{}", wardn::app::crd_yaml()?),
     }
-    Ok(())
+    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// The multi-threaded tokio runtime the async subcommands run on.

@@ -130,8 +130,17 @@ pub struct HealthReport {
     pub message: String,
 }
 
+/// The first pause between health checks: most objects are healthy moments after the apply
+/// (ConfigMaps at once, quick rollouts within a second), so checks start fast and back off.
+const FIRST_POLL: Duration = Duration::from_millis(50);
+
+/// The pause after `current`: doubled, at most `poll`.
+pub fn next_poll(current: Duration, poll: Duration) -> Duration {
+    (current * 2).min(poll)
+}
+
 /// Polls `objects` until all are healthy, one is degraded, or `timeout` passes (→ Degraded,
-/// naming what was still progressing).
+/// naming what was still progressing). Pauses start at 50 ms and double up to `poll`.
 pub async fn wait(
     resolver: &mut Resolver,
     objects: &[ObjectRef],
@@ -139,6 +148,7 @@ pub async fn wait(
     poll: Duration,
 ) -> Result<HealthReport, kube::Error> {
     let deadline = tokio::time::Instant::now() + timeout;
+    let mut pause = FIRST_POLL.min(poll);
     loop {
         let mut waiting = Vec::new();
         for id in objects {
@@ -178,7 +188,8 @@ pub async fn wait(
                 ),
             });
         }
-        tokio::time::sleep(poll).await;
+        tokio::time::sleep(pause).await;
+        pause = next_poll(pause, poll);
     }
 }
 
@@ -186,6 +197,23 @@ pub async fn wait(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn health_checks_start_fast_and_back_off_to_the_poll_interval() {
+        let poll = Duration::from_secs(2);
+        let mut pause = FIRST_POLL.min(poll);
+        let mut pauses = vec![pause];
+        for _ in 0..7 {
+            pause = next_poll(pause, poll);
+            pauses.push(pause);
+        }
+        let ms: Vec<u128> = pauses.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [50, 100, 200, 400, 800, 1600, 2000, 2000]);
+        assert_eq!(
+            next_poll(Duration::from_millis(10), Duration::from_millis(15)).as_millis(),
+            15
+        );
+    }
 
     #[test]
     fn deployment_rollout() {

@@ -1,7 +1,9 @@
 //! Command-line entry points of the registry's subcommands (`serve`, `login`, `tokens`,
-//! `clusters`, `audit`, `repos`); `src/main.rs` only dispatches here.
+//! `clusters`, `audit`, `repos`, `apps`); `src/main.rs` only dispatches here.
 
+pub mod apps;
 pub mod client;
 pub mod commands;
 pub mod repos;
 pub mod serve;
+pub mod table;

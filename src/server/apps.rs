@@ -1,5 +1,6 @@
 //! The Apps API: list and show the in-memory status of the Apps `wardn serve --apps` runs,
-//! show a fresh plan, approve or reject a Held plan (audited), and ask for a manual sync.
+//! show a fresh plan, approve or reject a Held plan (audited), and ask for a manual sync
+//! (audited; it may override a closed sync window when asked to explicitly).
 //! Apps are addressed as `{cluster}/{name}`, `local` being the management cluster.
 
 use axum::body::Bytes;
@@ -7,12 +8,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::Actor;
 use super::error::ApiError;
-use crate::app::{App, AppStatus};
+use crate::app::{App, AppStatus, Phase};
 use crate::clusters::registry::now_rfc3339;
 use crate::reconcile::decide::Trigger;
 use crate::runner::{Completed, Operation, OperationError};
@@ -46,6 +48,25 @@ pub struct ListQuery {
 pub struct ApproveBody {
     /// The hash of the reviewed plan; the approval is refused (409) when it changed.
     pub plan_hash: Option<String>,
+}
+
+/// Body of `POST …/sync` (optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyncBody {
+    /// Sync even inside a closed sync window (audited with the actor). Without it, a sync
+    /// in a closed window is refused with 409 naming the next opening.
+    #[serde(default)]
+    pub override_window: bool,
+}
+
+/// Decodes an optional JSON body: empty (or whitespace) is `T::default()`, malformed is 400.
+fn optional_body<T: Default + DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("request body: {e}")))
 }
 
 fn view(app: &App, status: &AppStatus) -> Value {
@@ -121,12 +142,7 @@ pub async fn approve(
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &cluster, &name)?;
-    let body: ApproveBody = if body.iter().all(u8::is_ascii_whitespace) {
-        ApproveBody::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("request body: {e}")))?
-    };
+    let body: ApproveBody = optional_body(&body)?;
     let held = state.runner().status(&key).and_then(|s| s.plan_hash);
     let result = state
         .runner()
@@ -170,18 +186,50 @@ pub async fn reject(
     Ok(Json(completed(result?)))
 }
 
-/// `POST /api/v1/apps/{cluster}/{name}/sync`: a manual pass (sync windows still apply).
+/// `POST /api/v1/apps/{cluster}/{name}/sync` with optional `{"override_window": true}`: a
+/// manual pass. A closed sync window refuses it with 409 and the next opening unless the
+/// override is asked for; every sync is audited as `app.sync` with the actor, the override
+/// flag and the outcome.
 pub async fn sync(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path((cluster, name)): Path<(String, String)>,
+    body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &cluster, &name)?;
+    let body: SyncBody = optional_body(&body)?;
     let trigger = Trigger::Manual {
-        override_windows: false,
+        override_windows: body.override_window,
     };
-    let done = state
+    let result = state
         .runner()
         .operate(&key, Operation::Pass(trigger))
-        .await?;
-    Ok(Json(completed(done)))
+        .await
+        .map_err(ApiError::from)
+        .and_then(|done| match done {
+            Completed::Status(s) if s.phase == Some(Phase::Waiting) => Err(ApiError::new(
+                StatusCode::CONFLICT,
+                s.message
+                    .unwrap_or_else(|| "sync window closed".to_string()),
+            )),
+            done => Ok(done),
+        });
+    let outcome = match &result {
+        Ok(Completed::Status(s)) => format!(
+            "success override_window={} phase={}",
+            body.override_window,
+            s.phase.map(|p| format!("{p:?}")).unwrap_or_default()
+        ),
+        Ok(Completed::Plan(_)) => format!("success override_window={}", body.override_window),
+        Err(e) => format!(
+            "refused override_window={}: {}",
+            body.override_window, e.message
+        ),
+    };
+    let target = format!("{cluster}/{name}");
+    state
+        .store()
+        .record_audit(&actor.0, "app.sync", &target, &outcome, &now_rfc3339())
+        .await;
+    Ok(Json(completed(result?)))
 }

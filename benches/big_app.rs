@@ -1,0 +1,144 @@
+//! One App of 5,000 objects on kubesim (printed figures): the dry-run diff of the whole App
+//! before anything exists (all creates), the apply, and the diff again once applied (all
+//! unchanged, the steady state), with the peak RSS of this process. Kubesim runs in a child
+//! process so the memory figure is wardn's alone.
+//!
+//! `cargo bench --bench big_app`; `-- --quick` or `WARDN_BENCH_QUICK=1`: 500 objects.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use wardn::app::{AppSpec, AppStatus, Destination, SyncPolicy};
+use wardn::clusters::connect::client_from_kubeconfig;
+use wardn::reconcile::allowlist::Allowlist;
+use wardn::reconcile::decide::Trigger;
+use wardn::reconcile::pipeline::{self, Manifests, Options, Pass, Target};
+use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
+
+fn object(i: usize) -> Value {
+    if i % 5 == 4 {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": format!("svc-{i}"), "namespace": "bench"},
+            "spec": {"selector": {"app": format!("app-{i}")}, "ports": [{"port": 80, "targetPort": 8080}]}})
+    } else {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("cm-{i}"), "namespace": "bench"},
+            "data": {"key": format!("value-{i}"), "other": "x".repeat(64)}})
+    }
+}
+
+async fn big_app(n: usize) {
+    let sims = support::Sims::start(&["big".to_string()]);
+    let (_, kubeconfig, _) = &sims.clusters[0];
+    let text = std::fs::read_to_string(kubeconfig).unwrap_or_else(|e| panic!("{e}"));
+    let client = client_from_kubeconfig(&text, Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("client: {e}"));
+    let target = Target {
+        cluster: "big".into(),
+        client,
+        allowlist: Allowlist::namespaces(["bench"]),
+    };
+    let spec = AppSpec {
+        source: SourceSpec {
+            kind: SourceType::Directory,
+            git: None,
+            directory: Some(DirectorySpec {
+                path: "/bench".into(),
+            }),
+        },
+        destination: Destination {
+            cluster: "big".into(),
+            namespace: "bench".into(),
+        },
+        sync_policy: SyncPolicy {
+            automated: true,
+            prune: true,
+            ..Default::default()
+        },
+    };
+    let manifests = Manifests {
+        revision: "r1".into(),
+        digest: "d1".into(),
+        objects: (0..n).map(object).collect(),
+    };
+    let options = Options {
+        poll: Duration::from_millis(100),
+        ..Options::default()
+    };
+    let mut status = AppStatus::default();
+    let rss_before = support::peak_rss_mib();
+
+    let plan_of = |previous: &AppStatus| {
+        let previous = previous.clone();
+        let (spec, target, manifests) = (&spec, &target, &manifests);
+        async move {
+            let start = Instant::now();
+            let plan = pipeline::plan(Pass {
+                app: "bench/big",
+                spec,
+                previous: &previous,
+                target,
+                manifests,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("plan: {e}"));
+            (start.elapsed(), plan.summary())
+        }
+    };
+
+    let (took, summary) = plan_of(&status).await;
+    println!(
+        "big App: diff of {n} objects, nothing live yet: {:.2} s ({} creates)",
+        took.as_secs_f64(),
+        summary.creates
+    );
+    let start = Instant::now();
+    let outcome = pipeline::reconcile(
+        Pass {
+            app: "bench/big",
+            spec: &spec,
+            previous: &status,
+            target: &target,
+            manifests: &manifests,
+        },
+        &Trigger::Automatic,
+        &options,
+        Utc::now(),
+        &mut |_| {},
+    )
+    .await
+    .unwrap_or_else(|e| panic!("apply: {e}"));
+    println!(
+        "big App: first sync (diff + staged apply + health) of {n} objects: {:.2} s ({:?})",
+        start.elapsed().as_secs_f64(),
+        outcome.status.phase
+    );
+    status = outcome.status;
+    let (took, summary) = plan_of(&status).await;
+    println!(
+        "big App: diff of {n} objects, all live and unchanged: {:.2} s ({} unchanged)",
+        took.as_secs_f64(),
+        summary.unchanged
+    );
+    println!(
+        "big App: peak RSS of wardn {:.1} MiB ({:.1} MiB before the App; kubesim child, not included: {:.1} MiB)",
+        support::peak_rss_mib(),
+        rss_before,
+        sims.peak_rss_mib()
+    );
+}
+
+fn main() {
+    if support::kubesim_child() {
+        return;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let n = if support::quick() { 500 } else { 5_000 };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    runtime.block_on(big_app(n));
+}

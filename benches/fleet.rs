@@ -1,0 +1,256 @@
+//! Fleet benchmark (printed figures, not assertions): 1,000 Apps of 10 objects each
+//! (4 ConfigMaps, 3 Services, 3 Deployments) across 10 kubesim clusters, reconciled by the real
+//! `wardn serve` machinery (`Server::bind` with `--apps`, clusters registered in the store
+//! first). The Apps' sources are paths of one local Git repository (a monorepo, made with the
+//! git CLI): one mirror, 1,000 renders. (Directory sources would need one inotify instance per
+//! App, beyond the default limit of 128 per user.) Kubesim runs in a child process, so the figures are wardn's alone:
+//! - cold start (bind) to every App Synced,
+//! - CPU per no-op reconcile: process CPU over N forced passes of unchanged Apps, minus the
+//!   idle CPU of the same wall time, divided by N,
+//! - peak RSS (VmHWM) of the wardn process.
+//!
+//! `cargo bench --bench fleet` (full size; targets ≤ 60 s, ≤ 2 ms, ≤ 200 MiB);
+//! `-- --quick` or `WARDN_BENCH_QUICK=1`: 100 Apps on 2 clusters.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{StreamExt, stream};
+use wardn::app::Phase;
+use wardn::clusters::registry::{RegisterRequest, Registry};
+use wardn::clusters::seal::Sealer;
+use wardn::reconcile::decide::Trigger;
+use wardn::runner::{Completed, Operation, Runner};
+use wardn::server::{ServeOptions, Server};
+use wardn::store::Store;
+
+const KEY: [u8; 32] = [9u8; 32];
+
+fn object_files(app: usize) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for j in 0..4 {
+        files.push((
+            format!("cm-{j}.yaml"),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a{app}-cm-{j}\ndata:\n  key: value-{j}\n  app: a{app}\n"
+            ),
+        ));
+    }
+    for j in 0..3 {
+        files.push((
+            format!("svc-{j}.yaml"),
+            format!(
+                "apiVersion: v1\nkind: Service\nmetadata:\n  name: a{app}-svc-{j}\nspec:\n  selector:\n    app: a{app}-d{j}\n  ports:\n  - port: 80\n    targetPort: 8080\n"
+            ),
+        ));
+        files.push((
+            format!("deploy-{j}.yaml"),
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a{app}-d{j}\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: a{app}-d{j}\n  template:\n    metadata:\n      labels:\n        app: a{app}-d{j}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n        ports:\n        - containerPort: 8080\n"
+            ),
+        ));
+    }
+    files
+}
+
+fn git(repo: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost"])
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("git: {e}"));
+    assert!(status.success(), "git {args:?} failed");
+}
+
+/// The monorepo (`repo/apps/a{i}/`, one commit) and the App files (`apps/a{i}.yaml`).
+fn write_apps(root: &Path, apps: usize, clusters: usize) {
+    let app_dir = root.join("apps");
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&app_dir).unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..apps {
+        let src = repo.join("apps").join(format!("a{i}"));
+        std::fs::create_dir_all(&src).unwrap_or_else(|e| panic!("{e}"));
+        for (name, text) in object_files(i) {
+            std::fs::write(src.join(name), text).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "fleet"]);
+    for i in 0..apps {
+        let yaml = format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: a{i}\n  namespace: fleet\n\
+             spec:\n  source:\n    type: Git\n    git:\n      repoURL: {}\n      branch: main\n\
+             \x20     path: apps/a{i}\n      interval: 1h\n\
+             \x20 destination:\n    cluster: c{}\n    namespace: bench\n\
+             \x20 syncPolicy:\n    automated: true\n    prune: true\n",
+            repo.display(),
+            i % clusters
+        );
+        std::fs::write(app_dir.join(format!("a{i}.yaml")), yaml).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// Registers the clusters in the store under `data` before the server starts (as an operator
+/// would have done earlier), so the first passes find them.
+async fn register(data: &Path, sims: &support::Sims) {
+    let store = Store::open(data, None)
+        .await
+        .unwrap_or_else(|e| panic!("store: {e}"));
+    let registry = Registry::new(store, Sealer::new(&KEY, None), Duration::from_secs(10));
+    for (name, kubeconfig, url) in &sims.clusters {
+        let text = std::fs::read_to_string(kubeconfig).unwrap_or_else(|e| panic!("{e}"));
+        registry
+            .register(
+                "bench",
+                RegisterRequest {
+                    name: name.clone(),
+                    server_url: url.clone(),
+                    kubeconfig: text,
+                    namespaces: vec!["bench".into()],
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("register {name}: {e}"));
+    }
+    registry.store().close().await;
+}
+
+fn count(runner: &Runner, phase: Phase) -> usize {
+    runner
+        .apps()
+        .keys()
+        .filter(|k| runner.status(k).and_then(|s| s.phase) == Some(phase))
+        .count()
+}
+
+async fn fleet(apps: usize, clusters: usize, noop_passes: usize) {
+    let names: Vec<String> = (0..clusters).map(|i| format!("c{i}")).collect();
+    let sims = support::Sims::start(&names);
+    let work = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    write_apps(work.path(), apps, clusters);
+    let data = work.path().join("data");
+    std::fs::create_dir_all(&data).unwrap_or_else(|e| panic!("{e}"));
+    register(&data, &sims).await;
+
+    let options = ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")),
+        data_dir: data,
+        database_url: None,
+        admin_password: Some("fleet benchmark password".into()),
+        internal_token: None,
+        webhook_secret: None,
+        apps_dir: Some(work.path().join("apps")),
+        management_kubeconfig: None,
+        probe_interval: Duration::from_secs(3600),
+        probe_timeout: Duration::from_secs(10),
+        git_ca_file: None,
+    };
+    let cpu0 = support::cpu_seconds();
+    let start = Instant::now();
+    let server = Server::bind(options, Sealer::new(&KEY, None))
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let runner = Arc::clone(server.runner());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    let limit = Duration::from_secs(1800);
+    let mut last_report = Instant::now();
+    while count(&runner, Phase::Synced) < apps && start.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if last_report.elapsed() > Duration::from_secs(30) {
+            eprintln!(
+                "  … {:.0} s: {} of {apps} Synced",
+                start.elapsed().as_secs_f64(),
+                count(&runner, Phase::Synced)
+            );
+            last_report = Instant::now();
+        }
+    }
+    let converged = start.elapsed();
+    let cold_cpu = support::cpu_seconds() - cpu0;
+    let synced = count(&runner, Phase::Synced);
+    println!(
+        "fleet: {apps} Apps x 10 objects on {clusters} kubesim clusters: cold start to all Synced {:.1} s ({synced}/{apps} Synced, {:.1} s CPU)",
+        converged.as_secs_f64(),
+        cold_cpu
+    );
+    if synced < apps {
+        for (key, _) in runner.apps().iter().take(2000) {
+            if let Some(s) = runner
+                .status(key)
+                .filter(|s| s.phase != Some(Phase::Synced))
+            {
+                println!("  not Synced: {key}: {:?} {:?}", s.phase, s.message);
+                break;
+            }
+        }
+    }
+
+    // Idle CPU over a quiet interval, then N forced no-op passes (4 at a time, as the workers).
+    let idle_wall = Duration::from_secs(5);
+    let c = support::cpu_seconds();
+    tokio::time::sleep(idle_wall).await;
+    let idle_rate = (support::cpu_seconds() - c) / idle_wall.as_secs_f64();
+    let keys: Vec<String> = runner.apps().keys().take(noop_passes).cloned().collect();
+    let c = support::cpu_seconds();
+    let t = Instant::now();
+    let results: Vec<bool> = stream::iter(keys.iter())
+        .map(|key| {
+            let runner = Arc::clone(&runner);
+            async move {
+                matches!(
+                    runner.operate(key, Operation::Pass(Trigger::Automatic)).await,
+                    Ok(Completed::Status(s)) if s.phase == Some(Phase::Synced)
+                )
+            }
+        })
+        .buffer_unordered(4)
+        .collect()
+        .await;
+    let wall = t.elapsed().as_secs_f64();
+    let cpu = support::cpu_seconds() - c;
+    let n = keys.len() as f64;
+    let per = (cpu - idle_rate * wall) / n;
+    println!(
+        "fleet: no-op reconcile of one App (10 objects): {:.2} ms CPU each ({} passes, {:.2} s CPU in {:.2} s wall, idle {:.3} CPU-s/s subtracted; {} stayed Synced), {:.1} ms wall each at 4 in parallel",
+        per * 1e3,
+        keys.len(),
+        cpu,
+        wall,
+        idle_rate,
+        results.iter().filter(|ok| **ok).count(),
+        wall * 1e3 / n * 4.0
+    );
+    println!(
+        "fleet: peak RSS of wardn {:.1} MiB (kubesim child process, not included: {:.1} MiB)",
+        support::peak_rss_mib(),
+        sims.peak_rss_mib()
+    );
+    let _ = stop.send(());
+    let _ = task.await;
+}
+
+fn main() {
+    if support::kubesim_child() {
+        return;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (apps, clusters, passes) = if support::quick() {
+        (100, 2, 50)
+    } else {
+        (1000, 10, 500)
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    runtime.block_on(fleet(apps, clusters, passes));
+}

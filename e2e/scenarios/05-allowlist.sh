@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# An App deploying outside the cluster's namespace allowlist is refused with 403 and nothing
+# is written to the cluster.
+source "$(dirname "$0")/../lib.sh"
+app="$E2E_CLUSTER/e2e-outside"
+
+apply_app e2e-outside
+out=$("$WARDN" apps sync "$app" 2>&1) && fail "a sync outside the allowlist succeeded: $out"
+echo "$out" | grep -q 403 || fail "expected a 403, got: $out"
+if target get configmap e2e-outside-config -n "$E2E_FORBIDDEN_NAMESPACE" >/dev/null 2>&1; then
+  fail "an object outside the allowlist was written"
+fi
+"$WARDN" apps get "$app" -o json | grep -q '"phase": "Failed"' || fail "e2e-outside is not Failed"
+say "ok"

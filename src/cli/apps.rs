@@ -1,0 +1,441 @@
+//! `wardn apps list|get|diff|sync|approve|reject`: the Apps API from the command line, with
+//! `-o table|json|yaml`, a progress display for long syncs (`sync --wait`) and exit codes that
+//! tell a script how a sync ended (see [`exit_code`]).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::client::{ApiClient, CliError, ConnectionArgs};
+use super::table;
+use crate::app::{AppStatus, Phase};
+use crate::sources::spec::parse_duration;
+
+/// Exit code of a sync or approval that ended Degraded, Failed or OutOfSync (and of errors).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code of a sync that ended Held (waiting for approval) or Waiting (sync window).
+pub const EXIT_HELD: u8 = 3;
+/// Exit code of `sync --wait` when `--timeout` passed before the App settled.
+pub const EXIT_TIMEOUT: u8 = 4;
+
+/// How often `sync --wait` polls the App.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Output formats of the `apps` commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Output {
+    /// Aligned columns (`diff`: the unified text diff).
+    #[default]
+    Table,
+    /// Pretty-printed JSON.
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+/// `wardn apps` subcommands. APP is `CLUSTER/NAME`, or `NAME` for an App deployed to the
+/// management cluster (`local`).
+#[derive(Debug, clap::Subcommand)]
+pub enum AppsCommand {
+    /// List Apps: NAME CLUSTER PHASE REVISION MESSAGE.
+    List {
+        /// Only Apps deployed to this cluster (`local`: the management cluster).
+        #[arg(long)]
+        cluster: Option<String>,
+        /// Only Apps in this phase (Synced, OutOfSync, Progressing, Held, Waiting, Degraded, Failed).
+        #[arg(long)]
+        phase: Option<String>,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Show one App and its status.
+    Get {
+        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        app: String,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Show what a sync would change now (unified text diff; json/yaml: the structured plan).
+    Diff {
+        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        app: String,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Sync an App now. Exit code: 0 Synced, 3 Held or Waiting, 4 timeout, 1 otherwise.
+    Sync {
+        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        app: String,
+        /// Show phase changes while the sync runs and wait until the App settles.
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: give up after this long (e.g. 90s, 5m).
+        #[arg(long, default_value = "5m", value_parser = parse_duration)]
+        timeout: Duration,
+        /// Sync even inside a closed sync window (audited).
+        #[arg(long)]
+        override_window: bool,
+        /// Output format of the final status.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Approve the Held plan; with --plan-hash only if it is still that plan (else 409).
+    Approve {
+        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        app: String,
+        /// The hash of the plan you reviewed (`wardn apps get`, status.planHash).
+        #[arg(long)]
+        plan_hash: Option<String>,
+        /// Output format of the resulting status.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Reject the Held plan (the App becomes OutOfSync).
+    Reject {
+        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        app: String,
+        /// Output format of the resulting status.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+}
+
+/// An App as `GET /api/v1/apps` shows it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppView {
+    /// The App's name.
+    pub name: Option<String>,
+    /// The App's namespace (in the management cluster or the apps directory).
+    pub namespace: Option<String>,
+    /// The destination cluster segment (`local`: the management cluster).
+    pub cluster: String,
+    /// The namespace the App deploys to.
+    pub destination_namespace: Option<String>,
+    /// The App's status.
+    #[serde(default)]
+    pub status: AppStatus,
+}
+
+/// Checks a `CLUSTER/NAME`, `NAME` or `--cluster` value: Kubernetes-style names only, so it
+/// can go into a URL path or query as is.
+fn checked<'a>(what: &str, value: &'a str) -> Result<&'a str, CliError> {
+    let fine = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+    if value.is_empty() || !value.chars().all(fine) {
+        return Err(CliError::Failed(format!(
+            "{what} {value:?}: expected letters, digits, '-', '.' or '_'"
+        )));
+    }
+    Ok(value)
+}
+
+/// The API path of APP (`CLUSTER/NAME`, or `NAME` on `local`).
+pub fn app_path(app: &str) -> Result<String, CliError> {
+    let (cluster, name) = app.split_once('/').unwrap_or(("local", app));
+    Ok(format!(
+        "/api/v1/apps/{}/{}",
+        checked("APP cluster", cluster)?,
+        checked("APP name", name)?
+    ))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, CliError> {
+    serde_json::from_value(value).map_err(|err| CliError::Decode {
+        what: what.to_string(),
+        reason: err.to_string(),
+    })
+}
+
+/// `value` in `output` format (`table` is handled by the caller).
+fn structured(value: &Value, output: Output) -> Result<String, CliError> {
+    let text = match output {
+        Output::Yaml => serde_saphyr::to_string(value).map_err(|err| err.to_string()),
+        _ => serde_json::to_string_pretty(value).map_err(|err| err.to_string()),
+    };
+    text.map(|t| t.trim_end().to_string())
+        .map_err(|reason| CliError::Decode {
+            what: "output".into(),
+            reason,
+        })
+}
+
+/// A phase as shown in tables.
+fn phase_name(phase: Option<Phase>) -> String {
+    phase.map_or_else(|| "Unknown".to_string(), |p| format!("{p:?}"))
+}
+
+/// A revision shortened like a Git short id (`sha256:` prefixes dropped).
+fn short_revision(revision: Option<&str>) -> String {
+    let rev = revision.unwrap_or("-");
+    let rev = rev.rsplit(':').next().unwrap_or(rev);
+    rev.chars().take(12).collect()
+}
+
+/// The `wardn apps list` / `get` table.
+pub fn apps_table(views: &[AppView]) -> String {
+    let header = ["NAME", "CLUSTER", "PHASE", "REVISION", "MESSAGE"];
+    let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+    for v in views {
+        rows.push(vec![
+            v.name.clone().unwrap_or_default(),
+            v.cluster.clone(),
+            phase_name(v.status.phase),
+            short_revision(v.status.revision.as_deref()),
+            v.status.message.as_deref().unwrap_or("").replace('\n', " "),
+        ]);
+    }
+    table::render(&rows)
+}
+
+/// One line for a status: phase, revision, plan summary and message.
+pub fn status_line(app: &str, status: &AppStatus) -> String {
+    let mut line = format!(
+        "{app}: {} revision {}",
+        phase_name(status.phase),
+        short_revision(status.revision.as_deref())
+    );
+    if let Some(plan) = status.plan {
+        line.push_str(&format!(
+            " plan: {} to create, {} to update, {} unchanged, {} to prune",
+            plan.creates, plan.updates, plan.unchanged, plan.prunes
+        ));
+    }
+    if let Some(message) = status.message.as_deref().filter(|m| !m.is_empty()) {
+        line.push_str(&format!(" ({message})"));
+    }
+    line
+}
+
+/// The exit code a sync or approval ending in `phase` returns: 0 Synced, [`EXIT_HELD`] for
+/// Held and Waiting, [`EXIT_FAILED`] otherwise.
+pub fn exit_code(phase: Option<Phase>) -> u8 {
+    match phase {
+        Some(Phase::Synced) => 0,
+        Some(Phase::Held | Phase::Waiting) => EXIT_HELD,
+        _ => EXIT_FAILED,
+    }
+}
+
+/// Runs a `wardn apps` subcommand; the exit code reflects the App's phase after a sync or
+/// approval.
+pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<ExitCode, CliError> {
+    let client = ApiClient::from_args(connection)?;
+    match command {
+        AppsCommand::List {
+            cluster,
+            phase,
+            output,
+        } => list(&client, cluster.as_deref(), phase.as_deref(), output).await,
+        AppsCommand::Get { app, output } => {
+            let value: Value = client.call(Method::GET, &app_path(&app)?, None).await?;
+            match output {
+                Output::Table => println!("{}", apps_table(&[decode("App", value)?])),
+                _ => println!("{}", structured(&value, output)?),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AppsCommand::Diff { app, output } => {
+            let path = format!("{}/diff", app_path(&app)?);
+            let value: Value = client.call(Method::GET, &path, None).await?;
+            match output {
+                Output::Table => match value["text"].as_str() {
+                    Some("") | None => println!("no changes"),
+                    Some(text) => print!("{text}"),
+                },
+                _ => println!("{}", structured(&value["plan"], output)?),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AppsCommand::Sync {
+            app,
+            wait,
+            timeout,
+            override_window,
+            output,
+        } => {
+            let body = json!({ "override_window": override_window });
+            let status = if wait {
+                match sync_and_watch(Arc::new(client), &app, body, timeout).await? {
+                    Some(status) => status,
+                    None => return Ok(ExitCode::from(EXIT_TIMEOUT)),
+                }
+            } else {
+                let path = format!("{}/sync", app_path(&app)?);
+                let done: Value = client.call(Method::POST, &path, Some(&body)).await?;
+                decode("status", done["status"].clone())?
+            };
+            print_status(&app, &status, output)?;
+            Ok(ExitCode::from(exit_code(status.phase)))
+        }
+        AppsCommand::Approve {
+            app,
+            plan_hash,
+            output,
+        } => {
+            let path = format!("{}/approve", app_path(&app)?);
+            let body = plan_hash.map(|h| json!({ "plan_hash": h }));
+            let done: Value = client.call(Method::POST, &path, body.as_ref()).await?;
+            let status: AppStatus = decode("status", done["status"].clone())?;
+            print_status(&app, &status, output)?;
+            Ok(ExitCode::from(exit_code(status.phase)))
+        }
+        AppsCommand::Reject { app, output } => {
+            let path = format!("{}/reject", app_path(&app)?);
+            let done: Value = client.call(Method::POST, &path, None).await?;
+            let status: AppStatus = decode("status", done["status"].clone())?;
+            print_status(&app, &status, output)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn list(
+    client: &ApiClient,
+    cluster: Option<&str>,
+    phase: Option<&str>,
+    output: Output,
+) -> Result<ExitCode, CliError> {
+    let mut query = Vec::new();
+    if let Some(cluster) = cluster {
+        query.push(format!("cluster={}", checked("--cluster", cluster)?));
+    }
+    if let Some(phase) = phase {
+        query.push(format!("phase={}", checked("--phase", phase)?));
+    }
+    let mut path = "/api/v1/apps".to_string();
+    if !query.is_empty() {
+        path = format!("{path}?{}", query.join("&"));
+    }
+    let value: Value = client.call(Method::GET, &path, None).await?;
+    match output {
+        Output::Table => {
+            let views: Vec<AppView> = decode("App list", value["apps"].clone())?;
+            println!("{}", apps_table(&views));
+        }
+        _ => println!("{}", structured(&value["apps"], output)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_status(app: &str, status: &AppStatus, output: Output) -> Result<(), CliError> {
+    match output {
+        Output::Table => println!("{}", status_line(app, status)),
+        _ => {
+            let value = serde_json::to_value(status).map_err(|err| CliError::Decode {
+                what: "status".into(),
+                reason: err.to_string(),
+            })?;
+            println!("{}", structured(&value, output)?);
+        }
+    }
+    Ok(())
+}
+
+/// `sync --wait`: sends the sync and, while the server runs it, polls the App and prints each
+/// phase change (to stderr, keeping stdout for the result). Returns the final status, or
+/// `None` (after saying so) when `timeout` passed first.
+async fn sync_and_watch(
+    client: Arc<ApiClient>,
+    app: &str,
+    body: Value,
+    timeout: Duration,
+) -> Result<Option<AppStatus>, CliError> {
+    let path = app_path(app)?;
+    let sync_path = format!("{path}/sync");
+    let poster = Arc::clone(&client);
+    let mut sync = tokio::spawn(async move {
+        poster
+            .call::<Value>(Method::POST, &sync_path, Some(&body))
+            .await
+    });
+    let deadline = Instant::now() + timeout;
+    let mut shown: Option<(Option<Phase>, Option<String>)> = None;
+    let mut show = |status: &AppStatus| {
+        let now = (status.phase, status.message.clone());
+        if shown.as_ref() != Some(&now) {
+            eprintln!("{}", status_line(app, status));
+            shown = Some(now);
+        }
+    };
+    // Once the sync request is answered (or lost), the App is polled until it settles.
+    let mut answered = false;
+    loop {
+        if !answered {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            tokio::select! {
+                joined = &mut sync => {
+                    answered = true;
+                    match joined {
+                        Ok(Ok(done)) => {
+                            let status: AppStatus = decode("status", done["status"].clone())?;
+                            if status.phase != Some(Phase::Progressing) {
+                                show(&status);
+                                return Ok(Some(status));
+                            }
+                        }
+                        Ok(Err(CliError::Http { .. })) => {}
+                        Ok(Err(err)) => return Err(err),
+                        Err(err) => return Err(CliError::Failed(format!("sync request: {err}"))),
+                    }
+                }
+                _ = tokio::time::sleep(POLL.min(remaining)) => {}
+            }
+        } else {
+            tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))).await;
+        }
+        if Instant::now() >= deadline {
+            sync.abort();
+            eprintln!(
+                "timed out after {}s waiting for {app}",
+                timeout.as_secs_f64()
+            );
+            return Ok(None);
+        }
+        let view: AppView = decode("App", client.call(Method::GET, &path, None).await?)?;
+        show(&view.status);
+        if answered && view.status.phase != Some(Phase::Progressing) {
+            return Ok(Some(view.status));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn app_paths_default_to_the_management_cluster_and_refuse_odd_names() {
+        assert_eq!(app_path("web").unwrap(), "/api/v1/apps/local/web");
+        assert_eq!(app_path("staging/web").unwrap(), "/api/v1/apps/staging/web");
+        assert!(app_path("staging/").is_err());
+        assert!(app_path("a/b/c").is_err());
+        assert!(app_path("web?x=1").is_err());
+    }
+
+    #[test]
+    fn exit_codes_follow_the_phase() {
+        assert_eq!(exit_code(Some(Phase::Synced)), 0);
+        assert_eq!(exit_code(Some(Phase::Held)), EXIT_HELD);
+        assert_eq!(exit_code(Some(Phase::Waiting)), EXIT_HELD);
+        assert_eq!(exit_code(Some(Phase::Degraded)), EXIT_FAILED);
+        assert_eq!(exit_code(Some(Phase::Failed)), EXIT_FAILED);
+        assert_eq!(exit_code(None), EXIT_FAILED);
+    }
+
+    #[test]
+    fn revisions_are_shortened() {
+        assert_eq!(
+            short_revision(Some("sha256:0123456789abcdef")),
+            "0123456789ab"
+        );
+        assert_eq!(short_revision(Some("v1")), "v1");
+        assert_eq!(short_revision(None), "-");
+    }
+}
