@@ -48,6 +48,11 @@ enum Command {
         #[command(subcommand)]
         command: commands::ClustersCommand,
     },
+    /// Generate files from the Apps (`generate rbac`).
+    Generate {
+        #[command(subcommand)]
+        command: wardn::cli::cluster_apps::GenerateCommand,
+    },
     /// Inspect the audit log.
     Audit {
         #[command(flatten)]
@@ -80,6 +85,9 @@ fn main() -> anyhow::Result<()> {
             connection,
             command,
         } => runtime()?.block_on(commands::audit(&connection, command))?,
+        Command::Generate { command } => {
+            runtime()?.block_on(wardn::cli::cluster_apps::generate(command))?
+        }
         Command::Crd => print!("{}", wardn::app::crd_yaml()?),
     }
     Ok(())

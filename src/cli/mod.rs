@@ -2,5 +2,6 @@
 //! `clusters`, `audit`); `src/main.rs` only dispatches here.
 
 pub mod client;
+pub mod cluster_apps;
 pub mod commands;
 pub mod serve;

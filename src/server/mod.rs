@@ -8,6 +8,8 @@ pub mod auth;
 pub mod body;
 pub mod clusters;
 pub mod error;
+pub mod login_limit;
+pub mod role;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,7 +22,6 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 
-use crate::clusters::connect::client_from_kubeconfig;
 use crate::clusters::registry::{Registry, now_rfc3339};
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::seal::{SealError, Sealer};
@@ -42,6 +43,7 @@ pub struct AppState {
     internal_token_hash: Option<String>,
     webhook: WebhookState,
     runner: Arc<Runner>,
+    login_limiter: Arc<login_limit::LoginLimiter>,
 }
 
 impl AppState {
@@ -60,7 +62,13 @@ impl AppState {
                 .map(auth::token_hash),
             webhook,
             runner,
+            login_limiter: Arc::default(),
         }
+    }
+
+    /// Failed logins per user name (rate limiting).
+    pub fn login_limiter(&self) -> &login_limit::LoginLimiter {
+        &self.login_limiter
     }
 
     /// The App runner.
@@ -129,7 +137,8 @@ fn route(
     }
 }
 
-async fn health() -> Json<serde_json::Value> {
+/// `GET /api/v1/health`: answers while the process runs (every role serves it).
+pub async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
@@ -192,6 +201,12 @@ pub fn route_table() -> Vec<RouteSpec> {
             "/api/v1/clusters/{name}",
             User,
             delete(clusters::remove),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/clusters/{name}/check",
+            User,
+            post(clusters::check),
         ),
         route(Method::GET, "/api/v1/audit", User, get(audit::list)),
         route(Method::GET, "/api/v1/apps", User, get(apps::list)),
@@ -313,6 +328,9 @@ pub enum ServeError {
         /// The reason.
         message: String,
     },
+    /// The `--role` settings are inconsistent (e.g. an operator without `--server`).
+    #[error("{0}")]
+    Role(String),
     /// Binding or serving failed.
     #[error("cannot serve on {addr}: {source}")]
     Io {
@@ -374,22 +392,16 @@ impl Server {
             Some(dir) => load_dir(dir)?,
             None => Vec::new(),
         };
-        let mut resolver = Resolver::new(
+        let resolver = Resolver::new(
             ClusterSource::Local(Arc::clone(&registry)),
             options.probe_timeout,
         );
-        if let Some(path) = &options.management_kubeconfig {
-            let kubeconfig_error = |message: String| ServeError::Kubeconfig {
-                path: path.clone(),
-                message,
-            };
-            let text =
-                std::fs::read_to_string(path).map_err(|e| kubeconfig_error(e.to_string()))?;
-            let client = client_from_kubeconfig(&text, options.probe_timeout)
-                .await
-                .map_err(|e| kubeconfig_error(e.to_string()))?;
-            resolver = resolver.with_management(client);
-        }
+        let resolver = role::with_management(
+            resolver,
+            options.management_kubeconfig.as_deref(),
+            options.probe_timeout,
+        )
+        .await?;
         let runner = Runner::new(apps, resolver, Options::default());
         let webhook = WebhookState {
             poller,
