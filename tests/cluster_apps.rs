@@ -410,6 +410,50 @@ async fn check_reviews_access_through_the_server() {
         "{failed}"
     );
 
+    // An unreachable cluster: reported, and the CLI fails naming it.
+    let dead = "https://127.0.0.1:1";
+    register(
+        &server,
+        "dead",
+        support::server::kubeconfig(dead, "t"),
+        dead.into(),
+        &[],
+    )
+    .await;
+    let report: Value = post("dead", json!({})).await.unwrap().json().await.unwrap();
+    assert_eq!(report["status"], "disconnected", "{report}");
+    assert!(
+        report["error"]
+            .as_str()
+            .unwrap()
+            .contains("connection refused"),
+        "{report}"
+    );
+    let (base, cli_token) = (server.base.clone(), token.clone());
+    let unreachable = blocking(move || {
+        let dir = tempfile::tempdir().unwrap();
+        wardn(
+            dir.path(),
+            &[
+                "clusters",
+                "check",
+                "--clusters",
+                "dead",
+                "--server",
+                &base,
+                "--token",
+                &cli_token,
+            ],
+        )
+    })
+    .await;
+    assert!(!unreachable.status.success(), "{}", text(&unreachable));
+    assert!(
+        text(&unreachable).contains("dead: unreachable: connection refused"),
+        "{}",
+        text(&unreachable)
+    );
+
     let audit: Value = http
         .get(server.url("/api/v1/audit"))
         .bearer_auth(&token)

@@ -161,3 +161,29 @@ async fn operator_settings_are_checked() {
     .unwrap();
     assert!(err.to_string().contains("WARDN_INTERNAL_TOKEN"), "{err}");
 }
+
+#[test]
+fn the_binary_refuses_inconsistent_roles() {
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+            .args(args)
+            .env_remove("WARDN_SERVER")
+            .env_remove("WARDN_INTERNAL_TOKEN")
+            .env_remove("WARDN_APPS_DIR")
+            .env_remove("WARDN_ROLE")
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let server = run(&["serve", "--role", "server", "--apps", "/nonexistent"]);
+    assert!(
+        server.contains("--role server reconciles no Apps"),
+        "{server}"
+    );
+    let operator = run(&["serve", "--role", "operator", "--listen", "127.0.0.1:0"]);
+    assert!(
+        operator.contains("--role operator needs --server URL"),
+        "{operator}"
+    );
+}
