@@ -55,6 +55,11 @@ enum Command {
         #[command(subcommand)]
         command: wardn::cli::repos::ReposCommand,
     },
+    /// Generate files from the Apps (`generate rbac`).
+    Generate {
+        #[command(subcommand)]
+        command: wardn::cli::cluster_apps::GenerateCommand,
+    },
     /// Inspect the audit log.
     Audit {
         #[command(flatten)]
@@ -102,6 +107,9 @@ fn main() -> anyhow::Result<std::process::ExitCode> {
             connection,
             command,
         } => return Ok(runtime()?.block_on(wardn::cli::apps::run(&connection, command))?),
+        Command::Generate { command } => {
+            runtime()?.block_on(wardn::cli::cluster_apps::generate(command))?
+        }
         Command::Crd => print!("{}", wardn::app::crd_yaml()?),
     }
     Ok(std::process::ExitCode::SUCCESS)

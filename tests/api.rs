@@ -529,3 +529,49 @@ async fn credential_expiry_from_a_jwt_is_shown() {
     .await;
     assert_eq!(view["credential_expires_at"], "2030-01-01T00:00:00Z");
 }
+
+#[tokio::test]
+async fn repeated_failed_logins_are_rate_limited_per_user_and_audited() {
+    let server = TestServer::start(None).await;
+    let http = Client::new();
+    let attempt = |user: &str, password: &str| {
+        http.post(server.url("/api/v1/auth/login"))
+            .json(&json!({"username": user, "password": password}))
+            .send()
+    };
+    for _ in 0..wardn::server::login_limit::MAX_FAILURES {
+        assert_eq!(
+            attempt("mallory", "guess").await.unwrap().status(),
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    let limited = attempt("mallory", "guess").await.unwrap();
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = limited.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    let body: Value = limited.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("too many failed logins"),
+        "{body}"
+    );
+    // Other users are not affected.
+    let token = server.token().await;
+    let (_, log) = send(http.get(server.url("/api/v1/audit")).bearer_auth(&token)).await;
+    assert!(
+        log["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "auth.login"
+                && e["actor"] == "mallory"
+                && e["outcome"] == "failure: rate limited"),
+        "{log}"
+    );
+}

@@ -370,7 +370,7 @@ async fn debug_logs_of_a_served_registration_hold_no_credentials() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bootstrap_creates_a_least_privilege_identity_and_registers_it() {
     use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
     use kube::api::{Api, ListParams, PostParams};
 
     kubesim::install_crypto_provider();
@@ -417,7 +417,15 @@ async fn bootstrap_creates_a_least_privilege_identity_and_registers_it() {
     );
 
     let admin = cluster.client().await.unwrap();
-    let role = Api::<ClusterRole>::all(admin)
+    // Namespaced kinds are granted by a Role in each allowed namespace, not cluster-wide.
+    assert!(
+        Api::<ClusterRole>::all(admin.clone())
+            .get_opt("wardn-target")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let role = Api::<Role>::namespaced(admin, "team-a")
         .get("wardn-target")
         .await
         .unwrap();

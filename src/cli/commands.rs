@@ -1,5 +1,5 @@
 //! The client subcommands: `login`, `tokens create`,
-//! `clusters add|list|get|test|rm|reseal|bootstrap` and `audit verify`.
+//! `clusters add|list|get|test|rm|reseal|bootstrap|validate|check` and `audit verify`.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -10,10 +10,12 @@ use serde_json::{Value, json};
 use super::client::{
     ApiClient, CliError, ConnectionArgs, SavedCredentials, save_credentials, send,
 };
+use super::cluster_apps;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::clusters::bootstrap::{self, BootstrapPlan};
 use crate::clusters::registry::{ClusterView, Connectivity, Status};
+use crate::clusters::targets;
 use crate::store::audit::{self, Entry, Head};
 
 /// Arguments of `wardn login`.
@@ -158,8 +160,27 @@ pub enum ClustersCommand {
     },
     /// Rewrite every sealed kubeconfig under the server's current key (after a key rotation).
     Reseal,
+    /// Check App files against the registered clusters: every destination cluster is
+    /// registered, its namespace allowed, and every rendered object lands in an allowed
+    /// namespace. Prints each violation (file, App, field, reason); fails if there is any.
+    Validate {
+        /// Directory of App YAML files.
+        #[arg(long, env = "WARDN_APPS_DIR")]
+        apps: PathBuf,
+    },
+    /// Connect to clusters through the server and review (SelfSubjectAccessReview) what the
+    /// stored credentials may do for the kinds the Apps routed there render. Fails on a denied
+    /// review or an unreachable cluster.
+    Check {
+        /// Clusters to check, comma-separated (default: every registered cluster).
+        #[arg(long, value_delimiter = ',')]
+        clusters: Vec<String>,
+        /// Directory of App YAML files whose kinds to review (default: connectivity only).
+        #[arg(long, env = "WARDN_APPS_DIR")]
+        apps: Option<PathBuf>,
+    },
     /// Create a least-privilege ServiceAccount on a cluster of your kubeconfig (RBAC for the
-    /// listed kinds only, bound in the allowed namespaces), then register the cluster with it.
+    /// given kinds only, Roles in the allowed namespaces), then register the cluster with it.
     Bootstrap {
         /// Context of your kubeconfig that reaches the cluster with admin rights.
         #[arg(long)]
@@ -170,10 +191,16 @@ pub enum ClustersCommand {
         /// Namespace for wardn's ServiceAccount and token Secret.
         #[arg(long, default_value = "wardn")]
         sa_namespace: String,
-        /// Kinds wardn may manage, `Kind` or `group/Kind`, comma-separated.
-        #[arg(long, value_delimiter = ',', required = true)]
+        /// Kinds wardn may manage, `Kind` or `group/Kind`, comma-separated (added to the kinds
+        /// of `--apps`).
+        #[arg(long, value_delimiter = ',', required_unless_present = "apps")]
         kinds: Vec<String>,
-        /// Namespace allowlist; RoleBindings are made only there (default: cluster-wide).
+        /// Directory of App YAML files: grant the kinds the Apps routed to `--name` render,
+        /// and (without `--namespaces`) allow the namespaces they deploy to.
+        #[arg(long)]
+        apps: Option<PathBuf>,
+        /// Namespace allowlist; Roles are made only there (default: cluster-wide, or the
+        /// Apps' namespaces with `--apps`).
         #[arg(long, value_delimiter = ',')]
         namespaces: Vec<String>,
         /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
@@ -255,16 +282,40 @@ pub async fn clusters(
             name,
             sa_namespace,
             kinds,
-            namespaces,
+            apps,
+            mut namespaces,
             kubeconfig,
         } => {
+            let mut grants = Vec::new();
+            if let Some(dir) = apps {
+                let needs = targets::needs_by_cluster(&cluster_apps::rendered_apps(&dir).await?)
+                    .remove(&name)
+                    .ok_or_else(|| {
+                        CliError::Failed(format!(
+                            "no App in {} has destination.cluster {name:?}",
+                            dir.display()
+                        ))
+                    })?;
+                if let Some(error) = needs.errors.first() {
+                    return Err(CliError::Failed(error.clone()));
+                }
+                grants = needs.grants;
+                if namespaces.is_empty() {
+                    namespaces = needs.namespaces;
+                }
+            }
             let plan = BootstrapPlan {
                 name,
                 sa_namespace,
                 kinds,
+                grants,
                 namespaces,
             };
             run_bootstrap(&client, &context, kubeconfig.as_deref(), plan).await?;
+        }
+        ClustersCommand::Validate { apps } => cluster_apps::validate(&client, &apps).await?,
+        ClustersCommand::Check { clusters, apps } => {
+            cluster_apps::check(&client, &clusters, apps.as_deref()).await?
         }
         ClustersCommand::Reseal => {
             let result: Value = client
@@ -312,10 +363,9 @@ async fn run_bootstrap(
         .call(Method::POST, "/api/v1/clusters", Some(&body))
         .await?;
     println!(
-        "ServiceAccount {}/{} created with access to {}; cluster {} registered",
+        "ServiceAccount {}/{} created; cluster {} registered",
         plan.sa_namespace,
         bootstrap::SERVICE_ACCOUNT,
-        plan.kinds.join(", "),
         view.name
     );
     Ok(())

@@ -3,6 +3,7 @@
 
 pub mod apps;
 pub mod client;
+pub mod cluster_apps;
 pub mod commands;
 pub mod repos;
 pub mod serve;

@@ -1,10 +1,12 @@
-//! `wardn serve`: starts the API server with the registry, the store and the prober.
+//! `wardn serve`: starts the API server with the registry, the store and the prober, and the
+//! App reconciler — or, with `--role`, only one side (see [`crate::server::role`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::clusters::seal::Sealer;
+use crate::server::role::{Operator, OperatorOptions, Role};
 use crate::server::{ServeError, ServeOptions, Server};
 
 /// Arguments of `wardn serve`.
@@ -34,12 +36,33 @@ pub struct ServeArgs {
     /// Seconds before a connection attempt or probe gives up.
     #[arg(long, default_value_t = 10)]
     pub probe_timeout: u64,
+    /// What this process runs: `all` (API, store, probing and reconciliation), `server` (no
+    /// reconciliation) or `operator` (reconciliation only, clusters resolved through --server).
+    #[arg(long, value_enum, default_value_t = Role::All, env = "WARDN_ROLE")]
+    pub role: Role,
+    /// With `--role operator`: the wardn server's URL, e.g. http://wardn:8080.
+    #[arg(long = "server", env = "WARDN_SERVER")]
+    pub server_url: Option<String>,
+    /// With `--role operator`: seconds a fetched cluster kubeconfig is reused before it is
+    /// fetched again (so updates and removals on the server are seen).
+    #[arg(long, default_value_t = 60)]
+    pub cluster_cache_ttl: u64,
 }
 
 /// Runs the server until Ctrl-C or SIGTERM. Reads `WARDN_CREDENTIALS_KEY` (required),
 /// `WARDN_CREDENTIALS_KEY_PREVIOUS`, `WARDN_ADMIN_PASSWORD`, `WARDN_INTERNAL_TOKEN` and
 /// `WARDN_WEBHOOK_SECRET`.
 pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
+    match args.role {
+        Role::Operator => return run_operator(args).await,
+        Role::Server if args.apps.is_some() => {
+            return Err(ServeError::Role(
+                "--role server reconciles no Apps: drop --apps, or run --role all or operator"
+                    .into(),
+            ));
+        }
+        Role::All | Role::Server => {}
+    }
     let sealer = Sealer::from_env()?;
     let options = ServeOptions {
         listen: args.listen,
@@ -61,6 +84,23 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     }
     println!("wardn: listening on http://{}", server.addr);
     server.run(shutdown_signal()).await
+}
+
+/// `--role operator`: reconciles `--apps` with clusters resolved through `--server`.
+async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
+    let options = OperatorOptions {
+        listen: args.listen,
+        data_dir: args.data_dir,
+        apps_dir: args.apps,
+        server: args.server_url.unwrap_or_default(),
+        internal_token: std::env::var("WARDN_INTERNAL_TOKEN").unwrap_or_default(),
+        management_kubeconfig: args.kubeconfig,
+        cache_ttl: Duration::from_secs(args.cluster_cache_ttl.max(1)),
+        timeout: Duration::from_secs(args.probe_timeout.max(1)),
+    };
+    let operator = Operator::bind(options).await?;
+    println!("wardn operator: health on http://{}", operator.addr);
+    operator.run(shutdown_signal()).await
 }
 
 async fn shutdown_signal() {

@@ -1,26 +1,23 @@
 //! `wardn clusters bootstrap`: prepares a least-privilege identity for wardn on a target
-//! cluster — a ServiceAccount, a ClusterRole granting only the listed kinds (no wildcards),
-//! bindings (per allowed namespace, or cluster-wide without an allowlist), read access to Nodes
-//! for probing, and a token Secret — and returns a kubeconfig using that token.
+//! cluster — the objects of [`rbac::identity_objects`] (ServiceAccount, rules for the granted
+//! kinds only, Roles per allowed namespace, read access to Nodes for probing, a token Secret),
+//! applied with server-side apply — and returns a kubeconfig using that token.
 
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
-use kube::api::{Api, Patch, PatchParams};
-use kube::discovery::Discovery;
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::discovery::{Discovery, Scope};
+use serde_json::Value;
+
+use super::rbac::{self, Grant, IdentityPlan};
 
 /// Field manager of the objects bootstrap applies.
 pub const FIELD_MANAGER: &str = "wardn-bootstrap";
 /// Name of the ServiceAccount (and of the token Secret's prefix).
-pub const SERVICE_ACCOUNT: &str = "wardn";
-/// Verbs granted on each listed kind: what server-side apply, diff, prune and health need.
-pub const VERBS: &[&str] = &[
-    "get", "list", "watch", "create", "update", "patch", "delete",
-];
+pub const SERVICE_ACCOUNT: &str = rbac::SERVICE_ACCOUNT;
 
 /// What to set up.
 #[derive(Debug, Clone)]
@@ -29,9 +26,11 @@ pub struct BootstrapPlan {
     pub name: String,
     /// Namespace of the ServiceAccount and its token Secret.
     pub sa_namespace: String,
-    /// Kinds to grant, as `Kind` (core group) or `group/Kind`.
+    /// Kinds to grant, as `Kind` (core group) or `group/Kind`, resolved through discovery.
     pub kinds: Vec<String>,
-    /// Namespace allowlist: bindings are made in these only; empty means cluster-wide.
+    /// Resources already resolved (from the Apps routed to the cluster).
+    pub grants: Vec<Grant>,
+    /// Namespace allowlist: Roles are made in these only; empty means cluster-wide.
     pub namespaces: Vec<String>,
 }
 
@@ -47,9 +46,12 @@ pub struct Bootstrapped {
 /// Why bootstrap failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BootstrapError {
-    /// `--kinds` was empty or named a kind the cluster does not serve.
+    /// No kind was named, or a kind the cluster does not serve.
     #[error("kinds: {0}")]
     Kind(String),
+    /// A generated object could not be applied as such (a bug in the identity builder).
+    #[error("{0}")]
+    Object(String),
     /// A request to the cluster failed.
     #[error("{step}: {source}")]
     Cluster {
@@ -70,44 +72,13 @@ pub enum BootstrapError {
     },
 }
 
-/// One RBAC rule line: API group and resource plural of a granted kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Grant {
-    /// API group (`""` for core).
-    pub group: String,
-    /// Resource plural, e.g. `deployments`.
-    pub resource: String,
-}
-
-/// The ClusterRole's rules for `grants`: one rule per group, explicit resources and verbs.
-pub fn rules(grants: &[Grant]) -> Vec<Value> {
-    let mut groups: Vec<&str> = grants.iter().map(|g| g.group.as_str()).collect();
-    groups.sort();
-    groups.dedup();
-    groups
-        .into_iter()
-        .map(|group| {
-            let mut resources: Vec<&str> = grants
-                .iter()
-                .filter(|g| g.group == group)
-                .map(|g| g.resource.as_str())
-                .collect();
-            resources.sort();
-            resources.dedup();
-            json!({"apiGroups": [group], "resources": resources, "verbs": VERBS})
-        })
-        .collect()
-}
-
 /// Resolves `Kind` / `group/Kind` names to resources through the cluster's discovery.
 pub async fn grants_for(
     client: &kube::Client,
     kinds: &[String],
 ) -> Result<Vec<Grant>, BootstrapError> {
     if kinds.is_empty() {
-        return Err(BootstrapError::Kind(
-            "name at least one kind to grant".into(),
-        ));
+        return Ok(Vec::new());
     }
     let wanted: Vec<(&str, &str)> = kinds
         .iter()
@@ -134,9 +105,10 @@ pub async fn grants_for(
                         .into_iter()
                         .find(|(resource, _)| resource.kind == *kind)
                 })
-                .map(|(resource, _)| Grant {
+                .map(|(resource, caps)| Grant {
                     group: group.to_string(),
                     resource: resource.plural,
+                    namespaced: caps.scope == Scope::Namespaced,
                 })
                 .ok_or_else(|| {
                     BootstrapError::Kind(format!(
@@ -147,19 +119,36 @@ pub async fn grants_for(
         .collect()
 }
 
-async fn apply<K>(api: Api<K>, name: &str, object: Value, step: &str) -> Result<(), BootstrapError>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
+/// Server-side applies one generated object.
+async fn apply(client: &kube::Client, object: Value) -> Result<(), BootstrapError> {
+    let field = |name: &str| object.get(name).and_then(Value::as_str).map(str::to_string);
+    let (Some(api_version), Some(kind)) = (field("apiVersion"), field("kind")) else {
+        return Err(BootstrapError::Object(format!(
+            "object without kind: {object}"
+        )));
+    };
+    let meta = |key: &str| {
+        object["metadata"]
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let name = meta("name").unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &kind));
+    let api: Api<DynamicObject> = match meta("namespace") {
+        Some(ns) => Api::namespaced_with(client.clone(), &ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
     api.patch(
-        name,
+        &name,
         &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(object),
+        &Patch::Apply(&object),
     )
     .await
     .map(|_| ())
     .map_err(|source| BootstrapError::Cluster {
-        step: step.to_string(),
+        step: format!("applying {kind} {name}"),
         source,
     })
 }
@@ -169,70 +158,27 @@ pub async fn bootstrap(
     client: &kube::Client,
     plan: &BootstrapPlan,
 ) -> Result<Bootstrapped, BootstrapError> {
-    let grants = grants_for(client, &plan.kinds).await?;
-    let ns = &plan.sa_namespace;
-    let role = format!("wardn-{}", plan.name);
-    let probe_role = format!("wardn-{}-probe", plan.name);
-    let subject = json!([{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": ns}]);
-
-    apply(
-        Api::<Namespace>::all(client.clone()),
-        ns,
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        "namespace",
-    )
-    .await?;
-    apply(Api::<ServiceAccount>::namespaced(client.clone(), ns), SERVICE_ACCOUNT,
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": ns}}),
-        "service account").await?;
-    apply(
-        Api::<ClusterRole>::all(client.clone()),
-        &role,
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": role}, "rules": rules(&grants)}),
-        "cluster role",
-    )
-    .await?;
-    apply(
-        Api::<ClusterRole>::all(client.clone()),
-        &probe_role,
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": probe_role},
-               "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]}),
-        "probe cluster role",
-    )
-    .await?;
-    apply(Api::<ClusterRoleBinding>::all(client.clone()), &probe_role,
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": probe_role}, "subjects": subject,
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": probe_role}}),
-        "probe binding").await?;
-    let role_ref =
-        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role});
-    if plan.namespaces.is_empty() {
-        apply(
-            Api::<ClusterRoleBinding>::all(client.clone()),
-            &role,
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                   "metadata": {"name": role}, "subjects": subject, "roleRef": role_ref}),
-            "cluster role binding",
-        )
-        .await?;
+    let mut grants = plan.grants.clone();
+    grants.extend(grants_for(client, &plan.kinds).await?);
+    grants.sort();
+    grants.dedup();
+    if grants.is_empty() {
+        return Err(BootstrapError::Kind(
+            "nothing to grant: name kinds with --kinds, or Apps routed to the cluster with --apps"
+                .into(),
+        ));
     }
-    for target in &plan.namespaces {
-        apply(Api::<RoleBinding>::namespaced(client.clone(), target), &role,
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                   "metadata": {"name": role, "namespace": target}, "subjects": subject, "roleRef": role_ref}),
-            &format!("role binding in {target}")).await?;
+    let identity = IdentityPlan {
+        cluster: plan.name.clone(),
+        sa_namespace: plan.sa_namespace.clone(),
+        grants,
+        namespaces: plan.namespaces.clone(),
+    };
+    for object in rbac::identity_objects(&identity) {
+        apply(client, object).await?;
     }
-    let secret_name = format!("{SERVICE_ACCOUNT}-token");
-    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
-    apply(secrets.clone(), &secret_name,
-        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
-               "metadata": {"name": secret_name, "namespace": ns,
-                            "annotations": {"kubernetes.io/service-account.name": SERVICE_ACCOUNT}}}),
-        "token secret").await?;
-    wait_for_token(&secrets, ns, &secret_name).await
+    let secrets = Api::<Secret>::namespaced(client.clone(), &plan.sa_namespace);
+    wait_for_token(&secrets, &plan.sa_namespace, &identity.secret_name()).await
 }
 
 /// Waits for the token controller to fill the Secret (real clusters do it asynchronously).
@@ -279,30 +225,4 @@ pub fn kubeconfig(name: &str, server_url: &str, identity: &Bootstrapped) -> Stri
         ca = identity.ca_data,
         token = identity.token,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rules_group_resources_without_wildcards() {
-        let grant = |g: &str, r: &str| Grant {
-            group: g.into(),
-            resource: r.into(),
-        };
-        let rules = rules(&[
-            grant("apps", "deployments"),
-            grant("", "configmaps"),
-            grant("", "services"),
-        ]);
-        assert_eq!(
-            rules,
-            vec![
-                json!({"apiGroups": [""], "resources": ["configmaps", "services"], "verbs": VERBS}),
-                json!({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": VERBS}),
-            ]
-        );
-        assert!(!serde_json::to_string(&rules).unwrap().contains('*'));
-    }
 }

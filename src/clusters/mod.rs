@@ -1,11 +1,15 @@
 //! Registered remote clusters: sealing of kubeconfigs, their validation, connection and probing,
 //! the client cache, and resolution of App destinations with the namespace allowlist.
 
+pub mod access;
 pub mod bootstrap;
 pub mod cache;
 pub mod connect;
 pub mod expiry;
 pub mod kubeconfig;
+pub mod rbac;
 pub mod registry;
 pub mod resolve;
 pub mod seal;
+pub mod targets;
+pub mod validate;

@@ -2,13 +2,14 @@
 //! validated, sealed and audited; the cached status board the API answers from; and the
 //! background prober that fills it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use super::access::{self, CheckReport, CheckRequest};
 use super::cache::{CachedCluster, ClientCache};
 use super::connect::{self, ConnectError, ProbeReport};
 use super::expiry::credential_expiry;
@@ -174,10 +175,32 @@ pub fn rfc3339(at: Timestamp) -> String {
     at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// The parts of a registration the API shows (no credentials), kept in memory so listing never
+/// waits on the store.
+#[derive(Debug, Clone)]
+struct Registered {
+    server_url: String,
+    namespaces: Vec<String>,
+    credential_expires_at: Option<String>,
+}
+
+impl Registered {
+    fn of(record: &ClusterRecord) -> Registered {
+        Registered {
+            server_url: record.server_url.clone(),
+            namespaces: record.namespaces.clone(),
+            credential_expires_at: record.credential_expires_at.clone(),
+        }
+    }
+}
+
 /// The registry: store, sealer, status board and client cache.
 pub struct Registry {
     store: Store,
     sealer: Sealer,
+    /// Every registration by name, loaded from the store on first use, then kept in step by
+    /// register, update and remove (after their store writes).
+    board: tokio::sync::OnceCell<RwLock<BTreeMap<String, Registered>>>,
     statuses: RwLock<HashMap<String, Status>>,
     clients: ClientCache,
     probe_timeout: Duration,
@@ -189,6 +212,7 @@ impl Registry {
         Registry {
             store,
             sealer,
+            board: tokio::sync::OnceCell::new(),
             statuses: RwLock::default(),
             clients: ClientCache::new(),
             probe_timeout,
@@ -264,13 +288,37 @@ impl Registry {
             .remove(name);
     }
 
-    fn view(&self, record: &ClusterRecord) -> ClusterView {
+    async fn board(&self) -> Result<&RwLock<BTreeMap<String, Registered>>, RegistryError> {
+        self.board
+            .get_or_try_init(|| async {
+                let records = self.store.list_clusters().await?;
+                Ok::<_, RegistryError>(RwLock::new(
+                    records
+                        .iter()
+                        .map(|r| (r.name.clone(), Registered::of(r)))
+                        .collect(),
+                ))
+            })
+            .await
+    }
+
+    /// Records `record` on the board (after it was written to the store).
+    async fn board_put(&self, record: &ClusterRecord) -> Result<(), RegistryError> {
+        self.board()
+            .await?
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(record.name.clone(), Registered::of(record));
+        Ok(())
+    }
+
+    fn view(&self, name: &str, registered: &Registered) -> ClusterView {
         ClusterView {
-            name: record.name.clone(),
-            server_url: record.server_url.clone(),
-            status: self.status_of(&record.name),
-            namespaces: record.namespaces.clone(),
-            credential_expires_at: record.credential_expires_at.clone(),
+            name: name.to_string(),
+            server_url: registered.server_url.clone(),
+            status: self.status_of(name),
+            namespaces: registered.namespaces.clone(),
+            credential_expires_at: registered.credential_expires_at.clone(),
         }
     }
 
@@ -311,7 +359,8 @@ impl Registry {
             other => other?,
         }
         self.forget(&record.name);
-        Ok(self.view(&record))
+        self.board_put(&record).await?;
+        Ok(self.view(&record.name, &Registered::of(&record)))
     }
 
     /// Updates a cluster (audited as `cluster.update`); drops its cached client.
@@ -362,13 +411,19 @@ impl Registry {
             return Err(RegistryError::NotFound(name.to_string()));
         }
         self.forget(name);
-        Ok(self.view(&record))
+        self.board_put(&record).await?;
+        Ok(self.view(name, &Registered::of(&record)))
     }
 
     /// Removes a cluster (audited as `cluster.remove`); drops its cached client.
     pub async fn remove(&self, actor: &str, name: &str) -> Result<(), RegistryError> {
         let result = match self.store.delete_cluster(name).await {
-            Ok(true) => Ok(()),
+            Ok(true) => self.board().await.map(|board| {
+                board
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(name);
+            }),
             Ok(false) => Err(RegistryError::NotFound(name.to_string())),
             Err(err) => Err(err.into()),
         };
@@ -403,20 +458,31 @@ impl Registry {
         Status::from_probe(result)
     }
 
-    /// Every cluster with its cached status; never contacts a cluster.
+    /// Every cluster with its cached status, by name; answers from memory (the store is read
+    /// once), never contacting a cluster nor waiting on a probe round.
     pub async fn list(&self) -> Result<Vec<ClusterView>, RegistryError> {
-        let records = self.store.list_clusters().await?;
-        Ok(records.iter().map(|r| self.view(r)).collect())
+        let board = self
+            .board()
+            .await?
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        Ok(board
+            .iter()
+            .map(|(name, registered)| self.view(name, registered))
+            .collect())
     }
 
     /// One cluster with its cached status.
     pub async fn get(&self, name: &str) -> Result<ClusterView, RegistryError> {
-        let record = self
-            .store
-            .get_cluster(name)
+        let board = self
+            .board()
             .await?
-            .ok_or_else(|| RegistryError::NotFound(name.to_string()))?;
-        Ok(self.view(&record))
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        board
+            .get(name)
+            .map(|registered| self.view(name, registered))
+            .ok_or_else(|| RegistryError::NotFound(name.to_string()))
     }
 
     /// The unsealed registration of `name`, for the internal endpoint and local resolution.
@@ -460,6 +526,39 @@ impl Registry {
         let entry = CachedCluster::new(client, resolved.namespaces);
         self.clients.insert(name, entry.clone());
         Ok(entry)
+    }
+
+    /// Runs the access reviews of `request` on `name` with its stored credentials (audited as
+    /// `cluster.check`). An unreachable cluster is a report, an unknown one an error.
+    pub async fn check_access(
+        &self,
+        actor: &str,
+        name: &str,
+        request: CheckRequest,
+    ) -> Result<CheckReport, RegistryError> {
+        let result = match request.validate() {
+            Err(err) => Err(err.into()),
+            Ok(()) => match self.cached_cluster(name).await {
+                Ok(entry) => {
+                    Ok(access::check(name, &entry.client, &request, self.probe_timeout).await)
+                }
+                Err(ResolveFailure::Connect(err)) => Ok(CheckReport::disconnected(name, &err)),
+                Err(ResolveFailure::Registry(err)) => Err(err),
+            },
+        };
+        let outcome = match &result {
+            Ok(report) => match &report.error {
+                Some(error) => format!("success: disconnected: {error}"),
+                None => format!(
+                    "success: {} of {} allowed",
+                    report.checks.len() - report.denied().count(),
+                    report.checks.len()
+                ),
+            },
+            Err(err) => format!("failure: {err}"),
+        };
+        self.audit(actor, "cluster.check", name, &outcome).await;
+        result
     }
 
     /// Probes one registered cluster now and records the result on the status board.

@@ -72,6 +72,14 @@ pub fn validate(doc: &Value) -> Result<App, String> {
 /// Loads every App in `dir` (not recursive), in file name order. Apps without a namespace are
 /// put in `default`.
 pub fn load_dir(dir: &Path) -> Result<Vec<App>, AppsDirError> {
+    Ok(load_dir_with_files(dir)?
+        .into_iter()
+        .map(|(_, app)| app)
+        .collect())
+}
+
+/// [`load_dir`], with the file each App was read from (for reports naming the file).
+pub fn load_dir_with_files(dir: &Path) -> Result<Vec<(PathBuf, App)>, AppsDirError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| AppsDirError::Io { path, source }
@@ -109,7 +117,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<App>, AppsDirError> {
                     second: path,
                 });
             }
-            apps.push(app);
+            apps.push((path.clone(), app));
         }
     }
     Ok(apps)

@@ -3,6 +3,8 @@
 //! cookie-authenticated writes (they must be `Content-Type: application/json`, which a
 //! cross-site form cannot send without a CORS preflight).
 
+use std::time::Instant;
+
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::extract::{Request, State};
@@ -183,6 +185,30 @@ pub async fn login(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<LoginRequest>,
 ) -> Result<Response, ApiError> {
+    let limiter = state.login_limiter();
+    if let Some(wait) = limiter.retry_after(&body.username, Instant::now()) {
+        state
+            .store()
+            .record_audit(
+                &body.username,
+                "auth.login",
+                &body.username,
+                "failure: rate limited",
+                &now_rfc3339(),
+            )
+            .await;
+        // Round up: a client waiting the advertised seconds must get through.
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        let error = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many failed logins for this user; retry in {seconds} s",),
+        );
+        return Ok((
+            [(header::RETRY_AFTER, seconds.to_string())],
+            error.into_response(),
+        )
+            .into_response());
+    }
     let stored = state.store().password_hash(&body.username).await?;
     let password = body.password;
     let valid = match stored {
@@ -207,8 +233,10 @@ pub async fn login(
         )
         .await;
     if !valid {
+        limiter.failed(&body.username, Instant::now());
         return Err(ApiError::unauthorized("invalid username or password"));
     }
+    limiter.succeeded(&body.username);
     let session = random_secret(32).map_err(|err| ApiError::internal(&err))?;
     state
         .store()

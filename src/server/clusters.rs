@@ -11,6 +11,7 @@ use super::AppState;
 use super::auth::Actor;
 use super::body::JsonBody;
 use super::error::ApiError;
+use crate::clusters::access::{CheckReport, CheckRequest};
 use crate::clusters::registry::{
     ClusterView, RegisterRequest, ResolvedCluster, Status, TestRequest, UpdateRequest,
 };
@@ -78,6 +79,18 @@ pub async fn reseal(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let count = state.registry().reseal(&actor.0).await?;
     Ok(Json(serde_json::json!({ "resealed": count })))
+}
+
+/// `POST /api/v1/clusters/{name}/check`: access reviews with the stored credentials.
+pub async fn check(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+    JsonBody(body): JsonBody<CheckRequest>,
+) -> Result<Json<CheckReport>, ApiError> {
+    Ok(Json(
+        state.registry().check_access(&actor.0, &name, body).await?,
+    ))
 }
 
 /// `GET /internal/clusters/{name}/kubeconfig`: the unsealed kubeconfig and allowlist, for the

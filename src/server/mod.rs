@@ -8,7 +8,9 @@ pub mod auth;
 pub mod body;
 pub mod clusters;
 pub mod error;
+pub mod login_limit;
 pub mod repositories;
+pub mod role;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,7 +23,6 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 
-use crate::clusters::connect::client_from_kubeconfig;
 use crate::clusters::registry::{Registry, now_rfc3339};
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::seal::{SealError, Sealer};
@@ -45,6 +46,7 @@ pub struct AppState {
     webhook: WebhookState,
     runner: Arc<Runner>,
     repositories: Arc<Repositories>,
+    login_limiter: Arc<login_limit::LoginLimiter>,
 }
 
 impl AppState {
@@ -66,12 +68,18 @@ impl AppState {
             webhook,
             runner,
             repositories,
+            login_limiter: Arc::default(),
         }
     }
 
     /// The Git repository registry (credentials, webhook secrets).
     pub fn repositories(&self) -> &Arc<Repositories> {
         &self.repositories
+    }
+
+    /// Failed logins per user name (rate limiting).
+    pub fn login_limiter(&self) -> &login_limit::LoginLimiter {
+        &self.login_limiter
     }
 
     /// The App runner.
@@ -140,7 +148,8 @@ fn route(
     }
 }
 
-async fn health() -> Json<serde_json::Value> {
+/// `GET /api/v1/health`: answers while the process runs (every role serves it).
+pub async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
@@ -203,6 +212,12 @@ pub fn route_table() -> Vec<RouteSpec> {
             "/api/v1/clusters/{name}",
             User,
             delete(clusters::remove),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/clusters/{name}/check",
+            User,
+            post(clusters::check),
         ),
         route(Method::GET, "/api/v1/audit", User, get(audit::list)),
         route(
@@ -371,6 +386,9 @@ pub enum ServeError {
         /// The reason.
         message: String,
     },
+    /// The `--role` settings are inconsistent (e.g. an operator without `--server`).
+    #[error("{0}")]
+    Role(String),
     /// Binding or serving failed.
     #[error("cannot serve on {addr}: {source}")]
     Io {
@@ -452,22 +470,16 @@ impl Server {
             Some(dir) => load_dir(dir)?,
             None => Vec::new(),
         };
-        let mut resolver = Resolver::new(
+        let resolver = Resolver::new(
             ClusterSource::Local(Arc::clone(&registry)),
             options.probe_timeout,
         );
-        if let Some(path) = &options.management_kubeconfig {
-            let kubeconfig_error = |message: String| ServeError::Kubeconfig {
-                path: path.clone(),
-                message,
-            };
-            let text =
-                std::fs::read_to_string(path).map_err(|e| kubeconfig_error(e.to_string()))?;
-            let client = client_from_kubeconfig(&text, options.probe_timeout)
-                .await
-                .map_err(|e| kubeconfig_error(e.to_string()))?;
-            resolver = resolver.with_management(client);
-        }
+        let resolver = role::with_management(
+            resolver,
+            options.management_kubeconfig.as_deref(),
+            options.probe_timeout,
+        )
+        .await?;
         let runner = Runner::new(apps, resolver, Options::default());
         let webhook = WebhookState {
             poller,

@@ -1,0 +1,275 @@
+//! The client commands that look at Apps from the clusters' side: `wardn clusters validate`
+//! (App destinations against the registered clusters), `wardn clusters check` (access reviews
+//! through the server) and `wardn generate rbac` (one least-privilege RBAC file per cluster).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use reqwest::Method;
+use serde_json::Value;
+
+use super::client::{ApiClient, CliError};
+use crate::app::LOCAL_CLUSTER;
+use crate::clusters::access::{CheckReport, CheckRequest, ResourceCheck};
+use crate::clusters::rbac::{self, IdentityPlan, VERBS};
+use crate::clusters::registry::{ClusterView, Connectivity};
+use crate::clusters::targets::{self, ClusterNeeds, RenderedApp};
+use crate::clusters::validate;
+
+/// Loads and renders the Apps of `dir` off the async runtime; Git sources are fetched into a
+/// temporary directory removed afterwards.
+pub async fn rendered_apps(dir: &Path) -> Result<Vec<RenderedApp>, CliError> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let work = std::env::temp_dir().join(format!("wardn-apps-{}", std::process::id()));
+        let result = targets::load_and_render(&dir, &work);
+        // Best effort: the directory only holds throw-away Git mirrors.
+        let _ = std::fs::remove_dir_all(&work);
+        result
+    })
+    .await
+    .map_err(|err| CliError::Failed(format!("rendering the Apps: {err}")))?
+    .map_err(|err| CliError::Failed(err.to_string()))
+}
+
+/// The registered clusters.
+async fn registered(client: &ApiClient) -> Result<Vec<ClusterView>, CliError> {
+    let list: Value = client.call(Method::GET, "/api/v1/clusters", None).await?;
+    serde_json::from_value(list["clusters"].clone()).map_err(|err| CliError::Decode {
+        what: "cluster list".into(),
+        reason: err.to_string(),
+    })
+}
+
+/// `wardn clusters validate --apps DIR`: prints every violation, fails if there is any.
+pub async fn validate(client: &ApiClient, apps_dir: &Path) -> Result<(), CliError> {
+    let apps = rendered_apps(apps_dir).await?;
+    let clusters = registered(client).await?;
+    let violations = validate::validate(&apps, &clusters);
+    for violation in &violations {
+        println!("{violation}");
+    }
+    if violations.is_empty() {
+        println!(
+            "{} App(s) valid against {} registered cluster(s)",
+            apps.len(),
+            clusters.len()
+        );
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!(
+            "{} violation(s) in {}",
+            violations.len(),
+            apps_dir.display()
+        )))
+    }
+}
+
+/// The access reviews the Apps routed to one cluster need: every verb on every resource, in
+/// each namespace its objects land in (cluster-wide for cluster-scoped kinds).
+pub fn reviews(needs: &ClusterNeeds) -> CheckRequest {
+    let mut resources = Vec::new();
+    for (namespace, grants) in &needs.by_namespace {
+        resources.extend(
+            grants
+                .iter()
+                .map(|g| ResourceCheck::of(g, Some(namespace), VERBS)),
+        );
+    }
+    resources.extend(
+        needs
+            .grants
+            .iter()
+            .filter(|g| !g.namespaced)
+            .map(|g| ResourceCheck::of(g, None, VERBS)),
+    );
+    CheckRequest { resources }
+}
+
+/// `wardn clusters check`: reviews through the server, prints a table, fails on a denial or
+/// an unreachable cluster.
+pub async fn check(
+    client: &ApiClient,
+    only: &[String],
+    apps_dir: Option<&Path>,
+) -> Result<(), CliError> {
+    let needs: BTreeMap<String, ClusterNeeds> = match apps_dir {
+        Some(dir) => targets::needs_by_cluster(&rendered_apps(dir).await?),
+        None => BTreeMap::new(),
+    };
+    let mut names: Vec<String> = if only.is_empty() {
+        registered(client)
+            .await?
+            .into_iter()
+            .map(|c| c.name)
+            .collect()
+    } else {
+        only.to_vec()
+    };
+    names.sort();
+    names.dedup();
+    let mut reports = Vec::new();
+    let mut problems = Vec::new();
+    for name in &names {
+        let cluster_needs = needs.get(name).cloned().unwrap_or_default();
+        problems.extend(cluster_needs.errors.iter().map(|e| format!("{name}: {e}")));
+        let body =
+            serde_json::to_value(reviews(&cluster_needs)).map_err(|err| CliError::Decode {
+                what: "check request".into(),
+                reason: err.to_string(),
+            })?;
+        let report: CheckReport = client
+            .call(
+                Method::POST,
+                &format!("/api/v1/clusters/{name}/check"),
+                Some(&body),
+            )
+            .await?;
+        reports.push(report);
+    }
+    println!("{}", check_table(&reports));
+    for report in &reports {
+        if let Some(error) = &report.error {
+            problems.push(format!("{}: unreachable: {error}", report.name));
+        }
+        let denied = report.denied().count();
+        if denied > 0 {
+            problems.push(format!("{}: {denied} access check(s) denied", report.name));
+        }
+    }
+    for problem in &problems {
+        eprintln!("{problem}");
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!(
+            "{} problem(s) found",
+            problems.len()
+        )))
+    }
+}
+
+/// The `wardn clusters check` table: one line per cluster, then one per denied review.
+pub fn check_table(reports: &[CheckReport]) -> String {
+    let mut lines = vec![format!(
+        "{:<20} {:<13} {:<12} {:>7} {:>6}",
+        "CLUSTER", "STATUS", "VERSION", "CHECKS", "DENIED"
+    )];
+    for report in reports {
+        let status = match report.status {
+            Connectivity::Connected => "connected",
+            Connectivity::Disconnected => "disconnected",
+        };
+        lines.push(format!(
+            "{:<20} {:<13} {:<12} {:>7} {:>6}",
+            report.name,
+            status,
+            report.version.as_deref().unwrap_or("-"),
+            report.checks.len(),
+            report.denied().count()
+        ));
+        for denied in report.denied() {
+            let group = if denied.group.is_empty() {
+                "core"
+            } else {
+                &denied.group
+            };
+            lines.push(format!(
+                "  denied: {} {}/{} in {}{}",
+                denied.verb,
+                group,
+                denied.resource,
+                denied.namespace.as_deref().unwrap_or("(cluster)"),
+                denied
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    lines.join("\n")
+}
+
+/// `wardn generate` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum GenerateCommand {
+    /// Write one least-privilege RBAC file per destination cluster of the Apps
+    /// (`<cluster>.yaml`; `local.yaml` for the management cluster): a ServiceAccount, Roles
+    /// and RoleBindings in the namespaces the Apps deploy to, a ClusterRole for cluster-scoped
+    /// kinds, and a token Secret. No wildcards.
+    Rbac {
+        /// Directory of App YAML files.
+        #[arg(long, env = "WARDN_APPS_DIR")]
+        apps: PathBuf,
+        /// Directory to write the files to (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+        /// Namespace for wardn's ServiceAccount and token Secret.
+        #[arg(long, default_value = "wardn")]
+        sa_namespace: String,
+    },
+}
+
+/// Runs a `wardn generate` subcommand.
+pub async fn generate(command: GenerateCommand) -> Result<(), CliError> {
+    match command {
+        GenerateCommand::Rbac {
+            apps,
+            out,
+            sa_namespace,
+        } => generate_rbac(&apps, &out, &sa_namespace).await,
+    }
+}
+
+async fn generate_rbac(apps_dir: &Path, out: &Path, sa_namespace: &str) -> Result<(), CliError> {
+    let needs = targets::needs_by_cluster(&rendered_apps(apps_dir).await?);
+    let errors: Vec<String> = needs
+        .iter()
+        .flat_map(|(cluster, n)| n.errors.iter().map(move |e| format!("{cluster}: {e}")))
+        .collect();
+    if !errors.is_empty() {
+        for error in &errors {
+            eprintln!("{error}");
+        }
+        return Err(CliError::Failed(format!(
+            "{} App(s) cannot be turned into rules; nothing written",
+            errors.len()
+        )));
+    }
+    let file_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| CliError::File { path, source }
+    };
+    std::fs::create_dir_all(out).map_err(file_error(out))?;
+    for (cluster, cluster_needs) in &needs {
+        let name = if cluster.is_empty() {
+            LOCAL_CLUSTER
+        } else {
+            cluster.as_str()
+        };
+        let plan = IdentityPlan {
+            cluster: name.to_string(),
+            sa_namespace: sa_namespace.to_string(),
+            grants: cluster_needs.grants.clone(),
+            namespaces: cluster_needs.namespaces.clone(),
+        };
+        let path = out.join(format!("{name}.yaml"));
+        std::fs::write(&path, rbac::to_yaml(&rbac::identity_objects(&plan)))
+            .map_err(file_error(&path))?;
+        if cluster.is_empty() {
+            println!(
+                "{}: apply to the management cluster: kubectl apply -f {}",
+                name,
+                path.display()
+            );
+        } else {
+            println!(
+                "{name}: kubectl --context {name} apply -f {}",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Apps seen from the cluster side, for the offline commands (`clusters validate|check`,
+//! `generate rbac`, `clusters bootstrap --apps`): each App of an `--apps` directory with its
+//! file, rendered once (Git sources fetched into a throw-away mirror directory) and placed in
+//! its destination namespace with the reconciler's own placement rules.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::rbac::{self, Grant};
+use crate::app::App;
+use crate::apply::inventory::ObjectRef;
+use crate::diff::scope;
+use crate::reconcile::allowlist;
+use crate::reconcile::apps_dir::{AppsDirError, load_dir_with_files};
+use crate::render;
+use crate::runner::app_key;
+use crate::sources::credentials::Credentials;
+use crate::sources::directory::snapshot_directory;
+use crate::sources::git::{GitSettings, Mirror};
+use crate::sources::spec::Source;
+
+/// One App of the directory, rendered.
+#[derive(Debug, Clone)]
+pub struct RenderedApp {
+    /// The file the App was read from.
+    pub file: PathBuf,
+    /// The App.
+    pub app: App,
+    /// The rendered objects placed in the destination namespace, or why rendering or
+    /// placement failed.
+    pub placed: Result<Vec<(ObjectRef, Value)>, String>,
+}
+
+impl RenderedApp {
+    /// `namespace/name` of the App.
+    pub fn key(&self) -> String {
+        app_key(&self.app)
+    }
+
+    /// The destination cluster's name (empty: the management cluster).
+    pub fn cluster(&self) -> &str {
+        &self.app.spec.destination.cluster
+    }
+}
+
+/// Renders the Apps' source (blocking: Git sources are fetched into `work_dir`).
+pub fn render_app(app: &App, work_dir: &Path) -> Result<Vec<Value>, String> {
+    let source = app.spec.source.validate().map_err(|e| e.to_string())?;
+    let rendered = match source {
+        Source::Directory(path) => {
+            let snapshot = snapshot_directory(&path).map_err(|e| e.to_string())?;
+            render::render(snapshot.tree.as_ref(), "")
+        }
+        Source::Git(git) => {
+            let settings = GitSettings {
+                data_dir: work_dir.to_path_buf(),
+                extra_roots_pem: None,
+            };
+            let mirror = Mirror::open(&settings, git.url.clone(), Credentials::Anonymous)
+                .map_err(|e| e.to_string())?;
+            mirror.fetch().map_err(|e| e.to_string())?;
+            let commit = mirror.resolve(&git.reference).map_err(|e| e.to_string())?;
+            let snapshot = mirror.snapshot(commit).map_err(|e| e.to_string())?;
+            render::render(snapshot.tree.as_ref(), &git.path)
+        }
+    };
+    rendered
+        .map(|r| r.objects)
+        .map_err(|e| format!("render failed: {e}"))
+}
+
+/// Places `objects` in `namespace` like the reconciler does; kinds whose scope is unknown
+/// offline (custom kinds without a rendered CRD) are an error naming them.
+pub fn place(objects: &[Value], namespace: &str) -> Result<Vec<(ObjectRef, Value)>, String> {
+    let crds = scope::rendered_crd_scopes(objects);
+    allowlist::place(objects, namespace, |av, kind| {
+        scope::static_scope(av, kind, &crds)
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Loads every App of `dir` and renders each (blocking). `work_dir` holds Git mirrors.
+pub fn load_and_render(dir: &Path, work_dir: &Path) -> Result<Vec<RenderedApp>, AppsDirError> {
+    Ok(load_dir_with_files(dir)?
+        .into_iter()
+        .map(|(file, app)| {
+            let placed = render_app(&app, work_dir)
+                .and_then(|objects| place(&objects, &app.spec.destination.namespace));
+            RenderedApp { file, app, placed }
+        })
+        .collect())
+}
+
+/// What the Apps routed to one cluster need there.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterNeeds {
+    /// The resources their objects are made of.
+    pub grants: Vec<Grant>,
+    /// Every namespace their namespaced objects land in (destination namespaces included).
+    pub namespaces: Vec<String>,
+    /// Which namespaced resources land in which namespace.
+    pub by_namespace: BTreeMap<String, Vec<Grant>>,
+    /// Problems that kept an App out of the result (`App ns/name: reason`).
+    pub errors: Vec<String>,
+}
+
+/// Per cluster while collecting: every grant, and the grants per namespace.
+type GrantSets = (BTreeSet<Grant>, BTreeMap<String, BTreeSet<Grant>>);
+
+/// Groups the Apps by destination cluster and derives what each cluster needs.
+pub fn needs_by_cluster(apps: &[RenderedApp]) -> BTreeMap<String, ClusterNeeds> {
+    let mut out: BTreeMap<String, ClusterNeeds> = BTreeMap::new();
+    let mut sets: BTreeMap<String, GrantSets> = BTreeMap::new();
+    for app in apps {
+        let cluster = app.cluster().to_string();
+        let needs = out.entry(cluster.clone()).or_default();
+        let (grants, by_namespace) = sets.entry(cluster).or_default();
+        by_namespace
+            .entry(app.app.spec.destination.namespace.clone())
+            .or_default();
+        let placed = match &app.placed {
+            Ok(placed) => placed,
+            Err(reason) => {
+                needs.errors.push(format!("App {}: {reason}", app.key()));
+                continue;
+            }
+        };
+        let objects: Vec<Value> = placed.iter().map(|(_, o)| o.clone()).collect();
+        for (id, _) in placed {
+            let Some(grant) = rbac::offline_grant(&id.api_version, &id.kind, &objects) else {
+                needs.errors.push(format!(
+                    "App {}: {id}: unknown kind (no CRD among the rendered objects defines {} in {})",
+                    app.key(),
+                    id.kind,
+                    id.api_version
+                ));
+                continue;
+            };
+            if let Some(ns) = &id.namespace {
+                by_namespace
+                    .entry(ns.clone())
+                    .or_default()
+                    .insert(grant.clone());
+            }
+            grants.insert(grant);
+        }
+    }
+    for (cluster, (grants, by_namespace)) in sets {
+        if let Some(needs) = out.get_mut(&cluster) {
+            needs.grants = grants.into_iter().collect();
+            needs.namespaces = by_namespace.keys().cloned().collect();
+            needs.by_namespace = by_namespace
+                .into_iter()
+                .map(|(ns, g)| (ns, g.into_iter().collect()))
+                .collect();
+        }
+    }
+    out
+}

@@ -1,0 +1,91 @@
+//! `wardn clusters validate`: checks App files against the registered clusters before they are
+//! deployed — every `destination.cluster` names a registered cluster (empty: the management
+//! cluster), its `destination.namespace` is in that cluster's allowlist, and every object the
+//! App renders lands in an allowed namespace (the reconciler's own allowlist check).
+
+use std::path::PathBuf;
+
+use super::registry::ClusterView;
+use super::targets::RenderedApp;
+use crate::reconcile::allowlist::{self, Allowlist};
+
+/// One problem found in an App file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The App file.
+    pub file: PathBuf,
+    /// The App's `namespace/name`.
+    pub app: String,
+    /// The offending field (`spec.destination.cluster`, `spec.destination.namespace`,
+    /// `spec.source`).
+    pub field: String,
+    /// Why it is refused.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: App {}: {}: {}",
+            self.file.display(),
+            self.app,
+            self.field,
+            self.reason
+        )
+    }
+}
+
+/// Every violation of `apps` against the registered `clusters`, in App order.
+pub fn validate(apps: &[RenderedApp], clusters: &[ClusterView]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for app in apps {
+        let violation = |field: &str, reason: String| Violation {
+            file: app.file.clone(),
+            app: app.key(),
+            field: field.to_string(),
+            reason,
+        };
+        let cluster = app.cluster();
+        let allowlist = if cluster.is_empty() {
+            Allowlist::unrestricted()
+        } else {
+            match clusters.iter().find(|c| c.name == cluster) {
+                None => {
+                    let known: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
+                    violations.push(violation(
+                        "spec.destination.cluster",
+                        format!(
+                            "cluster {cluster:?} is not registered (registered: {})",
+                            if known.is_empty() {
+                                "none".to_string()
+                            } else {
+                                known.join(", ")
+                            }
+                        ),
+                    ));
+                    continue;
+                }
+                Some(view) if view.namespaces.is_empty() => Allowlist::unrestricted(),
+                Some(view) => Allowlist::namespaces(view.namespaces.iter().cloned()),
+            }
+        };
+        let destination = &app.app.spec.destination.namespace;
+        let destination_refused = !allowlist.allows_namespace(destination);
+        let placed = match &app.placed {
+            Ok(placed) => placed.as_slice(),
+            Err(reason) => {
+                violations.push(violation("spec.source", reason.clone()));
+                &[]
+            }
+        };
+        if let Err(forbidden) = allowlist::check(&allowlist, cluster, destination, placed) {
+            let mut lines = forbidden.violations.into_iter();
+            if destination_refused && let Some(line) = lines.next() {
+                violations.push(violation("spec.destination.namespace", line));
+            }
+            violations.extend(lines.map(|line| violation("spec.source (rendered objects)", line)));
+        }
+    }
+    violations
+}

@@ -1,0 +1,535 @@
+//! The Apps seen from the clusters' side, with the `wardn` binary against an in-process server
+//! and kubesim clusters: `clusters validate` (unregistered cluster, disallowed destination and
+//! object namespaces), `generate rbac` (files kubectl 1.32 applies, whose token can do exactly
+//! what the Apps need), `clusters check` (access reviews with an admin and a namespaced token)
+//! and `clusters bootstrap --apps`.
+
+mod common;
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use support::server::TestServer;
+use wardn::clusters::registry::RegisterRequest;
+
+const WARDN: &str = env!("CARGO_BIN_EXE_wardn");
+
+fn wardn(dir: &Path, args: &[&str]) -> Output {
+    Command::new(WARDN)
+        .args(args)
+        .env("WARDN_CONFIG_DIR", dir)
+        .env_remove("WARDN_SERVER")
+        .env_remove("WARDN_TOKEN")
+        .env_remove("WARDN_APPS_DIR")
+        .output()
+        .unwrap()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+/// Writes a Directory App `name` for `cluster`/`namespace` whose source holds `manifests`.
+fn write_app(root: &Path, name: &str, cluster: &str, namespace: &str, manifests: &str) {
+    let source = root.join("sources").join(name);
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(source.join("objects.yaml"), manifests).unwrap();
+    let apps = root.join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(
+        apps.join(format!("{name}.yaml")),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n\
+             spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
+             \x20 destination:\n    cluster: \"{cluster}\"\n    namespace: {namespace}\n\
+             \x20 syncPolicy:\n    automated: true\n",
+            source.display()
+        ),
+    )
+    .unwrap();
+}
+
+const WEB: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  k: v\n---\n\
+apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels: {app: web}\n\
+  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx\n";
+
+async fn register(server: &TestServer, name: &str, kubeconfig: String, url: String, ns: &[&str]) {
+    server
+        .registry
+        .register(
+            "tests",
+            RegisterRequest {
+                name: name.into(),
+                server_url: url,
+                kubeconfig,
+                namespaces: ns.iter().map(|n| n.to_string()).collect(),
+            },
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_reports_every_violation_with_file_field_and_reason() {
+    let sim = common::start(&["team-a"]).await;
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    register(
+        &server,
+        "target",
+        sim.cluster.kubeconfig(),
+        sim.cluster.url(),
+        &["team-a"],
+    )
+    .await;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    write_app(&root, "good", "target", "team-a", WEB);
+    write_app(
+        &root,
+        "stray",
+        "target",
+        "default",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sys\n  namespace: kube-system\n",
+    );
+    write_app(&root, "ghost", "nowhere", "team-a", WEB);
+    write_app(&root, "local", "", "anything", WEB);
+    let base = server.base.clone();
+    let out = blocking(move || {
+        let apps = root.join("apps");
+        let failed = wardn(
+            &root,
+            &[
+                "clusters",
+                "validate",
+                "--apps",
+                apps.to_str().unwrap(),
+                "--server",
+                &base,
+                "--token",
+                &token,
+            ],
+        );
+        assert!(!failed.status.success(), "{}", text(&failed));
+        // Only the good Apps left: valid.
+        std::fs::remove_file(apps.join("stray.yaml")).unwrap();
+        std::fs::remove_file(apps.join("ghost.yaml")).unwrap();
+        let passed = wardn(
+            &root,
+            &[
+                "clusters",
+                "validate",
+                "--apps",
+                apps.to_str().unwrap(),
+                "--server",
+                &base,
+                "--token",
+                &token,
+            ],
+        );
+        assert!(passed.status.success(), "{}", text(&passed));
+        assert!(
+            text(&passed).contains("2 App(s) valid against 1 registered cluster(s)"),
+            "{}",
+            text(&passed)
+        );
+        text(&failed)
+    })
+    .await;
+    let lines: Vec<&str> = out.lines().collect();
+    let line = |needle: &str| {
+        lines
+            .iter()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{out}"))
+            .to_string()
+    };
+    let ghost = line("App default/ghost");
+    assert!(
+        ghost.contains("ghost.yaml")
+            && ghost.contains("spec.destination.cluster")
+            && ghost.contains("\"nowhere\" is not registered (registered: target)"),
+        "{ghost}"
+    );
+    let stray_ns = line("stray: spec.destination.namespace");
+    assert!(
+        stray_ns.contains("stray.yaml") && stray_ns.contains("\"default\""),
+        "{stray_ns}"
+    );
+    let stray_object = line("kube-system");
+    assert!(
+        stray_object.contains("spec.source (rendered objects)")
+            && stray_object.contains("ConfigMap")
+            && stray_object.contains("allowed: team-a"),
+        "{stray_object}"
+    );
+    assert!(!out.contains("App default/good"), "{out}");
+    assert!(!out.contains("App default/local"), "{out}");
+    assert!(out.contains("3 violation(s)"), "{out}");
+}
+
+fn kubeconfig_for_token(sim: &common::Sim, token: &str) -> String {
+    sim.cluster.kubeconfig_with_token(token)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_rbac_writes_minimal_files_that_kubectl_applies() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use kube::api::{Api, PostParams};
+
+    let sim = common::start(&["team-a", "team-b"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    write_app(&root, "web", "target", "team-a", WEB);
+    write_app(
+        &root,
+        "ns",
+        "",
+        "default",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: extra\n",
+    );
+    let out_dir = root.join("out");
+    let (apps, out) = (root.join("apps"), out_dir.clone());
+    let printed = blocking(move || {
+        let output = wardn(
+            &root,
+            &[
+                "generate",
+                "rbac",
+                "--apps",
+                apps.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert!(output.status.success(), "{}", text(&output));
+        text(&output)
+    })
+    .await;
+    let target = out_dir.join("target.yaml");
+    assert!(
+        printed.contains(&format!(
+            "target: kubectl --context target apply -f {}",
+            target.display()
+        )),
+        "{printed}"
+    );
+    assert!(printed.contains("local.yaml"), "{printed}");
+    let yaml = std::fs::read_to_string(&target).unwrap();
+    assert!(!yaml.contains('*'), "{yaml}");
+    assert!(
+        yaml.contains("kind: Role\n")
+            && yaml.contains("deployments")
+            && yaml.contains("configmaps"),
+        "{yaml}"
+    );
+    let local = std::fs::read_to_string(out_dir.join("local.yaml")).unwrap();
+    assert!(
+        local.contains("kind: ClusterRole\n") && local.contains("namespaces"),
+        "{local}"
+    );
+
+    // kubectl 1.32 applies the file; the token it yields can do what the App needs, nowhere else.
+    let context = sim.cluster.name().to_string();
+    let applied = sim.kubectl(
+        &[
+            "--context",
+            &context,
+            "apply",
+            "-f",
+            target.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(
+        applied.contains("role.rbac.authorization.k8s.io/wardn-target"),
+        "{applied}"
+    );
+    let admin = sim.cluster.client().await.unwrap();
+    let mut token = None;
+    for _ in 0..100 {
+        let secret = Api::<Secret>::namespaced(admin.clone(), "wardn")
+            .get("wardn-token")
+            .await
+            .unwrap();
+        if let Some(t) = secret.data.and_then(|d| d.get("token").cloned()) {
+            token = Some(String::from_utf8(t.0).unwrap());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let token = token.expect("the token controller fills the Secret");
+    let config = kube::config::Kubeconfig::from_yaml(&kubeconfig_for_token(&sim, &token)).unwrap();
+    let client = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(config, &Default::default())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let config_map = |ns: &str| -> ConfigMap {
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": "probe", "namespace": ns}}))
+        .unwrap()
+    };
+    Api::<ConfigMap>::namespaced(client.clone(), "team-a")
+        .create(&PostParams::default(), &config_map("team-a"))
+        .await
+        .unwrap();
+    let outside = Api::<ConfigMap>::namespaced(client, "team-b")
+        .create(&PostParams::default(), &config_map("team-b"))
+        .await;
+    assert!(
+        matches!(outside, Err(kube::Error::Api(ref s)) if s.code == 403),
+        "{outside:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reviews_access_through_the_server() {
+    let sim = common::start(&["team-a", "team-b"]).await;
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    register(
+        &server,
+        "admin-c",
+        sim.cluster.kubeconfig(),
+        sim.cluster.url(),
+        &[],
+    )
+    .await;
+    let namespaced = sim.cluster.tokens().namespaced["team-a"].clone();
+    register(
+        &server,
+        "ns-c",
+        kubeconfig_for_token(&sim, &namespaced),
+        sim.cluster.url(),
+        &[],
+    )
+    .await;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    let both = format!(
+        "{WEB}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: team-b\n"
+    );
+    write_app(&root, "admin-app", "admin-c", "team-a", &both);
+    write_app(&root, "ns-app", "ns-c", "team-a", &both);
+
+    // The API: a review per verb, bad input named, unknown cluster 404.
+    let http = reqwest::Client::new();
+    let post = |name: &str, body: Value| {
+        http.post(server.url(&format!("/api/v1/clusters/{name}/check")))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+    };
+    let response = post(
+        "ns-c",
+        json!({"resources": [{"resource": "configmaps", "namespace": "team-b", "verbs": ["get", "list"]},
+                             {"resource": "configmaps", "namespace": "team-a", "verbs": ["create"]}]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let report: Value = response.json().await.unwrap();
+    assert_eq!(report["status"], "connected", "{report}");
+    assert!(
+        report["version"].as_str().unwrap().starts_with('v'),
+        "{report}"
+    );
+    let allowed: Vec<bool> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["allowed"].as_bool().unwrap())
+        .collect();
+    assert_eq!(allowed, [false, false, true], "{report}");
+    let bad = post(
+        "ns-c",
+        json!({"resources": [{"resource": "configmaps", "verbs": []}]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status(), 400);
+    let bad: Value = bad.json().await.unwrap();
+    assert!(
+        bad["error"]
+            .as_str()
+            .unwrap()
+            .contains("resources[0].verbs"),
+        "{bad}"
+    );
+    assert_eq!(post("missing", json!({})).await.unwrap().status(), 404);
+
+    // The CLI: the admin token passes, the namespaced token's team-b reviews are denied.
+    let base = server.base.clone();
+    let cli_token = token.clone();
+    let (passed, failed) = blocking(move || {
+        let apps = root.join("apps");
+        let run = |clusters: &str| {
+            wardn(
+                &root,
+                &[
+                    "clusters",
+                    "check",
+                    "--clusters",
+                    clusters,
+                    "--apps",
+                    apps.to_str().unwrap(),
+                    "--server",
+                    &base,
+                    "--token",
+                    &cli_token,
+                ],
+            )
+        };
+        (run("admin-c"), run("admin-c,ns-c"))
+    })
+    .await;
+    assert!(passed.status.success(), "{}", text(&passed));
+    let passed = text(&passed);
+    assert!(
+        passed.contains("admin-c") && passed.contains("connected") && !passed.contains("denied:"),
+        "{passed}"
+    );
+    assert!(!failed.status.success(), "{}", text(&failed));
+    let failed = text(&failed);
+    assert!(
+        failed.contains("denied: create core/configmaps in team-b")
+            && !failed.contains("apps/deployments")
+            && failed.contains("ns-c: 7 access check(s) denied"),
+        "{failed}"
+    );
+
+    // An unreachable cluster: reported, and the CLI fails naming it.
+    let dead = "https://127.0.0.1:1";
+    register(
+        &server,
+        "dead",
+        support::server::kubeconfig(dead, "t"),
+        dead.into(),
+        &[],
+    )
+    .await;
+    let report: Value = post("dead", json!({})).await.unwrap().json().await.unwrap();
+    assert_eq!(report["status"], "disconnected", "{report}");
+    assert!(
+        report["error"]
+            .as_str()
+            .unwrap()
+            .contains("connection refused"),
+        "{report}"
+    );
+    let (base, cli_token) = (server.base.clone(), token.clone());
+    let unreachable = blocking(move || {
+        let dir = tempfile::tempdir().unwrap();
+        wardn(
+            dir.path(),
+            &[
+                "clusters",
+                "check",
+                "--clusters",
+                "dead",
+                "--server",
+                &base,
+                "--token",
+                &cli_token,
+            ],
+        )
+    })
+    .await;
+    assert!(!unreachable.status.success(), "{}", text(&unreachable));
+    assert!(
+        text(&unreachable).contains("dead: unreachable: connection refused"),
+        "{}",
+        text(&unreachable)
+    );
+
+    let audit: Value = http
+        .get(server.url("/api/v1/audit"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let checks: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "cluster.check")
+        .collect();
+    assert!(checks.len() >= 4, "{audit}");
+    assert!(
+        checks
+            .iter()
+            .any(|e| e["outcome"].as_str().unwrap().contains("allowed")),
+        "{audit}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_derives_kinds_and_namespaces_from_the_apps() {
+    use k8s_openapi::api::rbac::v1::Role;
+    use kube::api::Api;
+
+    let sim = common::start(&["team-a"]).await;
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    write_app(&root, "web", "target", "team-a", WEB);
+    write_app(&root, "elsewhere", "other", "team-b", WEB);
+    let kubeconfig = sim.kubeconfig.clone();
+    let context = sim.cluster.name().to_string();
+    let base = server.base.clone();
+    let output = blocking(move || {
+        let apps = root.join("apps");
+        wardn(
+            &root,
+            &[
+                "clusters",
+                "bootstrap",
+                "--server",
+                &base,
+                "--token",
+                &token,
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--context",
+                &context,
+                "--name",
+                "target",
+                "--apps",
+                apps.to_str().unwrap(),
+            ],
+        )
+    })
+    .await;
+    assert!(output.status.success(), "{}", text(&output));
+    let view = server.registry.get("target").await.unwrap();
+    assert_eq!(view.namespaces, ["team-a"]);
+    let admin = sim.cluster.client().await.unwrap();
+    let role = Api::<Role>::namespaced(admin, "team-a")
+        .get("wardn-target")
+        .await
+        .unwrap();
+    let rules = serde_json::to_value(&role.rules).unwrap();
+    assert_eq!(
+        rules,
+        json!([
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": wardn::clusters::rbac::VERBS},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": wardn::clusters::rbac::VERBS},
+        ])
+    );
+}

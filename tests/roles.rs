@@ -1,0 +1,189 @@
+//! `wardn serve --role server|operator`: a server-role process holds the registry; an
+//! operator-role process (in-process, port 0) reconciles an App onto a kubesim cluster
+//! registered on the server, resolving it through `/internal/clusters/{name}/kubeconfig`;
+//! with a wrong internal token the App's status names the 401. The operator serves health
+//! and nothing of the user API.
+
+mod common;
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use support::server::{INTERNAL_TOKEN, TestServer};
+use wardn::app::Phase;
+use wardn::clusters::registry::RegisterRequest;
+use wardn::runner::Runner;
+use wardn::server::role::{Operator, OperatorOptions};
+
+fn write_app(root: &Path) -> std::path::PathBuf {
+    let source = root.join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-operator\ndata:\n  k: v\n",
+    )
+    .unwrap();
+    let apps = root.join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(
+        apps.join("app.yaml"),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: remote\n  namespace: wardn\n\
+             spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
+             \x20 destination:\n    cluster: target\n    namespace: team-a\n\
+             \x20 syncPolicy:\n    automated: true\n",
+            source.display()
+        ),
+    )
+    .unwrap();
+    apps
+}
+
+async fn start_operator(
+    server: &str,
+    token: &str,
+    apps: &Path,
+    data: &Path,
+) -> (Arc<Runner>, String, tokio::sync::oneshot::Sender<()>) {
+    let operator = Operator::bind(OperatorOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: data.to_path_buf(),
+        apps_dir: Some(apps.to_path_buf()),
+        server: server.to_string(),
+        internal_token: token.to_string(),
+        management_kubeconfig: None,
+        cache_ttl: Duration::from_secs(60),
+        timeout: Duration::from_secs(5),
+    })
+    .await
+    .unwrap();
+    let runner = Arc::clone(operator.runner());
+    let base = format!("http://{}", operator.addr);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(operator.run(async move {
+        let _ = stopped.await;
+    }));
+    (runner, base, stop)
+}
+
+/// Waits (up to a minute) until `done` holds for the App's status.
+async fn wait_for(runner: &Runner, done: impl Fn(&wardn::app::AppStatus) -> bool) -> bool {
+    for _ in 0..600 {
+        if runner.status("wardn/remote").is_some_and(|s| done(&s)) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_deploys_to_a_cluster_registered_on_the_server() {
+    let sim = common::start(&["team-a"]).await;
+    let server = TestServer::start(None).await;
+    server
+        .registry
+        .register(
+            "tests",
+            RegisterRequest {
+                name: "target".into(),
+                server_url: sim.cluster.url(),
+                kubeconfig: sim.cluster.kubeconfig(),
+                namespaces: vec!["team-a".into()],
+            },
+        )
+        .await
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let apps = write_app(work.path());
+
+    let (runner, base, stop) =
+        start_operator(&server.base, INTERNAL_TOKEN, &apps, &work.path().join("ok")).await;
+    let synced = wait_for(&runner, |s| s.phase == Some(Phase::Synced)).await;
+    assert!(synced, "{:?}", runner.status("wardn/remote"));
+    let applied = sim
+        .cluster
+        .get_object("v1", "ConfigMap", Some("team-a"), "from-operator")
+        .expect("the operator applied the App's ConfigMap");
+    assert_eq!(applied["data"]["k"], "v");
+
+    // Health only: the user API is not served by an operator.
+    let http = reqwest::Client::new();
+    let health = http
+        .get(format!("{base}/api/v1/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let clusters = http
+        .get(format!("{base}/api/v1/clusters"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(clusters.status(), 404);
+    let _ = stop.send(());
+
+    // A wrong internal token: the App fails and its status names the 401.
+    let (runner, _, stop) =
+        start_operator(&server.base, "wrong-token", &apps, &work.path().join("bad")).await;
+    let failed = wait_for(&runner, |s| {
+        s.phase == Some(Phase::Failed) && s.message.as_deref().is_some_and(|m| m.contains("401"))
+    })
+    .await;
+    assert!(failed, "{:?}", runner.status("wardn/remote"));
+    let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn operator_settings_are_checked() {
+    let work = tempfile::tempdir().unwrap();
+    let options = OperatorOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: work.path().to_path_buf(),
+        apps_dir: None,
+        server: String::new(),
+        internal_token: INTERNAL_TOKEN.into(),
+        management_kubeconfig: None,
+        cache_ttl: Duration::from_secs(60),
+        timeout: Duration::from_secs(5),
+    };
+    let err = Operator::bind(options.clone()).await.err().unwrap();
+    assert!(err.to_string().contains("--server URL"), "{err}");
+    let err = Operator::bind(OperatorOptions {
+        server: "http://127.0.0.1:1".into(),
+        internal_token: String::new(),
+        ..options
+    })
+    .await
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("WARDN_INTERNAL_TOKEN"), "{err}");
+}
+
+#[test]
+fn the_binary_refuses_inconsistent_roles() {
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+            .args(args)
+            .env_remove("WARDN_SERVER")
+            .env_remove("WARDN_INTERNAL_TOKEN")
+            .env_remove("WARDN_APPS_DIR")
+            .env_remove("WARDN_ROLE")
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let server = run(&["serve", "--role", "server", "--apps", "/nonexistent"]);
+    assert!(
+        server.contains("--role server reconciles no Apps"),
+        "{server}"
+    );
+    let operator = run(&["serve", "--role", "operator", "--listen", "127.0.0.1:0"]);
+    assert!(
+        operator.contains("--role operator needs --server URL"),
+        "{operator}"
+    );
+}
