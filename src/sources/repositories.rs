@@ -311,7 +311,7 @@ impl Repositories {
     ) -> Result<RepositoryView, RepositoryError> {
         let (target, result) = match self.record(id).await {
             Ok(record) => (record.url.clone(), self.update_inner(record, request).await),
-            Err(e) => (id.to_string(), Err(e)),
+            Err(e) => (audit_id(id), Err(e)),
         };
         self.audited(actor, "repository.update", &target, result)
             .await
@@ -364,7 +364,7 @@ impl Repositories {
                 Ok(false) => (record.url, Err(RepositoryError::NotFound(id.to_string()))),
                 Err(e) => (record.url, Err(e.into())),
             },
-            Err(e) => (id.to_string(), Err(e)),
+            Err(e) => (audit_id(id), Err(e)),
         };
         self.audited(actor, "repository.remove", &target, result)
             .await
@@ -418,6 +418,15 @@ impl Repositories {
             reason: "the stored secret is missing".to_string(),
         })?;
         self.sealer.open(sealed).map_err(|e| lookup_error(key, &e))
+    }
+}
+
+/// An unknown id as an audit target: caller-supplied, so kept short.
+fn audit_id(id: &str) -> String {
+    if id.len() <= 64 {
+        id.to_string()
+    } else {
+        "(invalid id)".to_string()
     }
 }
 
