@@ -132,17 +132,24 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> RepositoryError {
 /// Parses a repository URL for registration; URLs carrying a password are refused so that
 /// secrets only ever travel in the secret fields.
 pub fn parse_url(url: &str) -> Result<RepoUrl, RepositoryError> {
-    if let Some((_, rest)) = url.split_once("://") {
-        let authority = rest.split('/').next().unwrap_or_default();
-        if authority
-            .rsplit_once('@')
-            .is_some_and(|(user, _)| user.contains(':'))
-        {
-            return Err(invalid(
-                "url",
-                "must not contain a password; use the password or token field",
-            ));
-        }
+    // The user part: before the last `@` of the authority (`scheme://…`), or before the first
+    // `@` of an scp-like `user@host:path`.
+    let user = match url.split_once("://") {
+        Some((_, rest)) => rest
+            .split('/')
+            .next()
+            .and_then(|authority| authority.rsplit_once('@'))
+            .map(|(user, _)| user),
+        None => url
+            .split_once('@')
+            .map(|(user, _)| user)
+            .filter(|user| !user.contains('/')),
+    };
+    if user.is_some_and(|user| user.contains(':')) {
+        return Err(invalid(
+            "url",
+            "must not contain a password; use the password or token field",
+        ));
     }
     parse_repo_url(url).map_err(|e| invalid("url", e.reason))
 }
@@ -547,6 +554,11 @@ mod tests {
             "username"
         );
         assert_eq!(field(creds("https://u:pw@h/o/r", None, None, None)), "url");
+        assert_eq!(field(creds("u:pw@h:o/r.git", None, None, None)), "url");
+        assert_eq!(
+            creds("git@h:o/r.git", None, None, None).unwrap().kind(),
+            "none"
+        );
     }
 
     #[test]
