@@ -1,16 +1,21 @@
 //! Git mirrors over real smart HTTPS (`git http-backend` behind a local TLS bridge), with
-//! bearer and basic token authentication, and a stopped server.
+//! bearer and basic token authentication, and a stopped server; the poller taking rotated
+//! credentials from its provider at the next fetch.
 
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use support::https_git::{Auth, HttpsGitServer};
 use support::{Upstream, git};
-use wardn::sources::credentials::Credentials;
+use wardn::sources::credentials::{Credentials, CredentialsProvider, LookupError};
 use wardn::sources::git::{ChangeKind, GitError, GitSettings, Mirror};
-use wardn::sources::spec::GitRef;
-use wardn::sources::url::parse_repo_url;
+use wardn::sources::poller::{Poller, PollerConfig};
+use wardn::sources::spec::{GitRef, GitSource};
+use wardn::sources::status::{Reason, SourceUpdate};
+use wardn::sources::url::{SourceKey, parse_repo_url};
 
 /// A bare repository `name.git` under `root`, pushed from a fresh upstream.
 fn served_repo(root: &std::path::Path, work: &std::path::Path) -> Upstream {
@@ -157,4 +162,73 @@ fn https_with_basic_credentials_and_untrusted_certificate() {
         "{err}"
     );
     assert!(matches!(err, GitError::Unreachable { .. }), "{err}");
+}
+
+/// Credentials held in memory and changed by the test, as the registry would after an API call.
+struct Rotating(std::sync::Mutex<Option<Credentials>>);
+
+impl CredentialsProvider for Rotating {
+    fn credentials<'a>(
+        &'a self,
+        _key: &'a SourceKey,
+    ) -> BoxFuture<'a, Result<Option<Credentials>, LookupError>> {
+        let current = self.0.lock().unwrap().clone();
+        Box::pin(async move { Ok(current) })
+    }
+
+    fn webhook_secret<'a>(
+        &'a self,
+        _key: &'a SourceKey,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, LookupError>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_poller_asks_the_provider_at_every_fetch_so_rotations_apply_at_the_next_poll() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("srv");
+    std::fs::create_dir_all(&root).unwrap();
+    let up = served_repo(&root, &tmp.path().join("work"));
+    let server = HttpsGitServer::start(root.clone(), Auth::Basic("ci".into(), "right".into()));
+    let provider = Arc::new(Rotating(std::sync::Mutex::new(Some(Credentials::Basic {
+        username: "ci".into(),
+        password: "wrong".into(),
+    }))));
+    let mut config = PollerConfig::new(GitSettings {
+        data_dir: tmp.path().join("data"),
+        extra_roots_pem: Some(Arc::new(server.ca_pem.clone().into_bytes())),
+    });
+    config.backoff_base = Duration::from_secs(3600);
+    config.backoff_max = Duration::from_secs(7200);
+    let (poller, mut rx) = Poller::with_provider(config, provider.clone());
+    let source = GitSource {
+        url: parse_repo_url(&server.url("repo.git")).unwrap(),
+        reference: GitRef::Branch("main".into()),
+        path: String::new(),
+        interval: Duration::from_secs(3600),
+    };
+    // Subscribed anonymously, as the runner does: the provider's credentials are used.
+    poller
+        .subscribe("app", &source, Credentials::Anonymous)
+        .await
+        .unwrap();
+    let next = async |rx: &mut tokio::sync::mpsc::UnboundedReceiver<SourceUpdate>| {
+        tokio::time::timeout(Duration::from_secs(60), rx.recv())
+            .await
+            .expect("an update within a minute")
+            .expect("channel open")
+    };
+    let failed = next(&mut rx).await;
+    assert_eq!(failed.status.reason, Reason::AuthenticationFailed);
+
+    // Rotated: the next poll (here triggered) uses the new password.
+    *provider.0.lock().unwrap() = Some(Credentials::Basic {
+        username: "ci".into(),
+        password: "right".into(),
+    });
+    assert!(poller.trigger(&source.url.key));
+    let fetched = next(&mut rx).await;
+    assert_eq!(fetched.status.reason, Reason::Fetched, "{fetched:?}");
+    assert_eq!(fetched.snapshot.unwrap().revision, up.head());
 }

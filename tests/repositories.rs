@@ -273,7 +273,7 @@ async fn the_repos_cli_reads_secrets_from_stdin() {
         Some(b"cli-hook".to_vec())
     );
 
-    let (list, rotate, refused, rm) = tokio::task::spawn_blocking(move || {
+    let (list, rotate, refused, reseal, rm) = tokio::task::spawn_blocking(move || {
         (
             run(&["list"], ""),
             run(
@@ -284,11 +284,17 @@ async fn the_repos_cli_reads_secrets_from_stdin() {
                 &["add", "http://git.example.com/org/x", "--token-stdin"],
                 "t\n",
             ),
+            run(&["reseal"], ""),
             run(&["rm", "https://GIT.example.com/org/cli/"], ""),
         )
     })
     .await
     .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&reseal.stdout).trim(),
+        "1 repositories resealed",
+        "{reseal:?}"
+    );
     let listed = String::from_utf8(list.stdout).unwrap();
     assert!(
         listed.contains("https://git.example.com/org/cli") && listed.contains("basic"),
@@ -296,6 +302,10 @@ async fn the_repos_cli_reads_secrets_from_stdin() {
     );
     assert!(!listed.contains("cli-password"));
     assert!(rotate.status.success(), "{rotate:?}");
+    assert!(
+        String::from_utf8_lossy(&rotate.stdout).contains("auth bearer"),
+        "{rotate:?}"
+    );
     assert!(!refused.status.success());
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("url:"),

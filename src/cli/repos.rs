@@ -1,4 +1,4 @@
-//! `wardn repos add|rotate|list|rm`: Git repository credentials and webhook secrets, through
+//! `wardn repos add|rotate|list|rm|reseal`: Git repository credentials and webhook secrets, through
 //! the repositories API. Secrets are read from stdin only (never from arguments, which other
 //! users can see in the process list): the password or token on the first line, the webhook
 //! secret on the next (or the first, when it is the only secret asked for).
@@ -53,6 +53,9 @@ pub enum ReposCommand {
         /// Repository URL.
         url: String,
     },
+    /// Rewrite every sealed repository secret under the server's current key (after a key
+    /// rotation).
+    Reseal,
 }
 
 /// Reads `count` lines from stdin, without their line endings.
@@ -183,6 +186,12 @@ pub async fn repos(connection: &ConnectionArgs, command: ReposCommand) -> Result
             let path = format!("/api/v1/repositories/{}", id(&url)?);
             let _: Value = client.call(Method::DELETE, &path, None).await?;
             println!("repository {url} removed");
+        }
+        ReposCommand::Reseal => {
+            let answer: Value = client
+                .call(Method::POST, "/api/v1/repositories/reseal", None)
+                .await?;
+            println!("{} repositories resealed", answer["resealed"]);
         }
     }
     Ok(())

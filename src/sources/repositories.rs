@@ -132,17 +132,24 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> RepositoryError {
 /// Parses a repository URL for registration; URLs carrying a password are refused so that
 /// secrets only ever travel in the secret fields.
 pub fn parse_url(url: &str) -> Result<RepoUrl, RepositoryError> {
-    if let Some((_, rest)) = url.split_once("://") {
-        let authority = rest.split('/').next().unwrap_or_default();
-        if authority
-            .rsplit_once('@')
-            .is_some_and(|(user, _)| user.contains(':'))
-        {
-            return Err(invalid(
-                "url",
-                "must not contain a password; use the password or token field",
-            ));
-        }
+    // The user part: before the last `@` of the authority (`scheme://…`), or before the first
+    // `@` of an scp-like `user@host:path`.
+    let user = match url.split_once("://") {
+        Some((_, rest)) => rest
+            .split('/')
+            .next()
+            .and_then(|authority| authority.rsplit_once('@'))
+            .map(|(user, _)| user),
+        None => url
+            .split_once('@')
+            .map(|(user, _)| user)
+            .filter(|user| !user.contains('/')),
+    };
+    if user.is_some_and(|user| user.contains(':')) {
+        return Err(invalid(
+            "url",
+            "must not contain a password; use the password or token field",
+        ));
     }
     parse_repo_url(url).map_err(|e| invalid("url", e.reason))
 }
@@ -311,7 +318,7 @@ impl Repositories {
     ) -> Result<RepositoryView, RepositoryError> {
         let (target, result) = match self.record(id).await {
             Ok(record) => (record.url.clone(), self.update_inner(record, request).await),
-            Err(e) => (id.to_string(), Err(e)),
+            Err(e) => (audit_id(id), Err(e)),
         };
         self.audited(actor, "repository.update", &target, result)
             .await
@@ -364,7 +371,7 @@ impl Repositories {
                 Ok(false) => (record.url, Err(RepositoryError::NotFound(id.to_string()))),
                 Err(e) => (record.url, Err(e.into())),
             },
-            Err(e) => (id.to_string(), Err(e)),
+            Err(e) => (audit_id(id), Err(e)),
         };
         self.audited(actor, "repository.remove", &target, result)
             .await
@@ -418,6 +425,15 @@ impl Repositories {
             reason: "the stored secret is missing".to_string(),
         })?;
         self.sealer.open(sealed).map_err(|e| lookup_error(key, &e))
+    }
+}
+
+/// An unknown id as an audit target: caller-supplied, so kept short.
+fn audit_id(id: &str) -> String {
+    if id.len() <= 64 {
+        id.to_string()
+    } else {
+        "(invalid id)".to_string()
     }
 }
 
@@ -538,6 +554,11 @@ mod tests {
             "username"
         );
         assert_eq!(field(creds("https://u:pw@h/o/r", None, None, None)), "url");
+        assert_eq!(field(creds("u:pw@h:o/r.git", None, None, None)), "url");
+        assert_eq!(
+            creds("git@h:o/r.git", None, None, None).unwrap().kind(),
+            "none"
+        );
     }
 
     #[test]

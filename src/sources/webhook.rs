@@ -454,4 +454,68 @@ mod tests {
         let generic = serde_json::json!({"repoURL": "https://h/o/r"});
         assert_eq!(payload_urls(&generic), ["https://h/o/r"]);
     }
+
+    /// A provider with one registered secret, or failing lookups.
+    struct Registered(Option<(&'static str, &'static str)>);
+
+    impl CredentialsProvider for Registered {
+        fn credentials<'a>(
+            &'a self,
+            _key: &'a SourceKey,
+        ) -> futures_util::future::BoxFuture<
+            'a,
+            Result<Option<crate::sources::credentials::Credentials>, LookupError>,
+        > {
+            Box::pin(async { Ok(None) })
+        }
+
+        fn webhook_secret<'a>(
+            &'a self,
+            key: &'a SourceKey,
+        ) -> futures_util::future::BoxFuture<'a, Result<Option<Vec<u8>>, LookupError>> {
+            Box::pin(async move {
+                match self.0 {
+                    Some((url, secret)) if parse_repo_url(url).unwrap().key == *key => {
+                        Ok(Some(secret.as_bytes().to_vec()))
+                    }
+                    Some(_) => Ok(None),
+                    None => Err(LookupError {
+                        repository: key.to_string(),
+                        reason: "store down".into(),
+                    }),
+                }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn registered_secrets_replace_the_server_secret_and_lookup_failures_fail_closed() {
+        let urls = |u: &str| vec![u.to_string()];
+        let provider = Arc::new(Registered(Some(("https://h/o/reg", "registered"))));
+        let secrets = WebhookSecrets::new(Some("server"))
+            .with_repository("https://h/o/static", "static")
+            .unwrap()
+            .with_provider(provider);
+        for (url, want) in [
+            ("https://h/o/reg.git", "registered"),
+            ("https://h/o/static", "static"),
+            ("https://h/o/other", "server"),
+        ] {
+            let got = secrets.resolve(&urls(url)).await.unwrap();
+            assert_eq!(got, Some(want.as_bytes().to_vec()), "{url}");
+        }
+
+        let failing = WebhookSecrets::new(Some("server")).with_provider(Arc::new(Registered(None)));
+        let (poller, _rx) = Poller::new(super::super::poller::PollerConfig::new(
+            super::super::git::GitSettings::default(),
+        ));
+        let body = br#"{"repoURL": "https://h/o/reg"}"#;
+        let signed = headers("x-wardn-signature", &sign(b"server", body));
+        assert!(
+            handle_request(&poller, &failing, &signed, body)
+                .await
+                .is_err(),
+            "without the registered secret nothing is accepted"
+        );
+    }
 }
