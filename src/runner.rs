@@ -427,7 +427,9 @@ impl Runner {
                 key,
                 app: Box::new(app.clone()),
                 origin: Origin::Resource,
+                previous: previous.phase,
                 status: Box::new(failed),
+                managed: false,
             });
         }
     }
@@ -585,7 +587,9 @@ impl Runner {
             key: key.to_string(),
             app: Box::new(managed.app.clone()),
             origin: managed.origin,
+            previous: entry.status.phase,
             status: Box::new(status.clone()),
+            managed: true,
         });
         if entry.status.phase != status.phase {
             tracing::info!(

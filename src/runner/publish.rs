@@ -4,7 +4,6 @@
 //! (Synced, Held, Degraded, Failed) and on approvals and rejections. Writes never block a
 //! reconcile pass; a failed write is logged and the next change writes the full status again.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use kube::api::{Api, Patch, PatchParams};
@@ -33,8 +32,13 @@ pub(super) enum Change {
         app: Box<App>,
         /// Where the App is defined.
         origin: Origin,
+        /// The phase before this change (a different phase is a transition worth an Event).
+        previous: Option<Phase>,
         /// The new status.
         status: Box<AppStatus>,
+        /// Whether the runner manages the App (only then is the status stored; an invalid
+        /// App resource is reported on the resource alone).
+        managed: bool,
     },
     /// Something happened to App `key` that is worth an Event (approval, rejection).
     Note {
@@ -74,7 +78,6 @@ impl Publisher {
             let mut writer = Writer {
                 store,
                 resources: None,
-                phases: HashMap::new(),
             };
             while let Some(change) = rx.recv().await {
                 writer.write(change).await;
@@ -114,8 +117,6 @@ struct Resources {
 struct Writer {
     store: Option<Store>,
     resources: Option<Resources>,
-    /// The last phase published per App, for transition Events.
-    phases: HashMap<String, Option<Phase>>,
 }
 
 /// The top-level fields of the App status schema: a merge patch sets the absent ones to null
@@ -171,21 +172,24 @@ impl Writer {
                 key,
                 app,
                 origin,
+                previous,
                 status,
+                managed,
             } => {
                 if origin == Origin::Resource {
-                    let previous = self.phases.insert(key.clone(), status.phase);
                     self.patch_status(&key, &app, &status).await;
                     let transition = status
                         .phase
-                        .filter(|p| previous != Some(Some(*p)))
+                        .filter(|p| previous != Some(*p))
                         .and_then(transition_event);
                     if let Some((warning, reason)) = transition {
                         let note = status.message.clone().unwrap_or_default();
                         self.event(&app, warning, reason, note).await;
                     }
                 }
-                self.store(key, &app, *status).await;
+                if managed {
+                    self.store(key, &app, *status).await;
+                }
             }
             Change::Note {
                 app,
@@ -199,7 +203,6 @@ impl Writer {
                 }
             }
             Change::Removed { key } => {
-                self.phases.remove(&key);
                 let Some(store) = &self.store else { return };
                 if let Err(error) = store.delete_app_status(&key).await {
                     tracing::warn!(app = %key, %error, "cannot delete the stored App status");
