@@ -150,6 +150,8 @@ async fn fleet(apps: usize, clusters: usize, noop_passes: usize) {
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(10),
         git_ca_file: None,
+        app_namespaces: Vec::new(),
+        ..ServeOptions::default()
     };
     let cpu0 = support::cpu_seconds();
     let start = Instant::now();

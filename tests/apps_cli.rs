@@ -105,6 +105,8 @@ async fn apps_cli_lists_shows_diffs_syncs_approves_and_rejects() {
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         git_ca_file: None,
+        app_namespaces: Vec::new(),
+        ..ServeOptions::default()
     };
     std::fs::create_dir_all(&options.data_dir).unwrap();
     let server = Server::bind(options, Sealer::new(&[7u8; 32], None))

@@ -80,8 +80,10 @@ async fn a_private_repo_syncs_once_credentials_are_registered_and_its_webhook_se
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
         git_ca_file: Some(ca_file),
+        app_namespaces: Vec::new(),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
+        ..ServeOptions::default()
     };
     std::fs::create_dir_all(&options.data_dir).unwrap();
     let server = Server::bind(options, Sealer::new(&[7u8; 32], None))

@@ -54,6 +54,7 @@ async fn start_operator(
         server: server.to_string(),
         internal_token: token.to_string(),
         management_kubeconfig: None,
+        app_namespaces: Vec::new(),
         cache_ttl: Duration::from_secs(60),
         timeout: Duration::from_secs(5),
     })
@@ -146,6 +147,7 @@ async fn operator_settings_are_checked() {
         server: String::new(),
         internal_token: INTERNAL_TOKEN.into(),
         management_kubeconfig: None,
+        app_namespaces: Vec::new(),
         cache_ttl: Duration::from_secs(60),
         timeout: Duration::from_secs(5),
     };

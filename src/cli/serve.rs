@@ -30,6 +30,9 @@ pub struct ServeArgs {
     /// PEM file of extra CA certificates trusted for https:// Git remotes (private Git servers).
     #[arg(long, env = "WARDN_GIT_CA_FILE")]
     pub git_ca_file: Option<PathBuf>,
+    /// Only reconcile App resources in these namespaces (comma-separated; default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub namespaces: Vec<String>,
     /// Seconds between background cluster probes.
     #[arg(long, default_value_t = 30)]
     pub probe_interval: u64,
@@ -74,6 +77,8 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         apps_dir: args.apps,
         management_kubeconfig: args.kubeconfig,
         git_ca_file: args.git_ca_file,
+        app_namespaces: args.namespaces,
+        reconcile_apps: args.role == Role::All,
         probe_interval: Duration::from_secs(args.probe_interval.max(1)),
         probe_timeout: Duration::from_secs(args.probe_timeout.max(1)),
     };
@@ -95,6 +100,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         server: args.server_url.unwrap_or_default(),
         internal_token: std::env::var("WARDN_INTERNAL_TOKEN").unwrap_or_default(),
         management_kubeconfig: args.kubeconfig,
+        app_namespaces: args.namespaces.clone(),
         cache_ttl: Duration::from_secs(args.cluster_cache_ttl.max(1)),
         timeout: Duration::from_secs(args.probe_timeout.max(1)),
     };

@@ -26,9 +26,9 @@ use axum::{Json, Router};
 use crate::clusters::registry::{Registry, now_rfc3339};
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::seal::{SealError, Sealer};
-use crate::reconcile::apps_dir::{AppsDirError, load_dir};
+use crate::reconcile::apps_dir::AppsDirError;
 use crate::reconcile::pipeline::Options;
-use crate::runner::{Runner, RunnerError};
+use crate::runner::Runner;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
 use crate::sources::repositories::Repositories;
@@ -346,10 +346,37 @@ pub struct ServeOptions {
     /// Extra CA certificates (PEM file) trusted for `https://` Git remotes, on top of the
     /// platform's roots (`--git-ca-file`).
     pub git_ca_file: Option<PathBuf>,
+    /// Namespaces whose App resources are reconciled (`--namespaces`); empty: all.
+    pub app_namespaces: Vec<String>,
+    /// Whether this process reconciles Apps (`--role all`); `--role server` only serves the
+    /// API, so neither App resources nor `--apps` are watched.
+    pub reconcile_apps: bool,
     /// Time between background probe rounds.
     pub probe_interval: Duration,
     /// Time limit of one connection attempt or probe.
     pub probe_timeout: Duration,
+}
+
+/// Local defaults: 127.0.0.1:8080, `.data`, SQLite, no Apps, no management cluster, probes
+/// every 30 s with a 10 s limit.
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from(".data"),
+            database_url: None,
+            admin_password: None,
+            internal_token: None,
+            webhook_secret: None,
+            apps_dir: None,
+            management_kubeconfig: None,
+            git_ca_file: None,
+            app_namespaces: Vec::new(),
+            reconcile_apps: true,
+            probe_interval: Duration::from_secs(30),
+            probe_timeout: Duration::from_secs(10),
+        }
+    }
 }
 
 /// Errors starting or running the server.
@@ -364,12 +391,9 @@ pub enum ServeError {
     /// The admin password cannot be set.
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
-    /// The Apps directory is unreadable or holds an invalid App.
+    /// The Apps directory cannot be read or watched.
     #[error(transparent)]
     Apps(#[from] AppsDirError),
-    /// An App's source cannot be started.
-    #[error(transparent)]
-    Runner(#[from] RunnerError),
     /// The Git CA file cannot be read.
     #[error("--git-ca-file {path}: {source}")]
     GitCa {
@@ -466,21 +490,33 @@ impl Server {
             }),
             repositories.clone(),
         );
-        let apps = match &options.apps_dir {
-            Some(dir) => load_dir(dir)?,
-            None => Vec::new(),
-        };
-        let resolver = Resolver::new(
+        let mut resolver = Resolver::new(
             ClusterSource::Local(Arc::clone(&registry)),
             options.probe_timeout,
         );
-        let resolver = role::with_management(
-            resolver,
+        let management = role::management_client(
             options.management_kubeconfig.as_deref(),
             options.probe_timeout,
         )
         .await?;
-        let runner = Runner::new(apps, resolver, Options::default());
+        if let Some(client) = &management {
+            resolver = resolver.with_management(client.clone());
+        }
+        let runner = Runner::new(
+            resolver,
+            Options::default(),
+            poller.clone(),
+            Some(registry.store().clone()),
+        );
+        runner.restore().await?;
+        if options.reconcile_apps {
+            if let Some(client) = management {
+                runner.watch_resources(client, options.app_namespaces.clone());
+            }
+            if let Some(dir) = &options.apps_dir {
+                runner.watch_apps_dir(dir).await?;
+            }
+        }
         let webhook = WebhookState {
             poller,
             secrets: Arc::new(
@@ -505,7 +541,7 @@ impl Server {
             addr: options.listen,
             source,
         })?;
-        runner.start(&webhook.poller, updates).await?;
+        runner.start(updates);
         Ok(Server {
             listener,
             state,
@@ -537,7 +573,7 @@ impl Server {
             .with_graceful_shutdown(shutdown)
             .await;
         prober.abort();
-        self.state.runner().stop();
+        self.state.runner().shutdown().await;
         self.state.store().close().await;
         result.map_err(|source| ServeError::Io {
             addr: self.addr,

@@ -18,7 +18,6 @@ use axum::routing::get;
 use super::{ServeError, health};
 use crate::clusters::connect::client_from_kubeconfig;
 use crate::clusters::resolve::Resolver;
-use crate::reconcile::apps_dir::load_dir;
 use crate::reconcile::pipeline::Options;
 use crate::runner::Runner;
 use crate::sources::git::GitSettings;
@@ -36,24 +35,27 @@ pub enum Role {
     Operator,
 }
 
-/// Uses the kubeconfig at `path` (when given) for the management cluster of `resolver`.
-pub async fn with_management(
-    resolver: Resolver,
+/// The management cluster's client when one is configured: the kubeconfig at `path`, else the
+/// in-cluster service account. (Without either, the management cluster is still inferred on
+/// first use as a destination, but App resources are not watched.)
+pub async fn management_client(
     path: Option<&Path>,
     timeout: Duration,
-) -> Result<Resolver, ServeError> {
-    let Some(path) = path else {
-        return Ok(resolver);
-    };
-    let kubeconfig_error = |message: String| ServeError::Kubeconfig {
-        path: path.to_path_buf(),
-        message,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| kubeconfig_error(e.to_string()))?;
-    let client = client_from_kubeconfig(&text, timeout)
-        .await
-        .map_err(|e| kubeconfig_error(e.to_string()))?;
-    Ok(resolver.with_management(client))
+) -> Result<Option<kube::Client>, ServeError> {
+    if let Some(path) = path {
+        let kubeconfig_error = |message: String| ServeError::Kubeconfig {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| kubeconfig_error(e.to_string()))?;
+        let client = client_from_kubeconfig(&text, timeout)
+            .await
+            .map_err(|e| kubeconfig_error(e.to_string()))?;
+        return Ok(Some(client));
+    }
+    Ok(kube::Config::incluster()
+        .ok()
+        .and_then(|config| kube::Client::try_from(config).ok()))
 }
 
 /// Settings of `wardn serve --role operator`.
@@ -71,6 +73,8 @@ pub struct OperatorOptions {
     pub internal_token: String,
     /// Kubeconfig of the management cluster.
     pub management_kubeconfig: Option<PathBuf>,
+    /// Namespaces whose App resources are reconciled (`--namespaces`); empty: all.
+    pub app_namespaces: Vec<String>,
     /// How long a fetched kubeconfig's client is reused before it is fetched again.
     pub cache_ttl: Duration,
     /// Time limit of connecting to a cluster or the server.
@@ -100,27 +104,29 @@ impl Operator {
                 "--role operator needs WARDN_INTERNAL_TOKEN (the server's internal token)".into(),
             ));
         }
-        let apps = match &options.apps_dir {
-            Some(dir) => load_dir(dir)?,
-            None => Vec::new(),
-        };
-        let resolver = Resolver::remote(
+        let mut resolver = Resolver::remote(
             &options.server,
             &options.internal_token,
             options.cache_ttl,
             options.timeout,
         );
-        let resolver = with_management(
-            resolver,
-            options.management_kubeconfig.as_deref(),
-            options.timeout,
-        )
-        .await?;
+        let management =
+            management_client(options.management_kubeconfig.as_deref(), options.timeout).await?;
+        if let Some(client) = &management {
+            resolver = resolver.with_management(client.clone());
+        }
         let (poller, updates) = Poller::new(PollerConfig::new(GitSettings {
             data_dir: options.data_dir.clone(),
             extra_roots_pem: None,
         }));
-        let runner = Runner::new(apps, resolver, Options::default());
+        // No store: an operator's statuses live in memory (and in App resources' status).
+        let runner = Runner::new(resolver, Options::default(), poller.clone(), None);
+        if let Some(client) = management {
+            runner.watch_resources(client, options.app_namespaces.clone());
+        }
+        if let Some(dir) = &options.apps_dir {
+            runner.watch_apps_dir(dir).await?;
+        }
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .map_err(|source| ServeError::Io {
@@ -131,7 +137,7 @@ impl Operator {
             addr: options.listen,
             source,
         })?;
-        runner.start(&poller, updates).await?;
+        runner.start(updates);
         Ok(Operator {
             listener,
             runner,
@@ -155,7 +161,7 @@ impl Operator {
         let result = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
-        self.runner.stop();
+        self.runner.shutdown().await;
         result.map_err(|source| ServeError::Io {
             addr: self.addr,
             source,

@@ -13,6 +13,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/0001_registry.sql"),
     ),
     (
+        2,
+        "0002_app_status.sql",
+        include_str!("../../migrations/0002_app_status.sql"),
+    ),
+    (
         3,
         "0003_repositories.sql",
         include_str!("../../migrations/0003_repositories.sql"),

@@ -62,8 +62,10 @@ impl TestServer {
             apps_dir: None,
             management_kubeconfig: None,
             git_ca_file: None,
+            app_namespaces: Vec::new(),
             probe_interval: Duration::from_secs(3600),
             probe_timeout: Duration::from_secs(3),
+            ..ServeOptions::default()
         };
         let server = Server::bind(options, sealer).await.unwrap();
         let base = format!("http://{}", server.addr);
