@@ -71,6 +71,7 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
         management_kubeconfig: Some(sim.kubeconfig.clone()),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
+        scheduling: wardn::reconcile::upkeep::Scheduling::default(),
     };
     std::fs::create_dir_all(&options.data_dir).unwrap();
     let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
@@ -245,6 +246,7 @@ async fn a_git_app_syncs_and_a_signed_webhook_deploys_the_next_commit() {
         management_kubeconfig: Some(sim.kubeconfig.clone()),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
+        scheduling: wardn::reconcile::upkeep::Scheduling::default(),
     };
     std::fs::create_dir_all(&options.data_dir).unwrap();
     let server = Server::bind(options, Sealer::new(&[7u8; 32], None))

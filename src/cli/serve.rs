@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::clusters::seal::Sealer;
+use crate::reconcile::upkeep::Scheduling;
 use crate::server::{ServeError, ServeOptions, Server};
 
 /// Arguments of `wardn serve`.
@@ -31,6 +32,35 @@ pub struct ServeArgs {
     /// Seconds before a connection attempt or probe gives up.
     #[arg(long, default_value_t = 10)]
     pub probe_timeout: u64,
+    /// Every App is reconciled at least this often (±10 %), e.g. 90s, 3m, 1h.
+    #[arg(long, default_value = "3m", value_parser = resync_interval)]
+    pub resync_interval: Duration,
+    /// Sustained API requests per second to one destination cluster.
+    #[arg(long, default_value_t = crate::clusters::throttle::DEFAULT_QPS, value_parser = cluster_qps)]
+    pub cluster_qps: f64,
+    /// Requests to one destination cluster that may go at once before the rate applies.
+    #[arg(long, default_value_t = crate::clusters::throttle::DEFAULT_BURST,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub cluster_burst: u32,
+}
+
+/// `--resync-interval`: a duration of at least one second.
+fn resync_interval(text: &str) -> Result<Duration, String> {
+    let d = crate::sources::spec::parse_duration(text)?;
+    if d.is_zero() {
+        return Err("must be at least 1s".into());
+    }
+    Ok(d)
+}
+
+/// `--cluster-qps`: a positive, finite number.
+fn cluster_qps(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(q) if q.is_finite() && q > 0.0 => Ok(q),
+        _ => Err(format!(
+            "{text:?}: expected a positive number of requests per second"
+        )),
+    }
 }
 
 /// Runs the server until Ctrl-C or SIGTERM. Reads `WARDN_CREDENTIALS_KEY` (required),
@@ -49,6 +79,12 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         management_kubeconfig: args.kubeconfig,
         probe_interval: Duration::from_secs(args.probe_interval.max(1)),
         probe_timeout: Duration::from_secs(args.probe_timeout.max(1)),
+        scheduling: Scheduling {
+            resync_interval: args.resync_interval,
+            cluster_qps: args.cluster_qps,
+            cluster_burst: args.cluster_burst,
+            ..Scheduling::default()
+        },
     };
     let server = Server::bind(options, sealer).await?;
     if let Some(password) = &server.generated_admin_password {

@@ -1,5 +1,6 @@
 //! Registered remote clusters: sealing of kubeconfigs, their validation, connection and probing,
-//! the client cache, and resolution of App destinations with the namespace allowlist.
+//! the client cache, resolution of App destinations with the namespace allowlist, and the
+//! per-cluster request throttles.
 
 pub mod bootstrap;
 pub mod cache;
@@ -9,3 +10,4 @@ pub mod kubeconfig;
 pub mod registry;
 pub mod resolve;
 pub mod seal;
+pub mod throttle;

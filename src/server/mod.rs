@@ -24,8 +24,10 @@ use crate::clusters::connect::client_from_kubeconfig;
 use crate::clusters::registry::{Registry, now_rfc3339};
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::seal::{SealError, Sealer};
+use crate::clusters::throttle::Throttles;
 use crate::reconcile::apps_dir::{AppsDirError, load_dir};
 use crate::reconcile::pipeline::Options;
+use crate::reconcile::upkeep::Scheduling;
 use crate::runner::{Runner, RunnerError};
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
@@ -285,6 +287,8 @@ pub struct ServeOptions {
     pub probe_interval: Duration,
     /// Time limit of one connection attempt or probe.
     pub probe_timeout: Duration,
+    /// Resync interval, per-cluster rate limits and retry backoff.
+    pub scheduling: Scheduling,
 }
 
 /// Errors starting or running the server.
@@ -364,7 +368,14 @@ impl Server {
         let store = Store::open(&options.data_dir, options.database_url.as_deref()).await?;
         let generated_admin_password =
             ensure_admin(&store, options.admin_password.as_deref()).await?;
-        let registry = Arc::new(Registry::new(store, sealer, options.probe_timeout));
+        let throttles = Arc::new(Throttles::new(
+            options.scheduling.cluster_qps,
+            options.scheduling.cluster_burst,
+        ));
+        let registry = Arc::new(
+            Registry::new(store, sealer, options.probe_timeout)
+                .with_throttles(Arc::clone(&throttles)),
+        );
         // Git mirrors live under the data directory.
         let (poller, updates) = Poller::new(PollerConfig::new(GitSettings {
             data_dir: options.data_dir.clone(),
@@ -377,7 +388,8 @@ impl Server {
         let mut resolver = Resolver::new(
             ClusterSource::Local(Arc::clone(&registry)),
             options.probe_timeout,
-        );
+        )
+        .with_throttles(throttles);
         if let Some(path) = &options.management_kubeconfig {
             let kubeconfig_error = |message: String| ServeError::Kubeconfig {
                 path: path.clone(),

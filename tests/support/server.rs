@@ -63,6 +63,7 @@ impl TestServer {
             management_kubeconfig: None,
             probe_interval: Duration::from_secs(3600),
             probe_timeout: Duration::from_secs(3),
+            scheduling: wardn::reconcile::upkeep::Scheduling::default(),
         };
         let server = Server::bind(options, sealer).await.unwrap();
         let base = format!("http://{}", server.addr);
