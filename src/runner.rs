@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use chrono::Utc;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -18,6 +19,7 @@ use crate::reconcile::pipeline::{self, Manifests, Options, Pass, ReconcileError,
 use crate::reconcile::plan::Plan;
 use crate::reconcile::scheduler::Scheduler;
 use crate::reconcile::status;
+use crate::reconcile::upkeep::{PassEnd, Scheduling, Upkeep};
 use crate::sources::credentials::Credentials;
 use crate::sources::directory::{self, DirectoryError, DirectoryWatch};
 use crate::sources::git::GitError;
@@ -72,6 +74,7 @@ pub struct Runner {
     cache: RenderCache,
     resolver: Resolver,
     scheduler: Scheduler<String>,
+    upkeep: Upkeep,
     options: Options,
     locks: HashMap<String, tokio::sync::Mutex<()>>,
     watches: Mutex<Vec<DirectoryWatch>>,
@@ -92,9 +95,21 @@ pub fn app_key(app: &App) -> String {
 }
 
 impl Runner {
-    /// A runner for `apps`, deploying through `resolver` with the pipeline `options`.
-    pub fn new(apps: Vec<App>, resolver: Resolver, options: Options) -> Arc<Runner> {
+    /// A runner for `apps`, deploying through `resolver` with the pipeline `options`;
+    /// resyncs, retries and drift watches follow `scheduling`.
+    pub fn new(
+        apps: Vec<App>,
+        resolver: Resolver,
+        options: Options,
+        scheduling: Scheduling,
+    ) -> Arc<Runner> {
         let apps: BTreeMap<String, App> = apps.into_iter().map(|a| (app_key(&a), a)).collect();
+        let scheduler = Scheduler::new();
+        let upkeep = Upkeep::new(
+            scheduler.clone(),
+            Arc::clone(resolver.throttles()),
+            scheduling,
+        );
         Arc::new(Runner {
             locks: apps
                 .keys()
@@ -104,7 +119,8 @@ impl Runner {
             entries: Mutex::new(HashMap::new()),
             cache: RenderCache::new(),
             resolver,
-            scheduler: Scheduler::new(),
+            scheduler,
+            upkeep,
             options,
             watches: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
@@ -175,6 +191,11 @@ impl Runner {
     /// The Apps, by `namespace/name`.
     pub fn apps(&self) -> &BTreeMap<String, App> {
         &self.apps
+    }
+
+    /// The Prometheus text of `/metrics`: passes, retries, drift, queue depth, cluster requests.
+    pub fn metrics_text(&self) -> String {
+        self.upkeep.metrics_text()
     }
 
     /// The in-memory status of App `key` (`namespace/name`).
@@ -348,12 +369,43 @@ impl Runner {
     /// Runs one pass of App `key` with `trigger` and records the resulting status.
     async fn run_pass(&self, key: &str, trigger: &Trigger) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
-        let p = self.prepare(key).await?;
+        let p = self.prepare_followed(key).await?;
         let now = Utc::now();
+        let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
         let result =
             pipeline::reconcile(p.pass(key), trigger, &self.options, now, &mut progress).await;
+        self.follow_up(key, &p, &result, started);
         self.settle(key, &p.previous, now, result.map(|o| o.status))
+    }
+
+    /// [`Runner::prepare`]; an unreachable destination is retried with backoff.
+    async fn prepare_followed(&self, key: &str) -> Result<Prepared<'_>, OperationError> {
+        let prepared = self.prepare(key).await;
+        if let (Err(OperationError::Destination(_)), Some(app)) = (&prepared, self.apps.get(key)) {
+            let cluster = &app.spec.destination.cluster;
+            let unreachable = PassEnd::Unreachable;
+            self.upkeep
+                .after_pass(key, cluster, None, unreachable, Duration::ZERO);
+        }
+        prepared
+    }
+
+    /// Counts a pass, schedules the next one and points the drift watches at the inventory.
+    fn follow_up(
+        &self,
+        key: &str,
+        p: &Prepared<'_>,
+        result: &Result<pipeline::Outcome, ReconcileError>,
+        started: std::time::Instant,
+    ) {
+        self.upkeep.after_pass(
+            key,
+            &p.app.spec.destination.cluster,
+            Some(&p.target.client),
+            PassEnd::Ran(result),
+            started.elapsed(),
+        );
     }
 
     /// Approves App `key`'s Held plan (when `plan_hash` is given it must name it).
@@ -363,11 +415,13 @@ impl Runner {
         plan_hash: Option<&str>,
     ) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
-        let p = self.prepare(key).await?;
+        let p = self.prepare_followed(key).await?;
         let now = Utc::now();
+        let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
         let result =
             pipeline::approve(p.pass(key), plan_hash, &self.options, now, &mut progress).await;
+        self.follow_up(key, &p, &result, started);
         self.settle(key, &p.previous, now, result.map(|o| o.status))
     }
 

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod body;
 pub mod clusters;
 pub mod error;
+pub mod metrics;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -140,6 +141,7 @@ pub fn route_table() -> Vec<RouteSpec> {
     use Access::{Internal, Public, User, Webhook};
     vec![
         route(Method::GET, "/api/v1/health", Public, get(health)),
+        route(Method::GET, "/metrics", Public, get(metrics::scrape)),
         route(
             Method::POST,
             "/api/v1/auth/login",
@@ -402,7 +404,7 @@ impl Server {
                 .map_err(|e| kubeconfig_error(e.to_string()))?;
             resolver = resolver.with_management(client);
         }
-        let runner = Runner::new(apps, resolver, Options::default());
+        let runner = Runner::new(apps, resolver, Options::default(), options.scheduling);
         let webhook = WebhookState {
             poller,
             secrets: Arc::new(WebhookSecrets::new(options.webhook_secret.as_deref())),
