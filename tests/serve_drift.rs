@@ -136,6 +136,7 @@ async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
     assert_eq!(replicas(), Some(serde_json::json!(2)));
 
     // selfHeal: the scaled Deployment is scaled back by a pass the watch triggered.
+    let patched = std::time::Instant::now();
     sim.kubectl(
         &[
             "patch",
@@ -153,8 +154,10 @@ async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
         replicas() == Some(serde_json::json!(2)) && phase("wardn/web") == Some(Phase::Synced)
     })
     .await;
+    eprintln!("figure: kubectl patch -> healed in {:?}", patched.elapsed());
 
     // Without selfHeal: the drift is reported, the object left as it is.
+    let patched = std::time::Instant::now();
     sim.kubectl(
         &[
             "patch",
@@ -172,6 +175,10 @@ async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
         phase("wardn/settings") == Some(Phase::OutOfSync)
     })
     .await;
+    eprintln!(
+        "figure: kubectl patch -> OutOfSync in {:?}",
+        patched.elapsed()
+    );
     let live = sim
         .cluster
         .get_object("v1", "ConfigMap", Some(NS), "settings")
