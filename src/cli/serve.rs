@@ -118,3 +118,45 @@ async fn shutdown_signal() {
         let _ = interrupt.await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    #[test]
+    fn scheduling_flags_have_defaults_and_refuse_nonsense() {
+        let d = Cli::try_parse_from(["wardn"]).unwrap().serve;
+        assert_eq!(d.resync_interval, Duration::from_secs(180));
+        assert_eq!((d.cluster_qps, d.cluster_burst), (50.0, 100));
+        let s = Cli::try_parse_from([
+            "wardn",
+            "--resync-interval",
+            "1h30m",
+            "--cluster-qps",
+            "2.5",
+            "--cluster-burst",
+            "7",
+        ])
+        .unwrap()
+        .serve;
+        assert_eq!(s.resync_interval, Duration::from_secs(5400));
+        assert_eq!((s.cluster_qps, s.cluster_burst), (2.5, 7));
+        for bad in [
+            ["--resync-interval", "0s"],
+            ["--resync-interval", "soon"],
+            ["--cluster-qps", "0"],
+            ["--cluster-qps", "NaN"],
+            ["--cluster-burst", "0"],
+        ] {
+            let err = Cli::try_parse_from(["wardn", bad[0], bad[1]]).err();
+            assert!(err.is_some(), "{bad:?} accepted");
+        }
+    }
+}

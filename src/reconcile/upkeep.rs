@@ -144,11 +144,6 @@ impl Upkeep {
         self.backoff.reset(&key.to_string());
     }
 
-    /// The drift watches (for tests and diagnostics).
-    pub fn drift(&self) -> &DriftWatches {
-        &self.drift
-    }
-
     /// The Prometheus exposition text for `/metrics`.
     pub fn metrics_text(&self) -> String {
         self.metrics
