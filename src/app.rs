@@ -212,6 +212,10 @@ pub struct AppStatus {
     /// Why the App is in its phase (hold reason, next window opening, error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The `metadata.generation` of the App resource this status reflects (absent for Apps
+    /// from `--apps` files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 /// Why the CRD could not be printed.

@@ -1,19 +1,28 @@
-//! The App runner of `wardn serve --apps`: subscribes each App's source (Git through the
-//! poller, directories through a watch), renders every new snapshot through the render cache,
-//! and reconciles the App on its destination cluster through the scheduler, keeping each
-//! App's status in memory.
+//! The App runner of `wardn serve`: manages a dynamic set of Apps (from `--apps` files and App
+//! custom resources), subscribes each App's source (Git through the poller, directories through
+//! a watch), renders every new snapshot through the render cache, and reconciles the App on its
+//! destination cluster through the scheduler, one pass per App at a time.
+//!
+//! [`Runner::upsert`] adds an App or applies a new version of it (a changed source is
+//! re-subscribed; any spec change enqueues a pass); [`Runner::remove`] stops managing it: its
+//! source is unsubscribed and its status dropped, while the objects it applied stay on the
+//! cluster (as Argo CD does for an Application deleted without its finalizer).
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::Utc;
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::app::{App, AppStatus};
+use crate::apply::inventory::ObjectRef;
 use crate::clusters::resolve::Resolver;
 use crate::reconcile::allowlist::Allowlist;
+use crate::reconcile::apps_dir::{AppsDir, AppsDirError};
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::pipeline::{self, Manifests, Options, Pass, ReconcileError, Target};
 use crate::reconcile::plan::Plan;
@@ -21,12 +30,21 @@ use crate::reconcile::scheduler::Scheduler;
 use crate::reconcile::status;
 use crate::reconcile::upkeep::{PassEnd, Scheduling, Upkeep};
 use crate::sources::credentials::Credentials;
+use crate::sources::debounce;
 use crate::sources::directory::{self, DirectoryError, DirectoryWatch};
 use crate::sources::git::GitError;
 use crate::sources::poller::Poller;
 use crate::sources::render_cache::RenderCache;
 use crate::sources::spec::{Source, SpecError};
 use crate::sources::status::SourceUpdate;
+use crate::sources::url::SourceKey;
+use crate::store::{Store, StoreError};
+
+mod publish;
+mod resources;
+
+pub use publish::FIELD_MANAGER;
+use publish::{Change, Publisher};
 
 /// How many Apps are reconciled at once.
 const WORKERS: usize = 4;
@@ -60,6 +78,40 @@ pub enum RunnerError {
     },
 }
 
+/// Where an App comes from. When a file and a custom resource define the same
+/// `namespace/name`, the custom resource wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A file in `--apps DIR`.
+    File,
+    /// An App custom resource in the management cluster.
+    Resource,
+}
+
+/// What [`Runner::upsert`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upserted {
+    /// A new App is now managed.
+    Added,
+    /// The App's source changed: it was re-subscribed (a pass follows the first snapshot).
+    Resubscribed,
+    /// The App's spec changed (same source): a pass was enqueued.
+    Changed,
+    /// Nothing relevant changed (e.g. only metadata or status).
+    Unchanged,
+    /// Ignored: a custom resource already defines this App and files may not replace it.
+    Shadowed,
+}
+
+/// One managed App: its latest version, origin and source subscription.
+struct Managed {
+    app: App,
+    origin: Origin,
+    source_key: SourceKey,
+    /// The directory watch of a Directory source (dropping it stops the watch).
+    _watch: Option<DirectoryWatch>,
+}
+
 /// One App's runtime state: its status and the manifests of its latest rendered revision.
 #[derive(Default)]
 struct Entry {
@@ -67,22 +119,39 @@ struct Entry {
     manifests: Option<Manifests>,
 }
 
-/// Drives a fixed set of Apps from their sources to their clusters.
+/// Drives a dynamic set of Apps from their sources to their clusters.
 pub struct Runner {
-    apps: BTreeMap<String, App>,
+    apps: Mutex<BTreeMap<String, Managed>>,
     entries: Mutex<HashMap<String, Entry>>,
     cache: RenderCache,
     resolver: Resolver,
     scheduler: Scheduler<String>,
     upkeep: Upkeep,
     options: Options,
-    locks: HashMap<String, tokio::sync::Mutex<()>>,
-    watches: Mutex<Vec<DirectoryWatch>>,
+    poller: Poller,
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    stopping: watch::Sender<bool>,
+    file_errors: Mutex<Vec<String>>,
+    store: Option<Store>,
+    publisher: Publisher,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The key of the updates `source` produces (see [`SourceUpdate`]).
+fn source_key(app: &str, source: &Source) -> Result<SourceKey, RunnerError> {
+    match source {
+        Source::Git(git) => Ok(git.url.key.clone()),
+        Source::Directory(path) => {
+            directory::directory_key(path).map_err(|source| RunnerError::Directory {
+                app: app.to_string(),
+                source,
+            })
+        }
+    }
 }
 
 /// The key of an App: `namespace/name`, as stamped on the objects it applies.
@@ -95,15 +164,17 @@ pub fn app_key(app: &App) -> String {
 }
 
 impl Runner {
-    /// A runner for `apps`, deploying through `resolver` with the pipeline `options`;
-    /// resyncs, retries and drift watches follow `scheduling`.
+    /// An empty runner deploying through `resolver` with the pipeline `options`; Git sources
+    /// are polled by `poller`, and directory watches send into its channel. Statuses are
+    /// written to `store` on every change (see [`Runner::restore`]). Resyncs, retries and
+    /// drift watches follow `scheduling`. Must be called inside a tokio runtime.
     pub fn new(
-        apps: Vec<App>,
         resolver: Resolver,
         options: Options,
+        poller: Poller,
+        store: Option<Store>,
         scheduling: Scheduling,
     ) -> Arc<Runner> {
-        let apps: BTreeMap<String, App> = apps.into_iter().map(|a| (app_key(&a), a)).collect();
         let scheduler = Scheduler::new();
         let upkeep = Upkeep::new(
             scheduler.clone(),
@@ -111,58 +182,25 @@ impl Runner {
             scheduling,
         );
         Arc::new(Runner {
-            locks: apps
-                .keys()
-                .map(|k| (k.clone(), tokio::sync::Mutex::new(())))
-                .collect(),
-            apps,
+            apps: Mutex::new(BTreeMap::new()),
             entries: Mutex::new(HashMap::new()),
             cache: RenderCache::new(),
             resolver,
             scheduler,
             upkeep,
             options,
-            watches: Mutex::new(Vec::new()),
+            poller,
+            locks: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
+            stopping: watch::Sender::new(false),
+            file_errors: Mutex::new(Vec::new()),
+            publisher: Publisher::start(store.clone()),
+            store,
         })
     }
 
-    /// Subscribes every App's source and starts the update loop and the workers. `updates`
-    /// is the poller's channel (directory watches send into it too).
-    pub async fn start(
-        self: &Arc<Self>,
-        poller: &Poller,
-        updates: UnboundedReceiver<SourceUpdate>,
-    ) -> Result<(), RunnerError> {
-        for (key, app) in &self.apps {
-            let source = app
-                .spec
-                .source
-                .validate()
-                .map_err(|source| RunnerError::Spec {
-                    app: key.clone(),
-                    source,
-                })?;
-            match source {
-                Source::Git(git) => poller
-                    .subscribe(key, &git, Credentials::Anonymous)
-                    .await
-                    .map_err(|source| RunnerError::Git {
-                        app: key.clone(),
-                        source,
-                    })?,
-                Source::Directory(path) => {
-                    let watch =
-                        directory::watch(key, &path, poller.sender()).map_err(|source| {
-                            RunnerError::Directory {
-                                app: key.clone(),
-                                source,
-                            }
-                        })?;
-                    lock(&self.watches).push(watch);
-                }
-            }
-        }
+    /// Starts the update loop (reading `updates`, the poller's channel) and the workers.
+    pub fn start(self: &Arc<Self>, updates: UnboundedReceiver<SourceUpdate>) {
         let this = Arc::clone(self);
         let update_loop = tokio::spawn(async move { this.receive(updates).await });
         let this = Arc::clone(self);
@@ -176,21 +214,122 @@ impl Runner {
                 .await;
         });
         lock(&self.tasks).extend([update_loop, workers]);
-        Ok(())
     }
 
-    /// Stops the workers, the update loop and the directory watches.
+    /// Loads the statuses stored by a previous run, so the API answers with them and a Held
+    /// plan stays Held (with its plan hash) until approved. Call before adding Apps; returns
+    /// how many were loaded.
+    pub async fn restore(&self) -> Result<usize, StoreError> {
+        let Some(store) = &self.store else {
+            return Ok(0);
+        };
+        let records = store.app_statuses().await?;
+        let count = records.len();
+        let mut entries = lock(&self.entries);
+        for record in records {
+            entries.entry(record.key).or_default().status = record.status;
+        }
+        Ok(count)
+    }
+
+    /// Stops like [`Runner::stop`], then waits until every status change is stored.
+    pub async fn shutdown(&self) {
+        self.stop();
+        self.publisher.flush().await;
+    }
+
+    /// Stops the workers, the update loop and the source subscriptions, and cancels the
+    /// operations in flight at their next await point (as a process exit would).
     pub fn stop(&self) {
+        self.stopping.send_replace(true);
         self.scheduler.close();
         for task in lock(&self.tasks).drain(..) {
             task.abort();
         }
-        lock(&self.watches).clear();
+        let keys: Vec<String> = lock(&self.apps).keys().cloned().collect();
+        for key in &keys {
+            self.poller.unsubscribe(key);
+        }
+        lock(&self.apps).clear();
     }
 
-    /// The Apps, by `namespace/name`.
-    pub fn apps(&self) -> &BTreeMap<String, App> {
-        &self.apps
+    /// Adds App `app` from `origin`, or applies its new version: a changed `spec.source` is
+    /// re-subscribed (the new source's first snapshot triggers a pass), any other spec change
+    /// enqueues a pass. On error the previous version (if any) keeps running.
+    pub async fn upsert(&self, app: App, origin: Origin) -> Result<Upserted, RunnerError> {
+        let key = app_key(&app);
+        let source = app
+            .spec
+            .source
+            .validate()
+            .map_err(|source| RunnerError::Spec {
+                app: key.clone(),
+                source,
+            })?;
+        {
+            let mut apps = lock(&self.apps);
+            if let Some(current) = apps.get_mut(&key) {
+                if current.origin == Origin::Resource && origin == Origin::File {
+                    tracing::warn!(app = %key, "an App resource and an --apps file define this App; the resource wins");
+                    return Ok(Upserted::Shadowed);
+                }
+                if current.origin != origin {
+                    tracing::warn!(app = %key, "an App resource replaces the --apps file of the same App");
+                }
+                if current.app.spec.source == app.spec.source {
+                    let changed = current.app.spec != app.spec;
+                    current.app = app;
+                    current.origin = origin;
+                    drop(apps);
+                    if !changed {
+                        return Ok(Upserted::Unchanged);
+                    }
+                    if lock(&self.entries)
+                        .get(&key)
+                        .is_some_and(|e| e.manifests.is_some())
+                    {
+                        self.scheduler.enqueue(key);
+                    }
+                    return Ok(Upserted::Changed);
+                }
+            }
+        }
+        // Managed before subscribing, so the source's first update is not taken as stale; the
+        // previous version (and its watch) is kept until the new source runs.
+        let source_key = source_key(&key, &source)?;
+        let previous = lock(&self.apps).insert(
+            key.clone(),
+            Managed {
+                app,
+                origin,
+                source_key,
+                _watch: None,
+            },
+        );
+        // Manifests of another source must not be applied under the new spec.
+        if let Some(entry) = lock(&self.entries).get_mut(&key) {
+            entry.manifests = None;
+        }
+        match self.subscribe(&key, source).await {
+            Ok(watch) => {
+                if let Some(managed) = lock(&self.apps).get_mut(&key) {
+                    managed._watch = watch;
+                }
+            }
+            Err(e) => {
+                let mut apps = lock(&self.apps);
+                match previous {
+                    Some(previous) => apps.insert(key, previous),
+                    None => apps.remove(&key),
+                };
+                return Err(e);
+            }
+        }
+        lock(&self.locks).entry(key).or_default();
+        Ok(match previous {
+            Some(_) => Upserted::Resubscribed,
+            None => Upserted::Added,
+        })
     }
 
     /// The Prometheus text of `/metrics`: passes, retries, drift, queue depth, cluster requests.
@@ -198,14 +337,202 @@ impl Runner {
         self.upkeep.metrics_text()
     }
 
-    /// The in-memory status of App `key` (`namespace/name`).
+    /// Subscribes App `key` to `source`: Git through the poller (replacing any previous
+    /// subscription), a directory through a new watch (returned).
+    async fn subscribe(
+        &self,
+        key: &str,
+        source: Source,
+    ) -> Result<Option<DirectoryWatch>, RunnerError> {
+        match source {
+            Source::Git(git) => {
+                self.poller
+                    .subscribe(key, &git, Credentials::Anonymous)
+                    .await
+                    .map_err(|source| RunnerError::Git {
+                        app: key.to_string(),
+                        source,
+                    })?;
+                Ok(None)
+            }
+            Source::Directory(path) => {
+                let watch =
+                    directory::watch(key, &path, self.poller.sender()).map_err(|source| {
+                        RunnerError::Directory {
+                            app: key.to_string(),
+                            source,
+                        }
+                    })?;
+                // A Git subscription of the previous version ends here.
+                self.poller.unsubscribe(key);
+                Ok(Some(watch))
+            }
+        }
+    }
+
+    /// Reconciles the Apps of `dir` (`--apps`) and keeps following it: a file added, changed
+    /// or deleted upserts or removes its Apps; an invalid file is logged and listed by
+    /// [`Runner::file_errors`], and the Apps it defined keep running unchanged. Fails only
+    /// when `dir` cannot be read or watched.
+    pub async fn watch_apps_dir(self: &Arc<Self>, dir: &Path) -> Result<(), AppsDirError> {
+        let mut events = debounce::watch(dir, false).map_err(|source| AppsDirError::Watch {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let mut loaded = AppsDir::default();
+        self.reload_apps_dir(&mut loaded, dir).await?;
+        let this = Arc::clone(self);
+        let dir = dir.to_path_buf();
+        let task = tokio::spawn(async move {
+            while events.next_burst().await {
+                if let Err(e) = this.reload_apps_dir(&mut loaded, &dir).await {
+                    tracing::warn!(error = %e, "cannot read the --apps directory");
+                    *lock(&this.file_errors) = vec![e.to_string()];
+                }
+            }
+        });
+        lock(&self.tasks).push(task);
+        Ok(())
+    }
+
+    /// Applies one reload of the `--apps` directory to the App set.
+    async fn reload_apps_dir(&self, loaded: &mut AppsDir, dir: &Path) -> Result<(), AppsDirError> {
+        let reload = loaded.reload(dir)?;
+        let mut errors: Vec<String> = reload.errors.iter().map(ToString::to_string).collect();
+        for (namespace, name) in &reload.removals {
+            self.remove(&format!("{namespace}/{name}"), Origin::File);
+        }
+        for app in reload.upserts {
+            let namespace = app.metadata.namespace.clone().unwrap_or_default();
+            let name = app.metadata.name.clone().unwrap_or_default();
+            if let Err(e) = self.upsert(app, Origin::File).await {
+                loaded.forget(&namespace, &name);
+                errors.push(e.to_string());
+            }
+        }
+        for error in &errors {
+            tracing::warn!(%error, "invalid App in --apps; its previous version (if any) keeps running");
+        }
+        *lock(&self.file_errors) = errors;
+        Ok(())
+    }
+
+    /// Reconciles the App resources of the management cluster reached by `client`, in
+    /// `namespaces` (all when empty), and writes their status subresource and Events from now
+    /// on. Resources win over `--apps` files defining the same App.
+    pub fn watch_resources(self: &Arc<Self>, client: kube::Client, namespaces: Vec<String>) {
+        self.publisher.send(Change::Resources(client.clone()));
+        let task = tokio::spawn(resources::follow(Arc::clone(self), client, namespaces));
+        lock(&self.tasks).push(task);
+    }
+
+    /// Reports an App resource that cannot be started: a managed App keeps its previous
+    /// version running (a Warning Event says why); an unmanaged one gets a Failed status.
+    fn report_invalid(&self, app: &App, message: &str) {
+        let key = app_key(app);
+        if self.origin(&key).is_some() {
+            let note = format!("invalid spec (the previous version keeps running): {message}");
+            self.note(&key, true, "InvalidSpec", note);
+            return;
+        }
+        let previous = app.status.clone().unwrap_or_default();
+        let mut failed = status::failed(&previous, message, Utc::now());
+        failed.observed_generation = app.metadata.generation;
+        if failed != previous {
+            self.publisher.send(Change::Status {
+                key,
+                app: Box::new(app.clone()),
+                origin: Origin::Resource,
+                status: Box::new(failed),
+            });
+        }
+    }
+
+    /// The problems of the last `--apps` reload (invalid files, duplicates, sources that
+    /// could not be started), for the API.
+    pub fn file_errors(&self) -> Vec<String> {
+        lock(&self.file_errors).clone()
+    }
+
+    /// Stops managing App `key` if it came from `origin`: its source is unsubscribed and its
+    /// status dropped; the objects it applied stay on the cluster. Returns whether it was
+    /// managed.
+    pub fn remove(&self, key: &str, origin: Origin) -> bool {
+        let removed = {
+            let mut apps = lock(&self.apps);
+            if apps.get(key).is_none_or(|m| m.origin != origin) {
+                return false;
+            }
+            let removed = apps.remove(key);
+            lock(&self.entries).remove(key);
+            self.publisher.send(Change::Removed {
+                key: key.to_string(),
+            });
+            removed
+        };
+        self.poller.unsubscribe(key);
+        self.upkeep.forget(key);
+        lock(&self.locks).remove(key);
+        drop(removed);
+        tracing::info!(app = %key, "App no longer managed; its objects stay on the cluster");
+        true
+    }
+
+    /// Asks for a reconcile pass of App `key` (coalesced with pending ones); no-op for an
+    /// App without a rendered revision yet.
+    pub fn enqueue(&self, key: &str) {
+        let rendered = lock(&self.entries)
+            .get(key)
+            .is_some_and(|e| e.manifests.is_some());
+        if rendered {
+            self.scheduler.enqueue(key.to_string());
+        }
+    }
+
+    /// The keys (`namespace/name`) of the managed Apps, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        lock(&self.apps).keys().cloned().collect()
+    }
+
+    /// The managed Apps, by `namespace/name` (a snapshot).
+    pub fn apps(&self) -> BTreeMap<String, App> {
+        lock(&self.apps)
+            .iter()
+            .map(|(k, m)| (k.clone(), m.app.clone()))
+            .collect()
+    }
+
+    /// The latest version of App `key`.
+    pub fn app(&self, key: &str) -> Option<App> {
+        lock(&self.apps).get(key).map(|m| m.app.clone())
+    }
+
+    /// Where App `key` comes from.
+    pub fn origin(&self, key: &str) -> Option<Origin> {
+        lock(&self.apps).get(key).map(|m| m.origin)
+    }
+
+    /// The status of App `key` (`namespace/name`).
     pub fn status(&self, key: &str) -> Option<AppStatus> {
         lock(&self.entries).get(key).map(|e| e.status.clone())
     }
 
+    /// The objects App `key` manages (its status inventory).
+    pub fn inventory(&self, key: &str) -> Vec<ObjectRef> {
+        lock(&self.entries)
+            .get(key)
+            .map(|e| e.status.inventory.clone())
+            .unwrap_or_default()
+    }
+
     async fn receive(self: Arc<Self>, mut updates: UnboundedReceiver<SourceUpdate>) {
         while let Some(update) = updates.recv().await {
-            let Some(app) = self.apps.get(&update.app) else {
+            // Updates of a source the App no longer uses (or of a removed App) are stale.
+            let current = lock(&self.apps)
+                .get(&update.app)
+                .filter(|m| m.source_key == update.status.source_key)
+                .map(|m| m.app.spec.source.clone());
+            let Some(source) = current else {
                 continue;
             };
             let Some(snapshot) = update.snapshot else {
@@ -214,10 +541,11 @@ impl Runner {
                 }
                 continue;
             };
-            let dir = match app.spec.source.validate() {
+            let dir = match source.validate() {
                 Ok(Source::Git(git)) => git.path,
                 _ => String::new(),
             };
+            let source_key = snapshot.source_key.clone();
             let this = Arc::clone(&self);
             let key = update.app.clone();
             let rendered = tokio::task::spawn_blocking(move || {
@@ -228,15 +556,22 @@ impl Runner {
             .await;
             let message = match rendered {
                 Ok(Ok((cached, revision))) => {
-                    lock(&self.entries)
-                        .entry(update.app.clone())
-                        .or_default()
-                        .manifests = Some(Manifests {
-                        revision,
-                        digest: cached.rendered.digest.clone(),
-                        objects: cached.rendered.objects.clone(),
-                    });
-                    self.scheduler.enqueue(update.app);
+                    let apps = lock(&self.apps);
+                    if apps
+                        .get(&update.app)
+                        .is_some_and(|m| m.source_key == source_key)
+                    {
+                        lock(&self.entries)
+                            .entry(update.app.clone())
+                            .or_default()
+                            .manifests = Some(Manifests {
+                            revision,
+                            digest: cached.rendered.digest.clone(),
+                            objects: cached.rendered.objects.clone(),
+                        });
+                        drop(apps);
+                        self.scheduler.enqueue(update.app);
+                    }
                     continue;
                 }
                 Ok(Err(e)) => format!("render failed: {e}"),
@@ -247,10 +582,28 @@ impl Runner {
         }
     }
 
-    /// Stores `status` for `key`, logging a phase change.
-    fn record(&self, key: &str, status: AppStatus) {
+    /// Records `status` for `key` (if the App is still managed), logging a phase change and
+    /// publishing any change.
+    fn record(&self, key: &str, mut status: AppStatus) {
+        let apps = lock(&self.apps);
+        let Some(managed) = apps.get(key) else {
+            return;
+        };
+        status.observed_generation = match managed.origin {
+            Origin::Resource => managed.app.metadata.generation,
+            Origin::File => None,
+        };
         let mut entries = lock(&self.entries);
         let entry = entries.entry(key.to_string()).or_default();
+        if entry.status == status {
+            return;
+        }
+        self.publisher.send(Change::Status {
+            key: key.to_string(),
+            app: Box::new(managed.app.clone()),
+            origin: managed.origin,
+            status: Box::new(status.clone()),
+        });
         if entry.status.phase != status.phase {
             tracing::info!(
                 app = %key,
@@ -261,6 +614,21 @@ impl Runner {
             );
         }
         entry.status = status;
+    }
+
+    /// Publishes an Event-worthy note about App `key` (App resources only get Events).
+    fn note(&self, key: &str, warning: bool, reason: &'static str, note: String) {
+        let Some((app, origin)) = lock(&self.apps).get(key).map(|m| (m.app.clone(), m.origin))
+        else {
+            return;
+        };
+        self.publisher.send(Change::Note {
+            app: Box::new(app),
+            origin,
+            warning,
+            reason,
+            note,
+        });
     }
 
     /// The destination of `app` as a pipeline target.
@@ -283,21 +651,20 @@ impl Runner {
 
     /// Finds the App deployed to cluster segment `cluster` (`local`: the management cluster)
     /// under `name`; returns its key.
-    pub fn find(&self, cluster: &str, name: &str) -> Option<&str> {
-        self.apps
+    pub fn find(&self, cluster: &str, name: &str) -> Option<String> {
+        lock(&self.apps)
             .iter()
-            .find(|(_, a)| {
-                a.spec.destination.cluster_segment() == cluster
-                    && a.metadata.name.as_deref() == Some(name)
+            .find(|(_, m)| {
+                m.app.spec.destination.cluster_segment() == cluster
+                    && m.app.metadata.name.as_deref() == Some(name)
             })
-            .map(|(k, _)| k.as_str())
+            .map(|(k, _)| k.clone())
     }
 
     /// What a pass over App `key` needs: the App, its status, its manifests and its target.
-    async fn prepare(&self, key: &str) -> Result<Prepared<'_>, OperationError> {
+    async fn prepare(&self, key: &str) -> Result<Prepared, OperationError> {
         let app = self
-            .apps
-            .get(key)
+            .app(key)
             .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
         let (previous, manifests) = {
             let entries = lock(&self.entries);
@@ -310,7 +677,7 @@ impl Runner {
                 manifests,
             )
         };
-        let target = match self.target(app).await {
+        let target = match self.target(&app).await {
             Ok(target) => target,
             Err(message) => {
                 self.record(key, status::failed(&previous, &message, Utc::now()));
@@ -325,11 +692,6 @@ impl Runner {
         })
     }
 
-    /// The per-App lock serialising passes, approvals and rejections.
-    fn app_lock(&self, key: &str) -> Option<&tokio::sync::Mutex<()>> {
-        self.locks.get(key)
-    }
-
     /// Performs `operation` on App `key`. The pipeline's futures are not `Send` (their
     /// stream closures borrow across awaits), so the operation runs on a blocking thread
     /// that drives it on this runtime.
@@ -341,18 +703,25 @@ impl Runner {
         let this = Arc::clone(self);
         let key = key.to_string();
         let handle = tokio::runtime::Handle::current();
+        let mut stopping = self.stopping.subscribe();
         tokio::task::spawn_blocking(move || {
             handle.block_on(async {
-                match operation {
-                    Operation::Plan => this.plan(&key).await.map(Completed::Plan),
-                    Operation::Pass(trigger) => {
-                        this.run_pass(&key, &trigger).await.map(Completed::Status)
+                let work = async {
+                    match operation {
+                        Operation::Plan => this.plan(&key).await.map(Completed::Plan),
+                        Operation::Pass(trigger) => {
+                            this.run_pass(&key, &trigger).await.map(Completed::Status)
+                        }
+                        Operation::Approve(hash) => this
+                            .approve(&key, hash.as_deref())
+                            .await
+                            .map(Completed::Status),
+                        Operation::Reject => this.reject(&key).await.map(Completed::Status),
                     }
-                    Operation::Approve(hash) => this
-                        .approve(&key, hash.as_deref())
-                        .await
-                        .map(Completed::Status),
-                    Operation::Reject => this.reject(&key).await.map(Completed::Status),
+                };
+                tokio::select! {
+                    done = work => done,
+                    _ = stopping.wait_for(|stopped| *stopped) => Err(OperationError::Stopped),
                 }
             })
         })
@@ -380,9 +749,9 @@ impl Runner {
     }
 
     /// [`Runner::prepare`]; an unreachable destination is retried with backoff.
-    async fn prepare_followed(&self, key: &str) -> Result<Prepared<'_>, OperationError> {
+    async fn prepare_followed(&self, key: &str) -> Result<Prepared, OperationError> {
         let prepared = self.prepare(key).await;
-        if let (Err(OperationError::Destination(_)), Some(app)) = (&prepared, self.apps.get(key)) {
+        if let (Err(OperationError::Destination(_)), Some(app)) = (&prepared, self.app(key)) {
             let cluster = &app.spec.destination.cluster;
             let unreachable = PassEnd::Unreachable;
             self.upkeep
@@ -395,7 +764,7 @@ impl Runner {
     fn follow_up(
         &self,
         key: &str,
-        p: &Prepared<'_>,
+        p: &Prepared,
         result: &Result<pipeline::Outcome, ReconcileError>,
         started: std::time::Instant,
     ) {
@@ -422,6 +791,11 @@ impl Runner {
         let result =
             pipeline::approve(p.pass(key), plan_hash, &self.options, now, &mut progress).await;
         self.follow_up(key, &p, &result, started);
+        let held = p.previous.plan_hash.clone().unwrap_or_default();
+        match &result {
+            Ok(_) => self.note(key, false, "Approved", format!("plan {held} approved")),
+            Err(e) => self.note(key, true, "ApprovalRefused", format!("plan {held}: {e}")),
+        }
         self.settle(key, &p.previous, now, result.map(|o| o.status))
     }
 
@@ -433,12 +807,21 @@ impl Runner {
             .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
         let now = Utc::now();
         let result = pipeline::reject(&previous, now);
+        if let Ok(status) = &result {
+            let message = status.message.clone().unwrap_or_default();
+            self.note(key, false, "Rejected", message);
+        }
         self.settle(key, &previous, now, result)
     }
 
-    async fn lock_app(&self, key: &str) -> Result<tokio::sync::MutexGuard<'_, ()>, OperationError> {
-        match self.app_lock(key) {
-            Some(lock) => Ok(lock.lock().await),
+    /// Takes the per-App lock serialising passes, approvals and rejections of App `key`.
+    async fn lock_app(
+        &self,
+        key: &str,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>, OperationError> {
+        let app_lock = lock(&self.locks).get(key).cloned();
+        match app_lock {
+            Some(app_lock) => Ok(app_lock.lock_owned().await),
             None => Err(OperationError::NotFound(key.to_string())),
         }
     }
@@ -475,14 +858,14 @@ impl Runner {
 }
 
 /// The inputs of one pass over an App.
-struct Prepared<'a> {
-    app: &'a App,
+struct Prepared {
+    app: App,
     previous: AppStatus,
     manifests: Manifests,
     target: Target,
 }
 
-impl Prepared<'_> {
+impl Prepared {
     fn pass<'p>(&'p self, key: &'p str) -> Pass<'p> {
         Pass {
             app: key,
@@ -512,6 +895,9 @@ pub enum OperationError {
     /// The task running the operation panicked or was cancelled.
     #[error("operation task failed: {0}")]
     Task(String),
+    /// The runner is stopping; the operation was cancelled.
+    #[error("wardn is shutting down")]
+    Stopped,
 }
 
 /// Something to do with an App (see [`Runner::operate`]).

@@ -69,6 +69,7 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
         webhook_secret: None,
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
+        app_namespaces: Vec::new(),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         scheduling: wardn::reconcile::upkeep::Scheduling::default(),
@@ -244,6 +245,7 @@ async fn a_git_app_syncs_and_a_signed_webhook_deploys_the_next_commit() {
         webhook_secret: Some("hook".into()),
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
+        app_namespaces: Vec::new(),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         scheduling: wardn::reconcile::upkeep::Scheduling::default(),
@@ -297,4 +299,310 @@ async fn a_git_app_syncs_and_a_signed_webhook_deploys_the_next_commit() {
 
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
+}
+
+/// Polls `check` until it holds (a minute at most).
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..600 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_files() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let one = write_source(work.path(), "one");
+    let two = write_source(work.path(), "two");
+    let options = ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: work.path().join("data"),
+        database_url: None,
+        admin_password: Some(PASSWORD.into()),
+        internal_token: None,
+        webhook_secret: None,
+        apps_dir: Some(apps.clone()),
+        management_kubeconfig: Some(sim.kubeconfig.clone()),
+        app_namespaces: Vec::new(),
+        probe_interval: Duration::from_secs(3600),
+        probe_timeout: Duration::from_secs(5),
+        scheduling: wardn::reconcile::upkeep::Scheduling::default(),
+    };
+    let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
+        .await
+        .unwrap();
+    let runner = std::sync::Arc::clone(server.runner());
+    assert!(runner.keys().is_empty());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    let exists = |name: &str| {
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), name)
+            .is_some()
+    };
+
+    // Added: deployed.
+    std::fs::write(apps.join("watched.yaml"), app_yaml("watched", &one, false)).unwrap();
+    eventually("one-config", || exists("one-config")).await;
+    eventually("Synced", || {
+        runner.status("wardn/watched").and_then(|s| s.phase) == Some(Phase::Synced)
+    })
+    .await;
+
+    // An invalid file is reported and changes nothing; the daemon keeps going.
+    std::fs::write(apps.join("broken.yaml"), "apiVersion: v1\nkind: App\n").unwrap();
+    eventually("the invalid file reported", || {
+        runner
+            .file_errors()
+            .iter()
+            .any(|e| e.contains("broken.yaml"))
+    })
+    .await;
+    std::fs::write(apps.join("watched.yaml"), "kind: [").unwrap();
+    eventually("the broken edit reported", || {
+        runner
+            .file_errors()
+            .iter()
+            .any(|e| e.contains("watched.yaml"))
+    })
+    .await;
+    assert_eq!(
+        runner.keys(),
+        ["wardn/watched"],
+        "the previous version runs"
+    );
+
+    // Changed: the new source is deployed.
+    std::fs::write(apps.join("watched.yaml"), app_yaml("watched", &two, false)).unwrap();
+    eventually("two-config", || exists("two-config")).await;
+    std::fs::remove_file(apps.join("broken.yaml")).unwrap();
+    eventually("no errors", || runner.file_errors().is_empty()).await;
+
+    // Deleted: no longer managed; its objects stay.
+    std::fs::remove_file(apps.join("watched.yaml")).unwrap();
+    eventually("removed", || runner.keys().is_empty()).await;
+    assert_eq!(runner.status("wardn/watched"), None);
+    assert!(exists("two-config"));
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+/// A server running in this process until [`Running::stop`].
+struct Running {
+    runner: std::sync::Arc<wardn::runner::Runner>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), wardn::server::ServeError>>,
+}
+
+impl Running {
+    /// Binds and runs a server on `data` with the Apps of `apps` and `sim` as management cluster.
+    async fn start(sim: &common::Sim, data: &std::path::Path, apps: &std::path::Path) -> Running {
+        let options = ServeOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: data.to_path_buf(),
+            database_url: None,
+            admin_password: Some(PASSWORD.into()),
+            internal_token: None,
+            webhook_secret: None,
+            apps_dir: Some(apps.to_path_buf()),
+            management_kubeconfig: Some(sim.kubeconfig.clone()),
+            app_namespaces: Vec::new(),
+            probe_interval: Duration::from_secs(3600),
+            probe_timeout: Duration::from_secs(5),
+            scheduling: wardn::reconcile::upkeep::Scheduling::default(),
+        };
+        let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
+            .await
+            .unwrap();
+        let runner = std::sync::Arc::clone(server.runner());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async move {
+            let _ = stopped.await;
+        }));
+        Running { runner, stop, task }
+    }
+
+    /// Stops the server as a shutdown signal does (passes in flight are cancelled).
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_plan_survives_a_restart_and_is_applied_once_on_approval() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let src = write_source(work.path(), "gated");
+    std::fs::write(apps.join("gated.yaml"), app_yaml("gated", &src, true)).unwrap();
+    let data = work.path().join("data");
+    let key = "wardn/gated";
+
+    let first = Running::start(&sim, &data, &apps).await;
+    let runner = std::sync::Arc::clone(&first.runner);
+    eventually("Held", || {
+        runner.status(key).and_then(|s| s.phase) == Some(Phase::Held)
+    })
+    .await;
+    let held = runner.status(key).unwrap();
+    first.stop().await;
+
+    // A new daemon on the same data directory answers with the stored status at once, and
+    // its own first pass keeps the same plan Held: nothing was applied.
+    let second = Running::start(&sim, &data, &apps).await;
+    let restored = second.runner.status(key).expect("restored status");
+    assert_eq!(restored.phase, Some(Phase::Held));
+    assert_eq!(restored.plan_hash, held.plan_hash);
+    let mut planned = None;
+    for _ in 0..600 {
+        match second
+            .runner
+            .operate(key, wardn::runner::Operation::Plan)
+            .await
+        {
+            Ok(wardn::runner::Completed::Plan(plan)) => {
+                planned = Some(plan);
+                break;
+            }
+            Err(wardn::runner::OperationError::NotRendered(_)) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let plan = planned.expect("the source was rendered");
+    assert_eq!(Some(plan.plan_hash.clone()), held.plan_hash);
+    let status = second.runner.status(key).unwrap();
+    assert_eq!(
+        (status.phase, &status.plan_hash, &status.held_at),
+        (Some(Phase::Held), &held.plan_hash, &held.held_at)
+    );
+    assert!(
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), "gated-config")
+            .is_none(),
+        "nothing applied before the approval"
+    );
+
+    let approved = second
+        .runner
+        .operate(
+            key,
+            wardn::runner::Operation::Approve(held.plan_hash.clone()),
+        )
+        .await
+        .unwrap();
+    let wardn::runner::Completed::Status(approved) = approved else {
+        panic!("a status")
+    };
+    assert_eq!(approved.phase, Some(Phase::Synced), "{approved:?}");
+    let object = sim
+        .cluster
+        .get_object("v1", "ConfigMap", Some("staging"), "gated-config")
+        .expect("applied");
+    // Applied once: one field manager entry (a ConfigMap has no generation), and a further
+    // pass leaves the resourceVersion as it is.
+    let managers = object["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(managers.len(), 1, "{object}");
+    assert_eq!(
+        (&managers[0]["manager"], &managers[0]["operation"]),
+        (&json!("wardn"), &json!("Apply"))
+    );
+    // A further pass changes nothing.
+    second
+        .runner
+        .operate(
+            key,
+            wardn::runner::Operation::Pass(wardn::reconcile::decide::Trigger::Automatic),
+        )
+        .await
+        .unwrap();
+    let again = sim
+        .cluster
+        .get_object("v1", "ConfigMap", Some("staging"), "gated-config")
+        .unwrap();
+    assert_eq!(
+        again["metadata"]["resourceVersion"],
+        object["metadata"]["resourceVersion"]
+    );
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_during_an_apply_converges_without_orphans() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let src = work.path().join("many");
+    std::fs::create_dir_all(&src).unwrap();
+    let count = 24;
+    let mut resources = String::from("resources:\n");
+    for i in 0..count {
+        resources.push_str(&format!("- cm{i}.yaml\n"));
+        std::fs::write(
+            src.join(format!("cm{i}.yaml")),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: many-{i}\ndata:\n  k: v\n"
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(src.join("kustomization.yaml"), resources).unwrap();
+    std::fs::write(apps.join("many.yaml"), app_yaml("many", &src, false)).unwrap();
+    let data = work.path().join("data");
+    let key = "wardn/many";
+    let applied = || {
+        sim.cluster
+            .list_objects("v1", "ConfigMap")
+            .into_iter()
+            .filter(|o| o["metadata"]["name"].as_str().unwrap().starts_with("many-"))
+            .collect::<Vec<_>>()
+    };
+
+    // Slow requests, and a stop as soon as the first object is written.
+    sim.cluster.set_faults(kubesim::Faults {
+        latency: Duration::from_millis(100),
+        ..Default::default()
+    });
+    let first = Running::start(&sim, &data, &apps).await;
+    eventually("the apply started", || !applied().is_empty()).await;
+    first.stop().await;
+    let written = applied().len();
+    sim.cluster.set_faults(kubesim::Faults::default());
+
+    let second = Running::start(&sim, &data, &apps).await;
+    let runner = std::sync::Arc::clone(&second.runner);
+    eventually("Synced", || {
+        runner.status(key).and_then(|s| s.phase) == Some(Phase::Synced)
+    })
+    .await;
+    let status = runner.status(key).unwrap();
+    let objects = applied();
+    assert_eq!(objects.len(), count, "(the first daemon wrote {written})");
+    for object in &objects {
+        let name = object["metadata"]["name"].as_str().unwrap();
+        assert_eq!(
+            object["metadata"]["annotations"][wardn::apply::OWNER_ANNOTATION],
+            key,
+            "{object}"
+        );
+        assert!(
+            status.inventory.iter().any(|o| o.name == name),
+            "{name} is not in the inventory"
+        );
+    }
+    assert_eq!(status.inventory.len(), count);
+    second.stop().await;
 }

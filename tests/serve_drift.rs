@@ -104,6 +104,7 @@ async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
         webhook_secret: None,
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
+        app_namespaces: Vec::new(),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         scheduling: Scheduling {

@@ -4,6 +4,9 @@ mod support;
 
 use support::postgres::Postgres;
 use support::{Backend, TestDb, execute};
+use wardn::app::{AppStatus, Phase};
+use wardn::apply::inventory::ObjectRef;
+use wardn::store::apps::AppStatusRecord;
 use wardn::store::audit::{self, ChainError, NewEntry};
 use wardn::store::clusters::ClusterRecord;
 use wardn::store::{Store, StoreError};
@@ -174,7 +177,57 @@ async fn audit_chain(db: TestDb) {
     store.close().await;
 }
 
+fn app_status_record(key: &str, phase: Phase, plan_hash: &str) -> AppStatusRecord {
+    AppStatusRecord {
+        key: key.to_string(),
+        cluster: "staging".to_string(),
+        name: key.rsplit('/').next().unwrap().to_string(),
+        status: AppStatus {
+            phase: Some(phase),
+            plan_hash: Some(plan_hash.to_string()),
+            held_at: Some("2026-01-01T00:00:00Z".to_string()),
+            inventory: vec![ObjectRef {
+                api_version: "v1".to_string(),
+                kind: "ConfigMap".to_string(),
+                namespace: Some("staging".to_string()),
+                name: "cm".to_string(),
+            }],
+            ..Default::default()
+        },
+        updated_at: "2026-01-01T00:00:00Z".to_string(),
+    }
+}
+
+async fn app_statuses(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    assert!(store.app_statuses().await.unwrap().is_empty());
+    let held = app_status_record("team/web", Phase::Held, "abc");
+    store.put_app_status(&held).await.unwrap();
+    store
+        .put_app_status(&app_status_record("team/api", Phase::Synced, "def"))
+        .await
+        .unwrap();
+    let replaced = app_status_record("team/api", Phase::Failed, "ghi");
+    store.put_app_status(&replaced).await.unwrap();
+    assert_eq!(
+        store.app_statuses().await.unwrap(),
+        [replaced.clone(), held.clone()]
+    );
+    assert!(store.delete_app_status("team/api").await.unwrap());
+    assert!(!store.delete_app_status("team/api").await.unwrap());
+    store.close().await;
+
+    // A reopened store has the statuses; a corrupt one is an error naming the column.
+    let again = Store::connect(&db.url).await.unwrap();
+    assert_eq!(again.app_statuses().await.unwrap(), [held]);
+    execute(&db.url, "UPDATE app_status SET status = 'nope'").await;
+    let e = again.app_statuses().await.unwrap_err().to_string();
+    assert!(e.contains("app_status.status"), "{e}");
+    again.close().await;
+}
+
 async fn suite(backend: Backend<'_>) {
+    app_statuses(backend.database("app_status_case")).await;
     clusters(backend.database("clusters_case")).await;
     auth(backend.database("auth_case")).await;
     audit_chain(backend.database("audit_case")).await;

@@ -26,6 +26,9 @@ pub struct ServeArgs {
     /// Kubeconfig of the management cluster (default: in-cluster, `KUBECONFIG`, ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Only reconcile App resources in these namespaces (comma-separated; default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub namespaces: Vec<String>,
     /// Seconds between background cluster probes.
     #[arg(long, default_value_t = 30)]
     pub probe_interval: u64,
@@ -77,6 +80,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         webhook_secret: std::env::var(crate::sources::webhook::SECRET_ENV).ok(),
         apps_dir: args.apps,
         management_kubeconfig: args.kubeconfig,
+        app_namespaces: args.namespaces,
         probe_interval: Duration::from_secs(args.probe_interval.max(1)),
         probe_timeout: Duration::from_secs(args.probe_timeout.max(1)),
         scheduling: Scheduling {

@@ -1,6 +1,10 @@
 //! `--apps DIR`: App resources read from YAML files (for standalone runs without a management
 //! cluster). Every `*.yaml` / `*.yml` file may hold several documents; each must be a valid
 //! `cd.wardn.space/v1alpha1` App, and errors name the file and the field.
+//!
+//! [`load_dir`] reads a directory strictly (the first error fails); [`AppsDir::reload`] reads it
+//! file by file for the daemon's watch: an invalid file is reported and the Apps it defined
+//! before stay as they were, so one bad edit never stops the others.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +36,15 @@ pub enum AppsDirError {
         document: usize,
         /// What is wrong, naming the field.
         reason: String,
+    },
+    /// The directory cannot be watched for changes.
+    #[error("{path}: cannot watch for changes: {source}")]
+    Watch {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: notify::Error,
     },
     /// Two documents define the same App.
     #[error("App {namespace}/{name} is defined twice: in {first} and {second}")]
@@ -69,38 +82,62 @@ pub fn validate(doc: &Value) -> Result<App, String> {
     Ok(app)
 }
 
-/// Loads every App in `dir` (not recursive), in file name order. Apps without a namespace are
-/// put in `default`.
-pub fn load_dir(dir: &Path) -> Result<Vec<App>, AppsDirError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| AppsDirError::Io { path, source }
+/// The App files of `dir` (`*.yaml`, `*.yml`; not recursive), in name order.
+fn app_files(dir: &Path) -> Result<Vec<PathBuf>, AppsDirError> {
+    let io = |source| AppsDirError::Io {
+        path: dir.to_path_buf(),
+        source,
     };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io(dir))?
-        .map(|e| e.map(|e| e.path()).map_err(io(dir)))
+        .map_err(io)?
+        .map(|e| e.map(|e| e.path()).map_err(io))
         .collect::<Result<_, _>>()?;
     files.retain(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"));
     files.sort();
+    Ok(files)
+}
+
+/// Loads the Apps of one file, in document order. Apps without a namespace are put in
+/// `default`.
+pub fn load_file(path: &Path) -> Result<Vec<App>, AppsDirError> {
+    let text = std::fs::read_to_string(path).map_err(|source| AppsDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let invalid = |document, reason| AppsDirError::Invalid {
+        path: path.to_path_buf(),
+        document,
+        reason,
+    };
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&text).map_err(|e| invalid(1, e.to_string()))?;
+    let mut apps = Vec::new();
+    for (i, doc) in docs.into_iter().enumerate().filter(|(_, d)| !d.is_null()) {
+        let mut app = validate(&doc).map_err(|r| invalid(i + 1, r))?;
+        app.metadata
+            .namespace
+            .get_or_insert_with(|| "default".to_string());
+        apps.push(app);
+    }
+    Ok(apps)
+}
+
+/// The `(namespace, name)` of an App read by [`load_file`].
+fn identity(app: &App) -> (String, String) {
+    (
+        app.metadata.namespace.clone().unwrap_or_default(),
+        app.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// Loads every App in `dir` (not recursive), in file name order; fails on the first invalid
+/// file or duplicate App.
+pub fn load_dir(dir: &Path) -> Result<Vec<App>, AppsDirError> {
     let mut seen: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
     let mut apps = Vec::new();
-    for path in files {
-        let text = std::fs::read_to_string(&path).map_err(io(&path))?;
-        let invalid = |document, reason| AppsDirError::Invalid {
-            path: path.clone(),
-            document,
-            reason,
-        };
-        let docs: Vec<Value> =
-            serde_saphyr::from_multiple(&text).map_err(|e| invalid(1, e.to_string()))?;
-        for (i, doc) in docs.into_iter().enumerate().filter(|(_, d)| !d.is_null()) {
-            let mut app = validate(&doc).map_err(|r| invalid(i + 1, r))?;
-            let namespace = app
-                .metadata
-                .namespace
-                .get_or_insert_with(|| "default".to_string())
-                .clone();
-            let name = app.metadata.name.clone().unwrap_or_default();
+    for path in app_files(dir)? {
+        for app in load_file(&path)? {
+            let (namespace, name) = identity(&app);
             if let Some(first) = seen.insert((namespace.clone(), name.clone()), path.clone()) {
                 return Err(AppsDirError::Duplicate {
                     namespace,
@@ -113,6 +150,90 @@ pub fn load_dir(dir: &Path) -> Result<Vec<App>, AppsDirError> {
         }
     }
     Ok(apps)
+}
+
+/// The Apps of a watched `--apps` directory as last loaded, file by file.
+#[derive(Debug, Default)]
+pub struct AppsDir {
+    files: BTreeMap<PathBuf, Vec<App>>,
+    apps: BTreeMap<(String, String), App>,
+}
+
+/// What changed in a directory since the previous [`AppsDir::reload`].
+#[derive(Debug, Default)]
+pub struct Reload {
+    /// Apps that are new or whose definition changed.
+    pub upserts: Vec<App>,
+    /// `(namespace, name)` of Apps no longer defined by any file.
+    pub removals: Vec<(String, String)>,
+    /// Invalid files (their previous Apps are kept) and duplicate definitions (the first file
+    /// in name order wins).
+    pub errors: Vec<AppsDirError>,
+}
+
+impl AppsDir {
+    /// Re-reads `dir`: a valid file replaces its Apps, an invalid one keeps its previous Apps
+    /// and is reported, a deleted file's Apps are removed. Fails only when `dir` itself cannot
+    /// be listed.
+    pub fn reload(&mut self, dir: &Path) -> Result<Reload, AppsDirError> {
+        let mut reload = Reload::default();
+        let mut files = BTreeMap::new();
+        for path in app_files(dir)? {
+            match load_file(&path) {
+                Ok(apps) => {
+                    files.insert(path, apps);
+                }
+                Err(e) => {
+                    if let Some(previous) = self.files.remove(&path) {
+                        files.insert(path, previous);
+                    }
+                    reload.errors.push(e);
+                }
+            }
+        }
+        let mut seen: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
+        let mut apps = BTreeMap::new();
+        for (path, defined) in &files {
+            for app in defined {
+                let id = identity(app);
+                if let Some(first) = seen.get(&id) {
+                    reload.errors.push(AppsDirError::Duplicate {
+                        namespace: id.0,
+                        name: id.1,
+                        first: first.clone(),
+                        second: path.clone(),
+                    });
+                    continue;
+                }
+                seen.insert(id.clone(), path.clone());
+                apps.insert(id, app.clone());
+            }
+        }
+        reload.removals = self
+            .apps
+            .keys()
+            .filter(|id| !apps.contains_key(*id))
+            .cloned()
+            .collect();
+        reload.upserts = apps
+            .iter()
+            .filter(|(id, app)| {
+                self.apps
+                    .get(*id)
+                    .is_none_or(|old| old.spec != app.spec || old.metadata != app.metadata)
+            })
+            .map(|(_, app)| app.clone())
+            .collect();
+        self.files = files;
+        self.apps = apps;
+        Ok(reload)
+    }
+
+    /// Forgets App `namespace/name` as loaded, so the next [`AppsDir::reload`] reports it as
+    /// an upsert again (after the daemon failed to start it).
+    pub fn forget(&mut self, namespace: &str, name: &str) {
+        self.apps.remove(&(namespace.to_string(), name.to_string()));
+    }
 }
 
 #[cfg(test)]
@@ -188,5 +309,48 @@ spec:
             load_dir(&dir.path().join("missing")),
             Err(AppsDirError::Io { .. })
         ));
+    }
+
+    #[test]
+    fn reload_reports_changes_and_keeps_the_previous_version_of_an_invalid_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut watched = AppsDir::default();
+        std::fs::write(dir.path().join("a.yaml"), STAGING).unwrap();
+        let first = watched.reload(dir.path()).unwrap();
+        assert_eq!(first.upserts.len(), 1);
+        assert!(first.removals.is_empty() && first.errors.is_empty());
+        assert!(watched.reload(dir.path()).unwrap().upserts.is_empty());
+
+        // A broken edit is reported; the App keeps its previous definition.
+        std::fs::write(dir.path().join("a.yaml"), "kind: App\n").unwrap();
+        let broken = watched.reload(dir.path()).unwrap();
+        assert!(broken.upserts.is_empty() && broken.removals.is_empty());
+        assert!(
+            broken.errors[0].to_string().contains("a.yaml (document 1)"),
+            "{:?}",
+            broken.errors
+        );
+
+        // A fixed, changed file is an upsert; a duplicate in a later file is reported.
+        let changed = STAGING.replace("automated: true", "automated: false");
+        std::fs::write(dir.path().join("a.yaml"), &changed).unwrap();
+        std::fs::write(dir.path().join("b.yaml"), STAGING).unwrap();
+        let fixed = watched.reload(dir.path()).unwrap();
+        assert_eq!(fixed.upserts.len(), 1);
+        assert!(!fixed.upserts[0].spec.sync_policy.automated);
+        assert!(fixed.errors[0].to_string().contains("defined twice"));
+
+        // Deleting the defining file removes the App... unless another file defines it.
+        std::fs::remove_file(dir.path().join("a.yaml")).unwrap();
+        let moved = watched.reload(dir.path()).unwrap();
+        assert!(moved.removals.is_empty());
+        assert!(moved.upserts[0].spec.sync_policy.automated);
+        std::fs::remove_file(dir.path().join("b.yaml")).unwrap();
+        let removed = watched.reload(dir.path()).unwrap();
+        assert_eq!(
+            removed.removals,
+            [("org-my-org".to_string(), "my-app-staging".to_string())]
+        );
+        assert!(watched.reload(&dir.path().join("missing")).is_err());
     }
 }

@@ -22,6 +22,7 @@ impl From<OperationError> for ApiError {
         let status = match &err {
             OperationError::NotFound(_) => StatusCode::NOT_FOUND,
             OperationError::Task(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            OperationError::Stopped => StatusCode::SERVICE_UNAVAILABLE,
             OperationError::NotRendered(_) => StatusCode::CONFLICT,
             OperationError::Destination(_) => StatusCode::BAD_GATEWAY,
             OperationError::Reconcile(e) => {
@@ -66,7 +67,8 @@ fn completed(done: Completed) -> Value {
     }
 }
 
-/// `GET /api/v1/apps[?cluster=&phase=]`.
+/// `GET /api/v1/apps[?cluster=&phase=]`; `errors` lists the problems of the `--apps`
+/// directory (invalid files keep their previous Apps running).
 pub async fn list(State(state): State<AppState>, Query(query): Query<ListQuery>) -> Json<Value> {
     let runner = state.runner();
     let apps: Vec<Value> = runner
@@ -76,7 +78,7 @@ pub async fn list(State(state): State<AppState>, Query(query): Query<ListQuery>)
         .filter(|v| query.cluster.as_deref().is_none_or(|c| v["cluster"] == c))
         .filter(|v| query.phase.as_deref().is_none_or(|p| v["phase"] == p))
         .collect();
-    Json(json!({ "apps": apps }))
+    Json(json!({ "apps": apps, "errors": runner.file_errors() }))
 }
 
 /// The key of the App at `{cluster}/{name}`, or 404.
@@ -84,7 +86,6 @@ fn key(state: &AppState, cluster: &str, name: &str) -> Result<String, ApiError> 
     state
         .runner()
         .find(cluster, name)
-        .map(str::to_string)
         .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, format!("no App {cluster}/{name}")))
 }
 
@@ -96,10 +97,9 @@ pub async fn get(
     let key = key(&state, &cluster, &name)?;
     let runner = state.runner();
     let app = runner
-        .apps()
-        .get(&key)
+        .app(&key)
         .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, format!("no App {key}")))?;
-    Ok(Json(view(app, &runner.status(&key).unwrap_or_default())))
+    Ok(Json(view(&app, &runner.status(&key).unwrap_or_default())))
 }
 
 /// `GET /api/v1/apps/{cluster}/{name}/diff`: a fresh plan, without deciding or applying.

@@ -26,10 +26,10 @@ use crate::clusters::registry::{Registry, now_rfc3339};
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::seal::{SealError, Sealer};
 use crate::clusters::throttle::Throttles;
-use crate::reconcile::apps_dir::{AppsDirError, load_dir};
+use crate::reconcile::apps_dir::AppsDirError;
 use crate::reconcile::pipeline::Options;
 use crate::reconcile::upkeep::Scheduling;
-use crate::runner::{Runner, RunnerError};
+use crate::runner::Runner;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
 use crate::sources::webhook::{self, WebhookSecrets, WebhookState};
@@ -285,6 +285,8 @@ pub struct ServeOptions {
     /// Kubeconfig of the management cluster (`destination.cluster: ""`); inferred from the
     /// environment (in-cluster, `KUBECONFIG`, `~/.kube/config`) when absent.
     pub management_kubeconfig: Option<PathBuf>,
+    /// Namespaces whose App resources are reconciled (`--namespaces`); empty: all.
+    pub app_namespaces: Vec<String>,
     /// Time between background probe rounds.
     pub probe_interval: Duration,
     /// Time limit of one connection attempt or probe.
@@ -305,12 +307,9 @@ pub enum ServeError {
     /// The admin password cannot be set.
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
-    /// The Apps directory is unreadable or holds an invalid App.
+    /// The Apps directory cannot be read or watched.
     #[error(transparent)]
     Apps(#[from] AppsDirError),
-    /// An App's source cannot be started.
-    #[error(transparent)]
-    Runner(#[from] RunnerError),
     /// The management cluster's kubeconfig is unusable.
     #[error("management kubeconfig {path}: {message}")]
     Kubeconfig {
@@ -364,6 +363,26 @@ pub async fn ensure_admin(
     Ok(Some(generated))
 }
 
+/// The management cluster's client when one is configured: `--kubeconfig`, else the in-cluster
+/// service account. (Without either, the management cluster is still inferred on first use as a
+/// destination, but App resources are not watched.)
+async fn management_client(options: &ServeOptions) -> Result<Option<kube::Client>, ServeError> {
+    if let Some(path) = &options.management_kubeconfig {
+        let kubeconfig_error = |message: String| ServeError::Kubeconfig {
+            path: path.clone(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| kubeconfig_error(e.to_string()))?;
+        let client = client_from_kubeconfig(&text, options.probe_timeout)
+            .await
+            .map_err(|e| kubeconfig_error(e.to_string()))?;
+        return Ok(Some(client));
+    }
+    Ok(kube::Config::incluster()
+        .ok()
+        .and_then(|config| kube::Client::try_from(config).ok()))
+}
+
 impl Server {
     /// Opens the store, sets up the admin user and binds the listener.
     pub async fn bind(options: ServeOptions, sealer: Sealer) -> Result<Server, ServeError> {
@@ -383,28 +402,29 @@ impl Server {
             data_dir: options.data_dir.clone(),
             extra_roots_pem: None,
         }));
-        let apps = match &options.apps_dir {
-            Some(dir) => load_dir(dir)?,
-            None => Vec::new(),
-        };
         let mut resolver = Resolver::new(
             ClusterSource::Local(Arc::clone(&registry)),
             options.probe_timeout,
         )
         .with_throttles(throttles);
-        if let Some(path) = &options.management_kubeconfig {
-            let kubeconfig_error = |message: String| ServeError::Kubeconfig {
-                path: path.clone(),
-                message,
-            };
-            let text =
-                std::fs::read_to_string(path).map_err(|e| kubeconfig_error(e.to_string()))?;
-            let client = client_from_kubeconfig(&text, options.probe_timeout)
-                .await
-                .map_err(|e| kubeconfig_error(e.to_string()))?;
-            resolver = resolver.with_management(client);
+        let management = management_client(&options).await?;
+        if let Some(client) = &management {
+            resolver = resolver.with_management(client.clone());
         }
-        let runner = Runner::new(apps, resolver, Options::default(), options.scheduling);
+        let runner = Runner::new(
+            resolver,
+            Options::default(),
+            poller.clone(),
+            Some(registry.store().clone()),
+            options.scheduling.clone(),
+        );
+        runner.restore().await?;
+        if let Some(client) = management {
+            runner.watch_resources(client, options.app_namespaces.clone());
+        }
+        if let Some(dir) = &options.apps_dir {
+            runner.watch_apps_dir(dir).await?;
+        }
         let webhook = WebhookState {
             poller,
             secrets: Arc::new(WebhookSecrets::new(options.webhook_secret.as_deref())),
@@ -425,7 +445,7 @@ impl Server {
             addr: options.listen,
             source,
         })?;
-        runner.start(&webhook.poller, updates).await?;
+        runner.start(updates);
         Ok(Server {
             listener,
             state,
@@ -457,7 +477,7 @@ impl Server {
             .with_graceful_shutdown(shutdown)
             .await;
         prober.abort();
-        self.state.runner().stop();
+        self.state.runner().shutdown().await;
         self.state.store().close().await;
         result.map_err(|source| ServeError::Io {
             addr: self.addr,

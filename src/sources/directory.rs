@@ -9,18 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use notify::Watcher;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::debounce;
 use super::snapshot::Snapshot;
 use super::status::{Reason, SourceStatus, SourceUpdate};
 use super::url::{SourceKey, parse_repo_url};
 use crate::render::tree::{DirTree, EntryKind, Tree, TreeError};
 
-/// How long file events are collected before the directory is re-hashed.
-const DEBOUNCE: Duration = Duration::from_millis(200);
 /// Files over this size are hashed by size only.
 const MAX_HASHED_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -123,7 +121,6 @@ fn hash_dir(tree: &DirTree, dir: &str, hasher: &mut Sha256) -> Result<(), TreeEr
 
 /// A running directory watch; dropping it stops watching.
 pub struct DirectoryWatch {
-    _watcher: notify::RecommendedWatcher,
     task: JoinHandle<()>,
 }
 
@@ -141,23 +138,10 @@ pub fn watch(
     updates: mpsc::UnboundedSender<SourceUpdate>,
 ) -> Result<DirectoryWatch, DirectoryError> {
     let key = directory_key(path)?;
-    let (events_tx, mut events) = mpsc::unbounded_channel::<()>();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
-            // The receiver is gone only when the watch is being dropped.
-            let _ = events_tx.send(());
-        }
-    })
-    .map_err(|source| DirectoryError::Watch {
+    let mut events = debounce::watch(path, true).map_err(|source| DirectoryError::Watch {
         path: path.to_path_buf(),
         source,
     })?;
-    watcher
-        .watch(path, notify::RecursiveMode::Recursive)
-        .map_err(|source| DirectoryError::Watch {
-            path: path.to_path_buf(),
-            source,
-        })?;
     let app = app.to_string();
     let path = path.to_path_buf();
     let task = tokio::spawn(async move {
@@ -196,17 +180,12 @@ pub fn watch(
             {
                 return;
             }
-            if events.recv().await.is_none() {
+            if !events.next_burst().await {
                 return;
             }
-            tokio::time::sleep(DEBOUNCE).await;
-            while events.try_recv().is_ok() {}
         }
     });
-    Ok(DirectoryWatch {
-        _watcher: watcher,
-        task,
-    })
+    Ok(DirectoryWatch { task })
 }
 
 fn status(

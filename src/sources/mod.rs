@@ -16,6 +16,7 @@
 //!   calls [`poller::Poller::trigger`] for an immediate poll.
 
 pub mod credentials;
+pub mod debounce;
 pub mod directory;
 pub mod git;
 pub mod poller;

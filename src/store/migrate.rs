@@ -6,11 +6,18 @@ use sqlx::{AnyPool, Row};
 use super::StoreError;
 
 /// Every migration, in order: (version, file name, SQL).
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "0001_registry.sql",
-    include_str!("../../migrations/0001_registry.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "0001_registry.sql",
+        include_str!("../../migrations/0001_registry.sql"),
+    ),
+    (
+        2,
+        "0002_app_status.sql",
+        include_str!("../../migrations/0002_app_status.sql"),
+    ),
+];
 
 /// Applies every migration not yet recorded in the database.
 pub(super) async fn run(pool: &AnyPool) -> Result<(), StoreError> {

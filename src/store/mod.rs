@@ -1,10 +1,11 @@
 //! Persistent state of the control plane: registered clusters (sealed), users, sessions, API
-//! tokens and the hash-chained audit log.
+//! tokens, the hash-chained audit log and the last status of every App.
 //!
 //! One code path serves both backends through `sqlx::Any`: an embedded SQLite file in the data
 //! directory by default, PostgreSQL when a `postgres://` URL is given. The migrations in
 //! `migrations/` are portable SQL and run unchanged on both.
 
+pub mod apps;
 pub mod audit;
 pub mod auth;
 pub mod clusters;

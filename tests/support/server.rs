@@ -61,6 +61,7 @@ impl TestServer {
             webhook_secret: Some(WEBHOOK_SECRET.to_string()),
             apps_dir: None,
             management_kubeconfig: None,
+            app_namespaces: Vec::new(),
             probe_interval: Duration::from_secs(3600),
             probe_timeout: Duration::from_secs(3),
             scheduling: wardn::reconcile::upkeep::Scheduling::default(),

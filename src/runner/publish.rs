@@ -1,0 +1,320 @@
+//! Publishing App statuses: a background task that takes every status change, in order, to
+//! the store (so a restarted daemon resumes from it) and, for Apps defined by custom resources,
+//! to the resource's status subresource with a Kubernetes Event on each phase transition
+//! (Synced, Held, Degraded, Failed) and on approvals and rejections. Writes never block a
+//! reconcile pass; a failed write is logged and the next change writes the full status again.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, CustomResourceExt, Resource};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::Origin;
+use crate::app::{App, AppStatus, Phase};
+use crate::reconcile::status::timestamp;
+use crate::store::Store;
+use crate::store::apps::AppStatusRecord;
+
+/// The field manager (and Event reporter) wardn writes App statuses as.
+pub const FIELD_MANAGER: &str = "wardn";
+
+/// One change to publish.
+pub(super) enum Change {
+    /// App `key` has a new status.
+    Status {
+        /// `namespace/name`.
+        key: String,
+        /// The App (its destination and name are stored alongside the status).
+        app: Box<App>,
+        /// Where the App is defined.
+        origin: Origin,
+        /// The new status.
+        status: Box<AppStatus>,
+    },
+    /// Something happened to App `key` that is worth an Event (approval, rejection).
+    Note {
+        /// The App.
+        app: Box<App>,
+        /// Where the App is defined (only resources get Events).
+        origin: Origin,
+        /// Normal or Warning.
+        warning: bool,
+        /// A CamelCase reason, e.g. `Approved`.
+        reason: &'static str,
+        /// The message.
+        note: String,
+    },
+    /// App `key` is no longer managed.
+    Removed {
+        /// `namespace/name`.
+        key: String,
+    },
+    /// From now on, write the status of App resources through this management client.
+    Resources(Client),
+    /// Answer once every earlier change is written.
+    Flush(oneshot::Sender<()>),
+}
+
+/// The sending side of the publishing task.
+pub(super) struct Publisher {
+    tx: mpsc::UnboundedSender<Change>,
+    task: JoinHandle<()>,
+}
+
+impl Publisher {
+    /// Starts the task writing to `store` (statuses are only kept in memory without one).
+    pub(super) fn start(store: Option<Store>) -> Publisher {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
+        let task = tokio::spawn(async move {
+            let mut writer = Writer {
+                store,
+                resources: None,
+                phases: HashMap::new(),
+            };
+            while let Some(change) = rx.recv().await {
+                writer.write(change).await;
+            }
+        });
+        Publisher { tx, task }
+    }
+
+    /// Queues `change`.
+    pub(super) fn send(&self, change: Change) {
+        // The task ends only with the runner; a change after that has nowhere to go.
+        let _ = self.tx.send(change);
+    }
+
+    /// Waits until every change queued so far is written.
+    pub(super) async fn flush(&self) {
+        let (done, written) = oneshot::channel();
+        self.send(Change::Flush(done));
+        // An error means the task is gone: nothing is pending any more.
+        let _ = written.await;
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The management cluster's side: status patches and Events.
+struct Resources {
+    client: Client,
+    recorder: Recorder,
+}
+
+/// The state of the publishing task.
+struct Writer {
+    store: Option<Store>,
+    resources: Option<Resources>,
+    /// The last phase published per App, for transition Events.
+    phases: HashMap<String, Option<Phase>>,
+}
+
+/// The top-level fields of the App status schema: a merge patch sets the absent ones to null
+/// so that the resource's status is replaced, not merged.
+static STATUS_FIELDS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let crd = serde_json::to_value(App::crd()).unwrap_or_default();
+    crd.pointer("/spec/versions/0/schema/openAPIV3Schema/properties/status/properties")
+        .and_then(Value::as_object)
+        .map(|fields| fields.keys().cloned().collect())
+        .unwrap_or_default()
+});
+
+/// The merge patch replacing a resource's status by `status`.
+pub fn status_patch(status: &AppStatus) -> Value {
+    let mut fields = match serde_json::to_value(status) {
+        Ok(Value::Object(fields)) => fields,
+        _ => Map::new(),
+    };
+    for name in STATUS_FIELDS.iter() {
+        fields.entry(name.clone()).or_insert(Value::Null);
+    }
+    json!({ "status": fields })
+}
+
+/// The Event a transition into `phase` deserves: (warning, reason).
+fn transition_event(phase: Phase) -> Option<(bool, &'static str)> {
+    match phase {
+        Phase::Synced => Some((false, "Synced")),
+        Phase::Held => Some((false, "Held")),
+        Phase::Degraded => Some((true, "Degraded")),
+        Phase::Failed => Some((true, "Failed")),
+        Phase::OutOfSync | Phase::Progressing | Phase::Waiting => None,
+    }
+}
+
+impl Writer {
+    async fn write(&mut self, change: Change) {
+        match change {
+            Change::Flush(done) => {
+                let _ = done.send(());
+            }
+            Change::Resources(client) => {
+                let reporter = Reporter {
+                    controller: FIELD_MANAGER.to_string(),
+                    instance: std::env::var("HOSTNAME").ok(),
+                };
+                self.resources = Some(Resources {
+                    recorder: Recorder::new(client.clone(), reporter),
+                    client,
+                });
+            }
+            Change::Status {
+                key,
+                app,
+                origin,
+                status,
+            } => {
+                if origin == Origin::Resource {
+                    let previous = self.phases.insert(key.clone(), status.phase);
+                    self.patch_status(&key, &app, &status).await;
+                    let transition = status
+                        .phase
+                        .filter(|p| previous != Some(Some(*p)))
+                        .and_then(transition_event);
+                    if let Some((warning, reason)) = transition {
+                        let note = status.message.clone().unwrap_or_default();
+                        self.event(&app, warning, reason, note).await;
+                    }
+                }
+                self.store(key, &app, *status).await;
+            }
+            Change::Note {
+                app,
+                origin,
+                warning,
+                reason,
+                note,
+            } => {
+                if origin == Origin::Resource {
+                    self.event(&app, warning, reason, note).await;
+                }
+            }
+            Change::Removed { key } => {
+                self.phases.remove(&key);
+                let Some(store) = &self.store else { return };
+                if let Err(error) = store.delete_app_status(&key).await {
+                    tracing::warn!(app = %key, %error, "cannot delete the stored App status");
+                }
+            }
+        }
+    }
+
+    async fn store(&self, key: String, app: &App, status: AppStatus) {
+        let Some(store) = &self.store else { return };
+        let record = AppStatusRecord {
+            cluster: app.spec.destination.cluster_segment().to_string(),
+            name: app.metadata.name.clone().unwrap_or_default(),
+            key,
+            status,
+            updated_at: timestamp(chrono::Utc::now()),
+        };
+        if let Err(error) = store.put_app_status(&record).await {
+            tracing::warn!(app = %record.key, %error, "cannot store the App status");
+        }
+    }
+
+    async fn patch_status(&self, key: &str, app: &App, status: &AppStatus) {
+        let Some(resources) = &self.resources else {
+            return;
+        };
+        let (Some(namespace), Some(name)) = (&app.metadata.namespace, &app.metadata.name) else {
+            return;
+        };
+        let api: Api<App> = Api::namespaced(resources.client.clone(), namespace);
+        let params = PatchParams::apply(FIELD_MANAGER);
+        let patch = Patch::Merge(status_patch(status));
+        match api.patch_status(name, &params, &patch).await {
+            Ok(_) => {}
+            // Deleted meanwhile: its removal follows from the watch.
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(error) => {
+                tracing::warn!(app = %key, %error, "cannot write the App resource's status")
+            }
+        }
+    }
+
+    async fn event(&self, app: &App, warning: bool, reason: &str, note: String) {
+        let Some(resources) = &self.resources else {
+            return;
+        };
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_string(),
+            // The API server limits a note to 1 kB.
+            note: (!note.is_empty()).then(|| truncate(note, 1024)),
+            action: "Reconcile".to_string(),
+            secondary: None,
+        };
+        if let Err(error) = resources
+            .recorder
+            .publish(&event, &app.object_ref(&()))
+            .await
+        {
+            tracing::warn!(app = ?app.metadata.name, %error, "cannot record an Event on the App");
+        }
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary.
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_patches_clear_absent_fields() {
+        let status = AppStatus {
+            phase: Some(Phase::Synced),
+            observed_generation: Some(3),
+            ..Default::default()
+        };
+        let patch = status_patch(&status);
+        assert_eq!(patch["status"]["phase"], "Synced");
+        assert_eq!(patch["status"]["observedGeneration"], 3);
+        assert_eq!(patch["status"]["planHash"], Value::Null);
+        assert!(
+            patch["status"]
+                .as_object()
+                .unwrap()
+                .contains_key("planHash")
+        );
+        assert!(
+            patch["status"]
+                .as_object()
+                .unwrap()
+                .contains_key("inventory")
+        );
+    }
+
+    #[test]
+    fn only_meaningful_phases_get_events_and_notes_are_bounded() {
+        assert_eq!(transition_event(Phase::Failed), Some((true, "Failed")));
+        assert_eq!(transition_event(Phase::Held), Some((false, "Held")));
+        assert_eq!(transition_event(Phase::Progressing), None);
+        assert_eq!(truncate("é".repeat(600), 1024).len(), 1024);
+        assert_eq!(truncate("ab".into(), 1), "a");
+    }
+}

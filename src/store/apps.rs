@@ -1,0 +1,81 @@
+//! App statuses as stored: one row per App key (`namespace/name`), with the destination
+//! cluster segment and name for lookups, and the status as JSON.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Store, StoreError};
+use crate::app::AppStatus;
+
+/// The stored status of one App.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppStatusRecord {
+    /// The App's key, `namespace/name`.
+    pub key: String,
+    /// The destination cluster segment (`local`: the management cluster).
+    pub cluster: String,
+    /// The App's name.
+    pub name: String,
+    /// The App's status.
+    pub status: AppStatus,
+    /// When the status was written (RFC 3339).
+    pub updated_at: String,
+}
+
+fn from_row(row: &AnyRow) -> Result<AppStatusRecord, StoreError> {
+    let status: String = row.try_get("status")?;
+    let status = serde_json::from_str(&status).map_err(|err| StoreError::Corrupt {
+        field: "app_status.status",
+        reason: err.to_string(),
+    })?;
+    Ok(AppStatusRecord {
+        key: row.try_get("app_key")?,
+        cluster: row.try_get("cluster")?,
+        name: row.try_get("name")?,
+        status,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+impl Store {
+    /// Inserts or replaces the status of App `record.key`.
+    pub async fn put_app_status(&self, record: &AppStatusRecord) -> Result<(), StoreError> {
+        let status = serde_json::to_string(&record.status).map_err(|err| StoreError::Corrupt {
+            field: "app_status.status",
+            reason: err.to_string(),
+        })?;
+        sqlx::query(
+            "INSERT INTO app_status (app_key, cluster, name, status, updated_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (app_key) DO UPDATE SET \
+             cluster = excluded.cluster, name = excluded.name, status = excluded.status, \
+             updated_at = excluded.updated_at",
+        )
+        .bind(&record.key)
+        .bind(&record.cluster)
+        .bind(&record.name)
+        .bind(status)
+        .bind(&record.updated_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Every stored App status, ordered by key.
+    pub async fn app_statuses(&self) -> Result<Vec<AppStatusRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT app_key, cluster, name, status, updated_at FROM app_status ORDER BY app_key",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// Deletes the status of App `key`; false if none was stored.
+    pub async fn delete_app_status(&self, key: &str) -> Result<bool, StoreError> {
+        let result = sqlx::query("DELETE FROM app_status WHERE app_key = $1")
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(result.rows_affected() > 0)
+    }
+}

@@ -1,0 +1,222 @@
+//! App custom resources on kubesim: `wardn crd | kubectl apply -f -`, then `kubectl apply` an
+//! App → wardn deploys it and writes its status subresource (`kubectl get apps -A` shows
+//! Synced); editing the spec redeploys; a Held App is approved; Events are recorded; an invalid
+//! resource is reported Failed; deleting the resource stops reconciling it (its objects stay).
+
+mod common;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use wardn::app::Phase;
+use wardn::clusters::seal::Sealer;
+use wardn::runner::{Completed, Operation};
+use wardn::server::{ServeOptions, Server};
+
+fn write_source(root: &std::path::Path, dir: &str, name: &str) -> std::path::PathBuf {
+    let path = root.join(dir);
+    std::fs::create_dir_all(&path).unwrap();
+    std::fs::write(
+        path.join("kustomization.yaml"),
+        "resources:\n- configmap.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(
+        path.join("configmap.yaml"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n"),
+    )
+    .unwrap();
+    path
+}
+
+fn app_cr(name: &str, dir: &std::path::Path, approval: bool) -> String {
+    format!(
+        "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n  namespace: team\n\
+         spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
+         \x20 destination:\n    namespace: staging\n\
+         \x20 syncPolicy:\n    automated: true\n    requiresApproval: {approval}\n",
+        dir.display()
+    )
+}
+
+/// Polls `check` until it holds (two minutes at most).
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..1200 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn app_resources_are_deployed_updated_approved_and_removed() {
+    let sim = common::start(&["staging", "team"]).await;
+    let crd = wardn::app::crd_yaml().unwrap();
+    sim.kubectl(&["apply", "-f", "-"], Some(&crd));
+    sim.kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/apps.cd.wardn.space",
+            "--timeout=20s",
+        ],
+        None,
+    );
+    let work = tempfile::tempdir().unwrap();
+    let first = write_source(work.path(), "first", "first-config");
+    let second = write_source(work.path(), "second", "second-config");
+    let gated = write_source(work.path(), "gated", "gated-config");
+    let options = ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: work.path().join("data"),
+        database_url: None,
+        admin_password: Some("correct horse battery staple".into()),
+        internal_token: None,
+        webhook_secret: None,
+        apps_dir: None,
+        management_kubeconfig: Some(sim.kubeconfig.clone()),
+        app_namespaces: vec!["team".into()],
+        probe_interval: Duration::from_secs(3600),
+        probe_timeout: Duration::from_secs(5),
+        scheduling: wardn::reconcile::upkeep::Scheduling::default(),
+    };
+    let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
+        .await
+        .unwrap();
+    let runner = std::sync::Arc::clone(server.runner());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    let exists = |name: &str| {
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), name)
+            .is_some()
+    };
+    let resource = |name: &str| {
+        sim.cluster
+            .get_object("cd.wardn.space/v1alpha1", "App", Some("team"), name)
+            .unwrap_or(Value::Null)
+    };
+
+    // Applied with kubectl: deployed, and the status subresource says Synced.
+    sim.kubectl(&["apply", "-f", "-"], Some(&app_cr("web", &first, false)));
+    eventually("first-config", || exists("first-config")).await;
+    eventually("status Synced", || {
+        resource("web")["status"]["phase"] == "Synced"
+    })
+    .await;
+    let web = resource("web");
+    assert_eq!(
+        web["status"]["observedGeneration"], web["metadata"]["generation"],
+        "{web}"
+    );
+    let listed = sim.kubectl(
+        &[
+            "get",
+            "apps",
+            "-A",
+            "-o",
+            "jsonpath={.items[*].status.phase}",
+        ],
+        None,
+    );
+    assert_eq!(listed, "Synced");
+    let managers: Vec<&str> = web["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert!(managers.contains(&"wardn"), "{managers:?}");
+
+    // Edited: the new directory is deployed.
+    let patch = format!(
+        "{{\"spec\":{{\"source\":{{\"directory\":{{\"path\":\"{}\"}}}}}}}}",
+        second.display()
+    );
+    sim.kubectl(
+        &[
+            "patch", "app", "web", "-n", "team", "--type", "merge", "-p", &patch,
+        ],
+        None,
+    );
+    eventually("second-config", || exists("second-config")).await;
+    eventually("observedGeneration 2", || {
+        let web = resource("web");
+        web["status"]["observedGeneration"] == 2 && web["status"]["phase"] == "Synced"
+    })
+    .await;
+
+    // Held, then approved: Events on the resource.
+    sim.kubectl(&["apply", "-f", "-"], Some(&app_cr("gated", &gated, true)));
+    eventually("status Held", || {
+        resource("gated")["status"]["phase"] == "Held"
+    })
+    .await;
+    assert!(!exists("gated-config"));
+    let hash = resource("gated")["status"]["planHash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let approved = runner
+        .operate("team/gated", Operation::Approve(Some(hash)))
+        .await
+        .unwrap();
+    let Completed::Status(approved) = approved else {
+        panic!("a status")
+    };
+    assert_eq!(approved.phase, Some(Phase::Synced));
+    eventually("gated Synced", || {
+        resource("gated")["status"]["phase"] == "Synced"
+    })
+    .await;
+    let events = || {
+        let out = sim.kubectl(
+            &["get", "events.v1.events.k8s.io", "-n", "team", "-o", "json"],
+            None,
+        );
+        let list: Value = serde_json::from_str(&out).unwrap();
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}/{}",
+                    e["regarding"]["name"].as_str().unwrap_or(""),
+                    e["reason"].as_str().unwrap_or("")
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    eventually("events", || {
+        let seen = events();
+        ["web/Synced", "gated/Held", "gated/Approved", "gated/Synced"]
+            .iter()
+            .all(|e| seen.iter().any(|s| s == e))
+    })
+    .await;
+
+    // An invalid resource is reported on its status.
+    let invalid = app_cr("broken", &work.path().join("missing"), false);
+    sim.kubectl(&["apply", "-f", "-"], Some(&invalid));
+    eventually("broken Failed", || {
+        resource("broken")["status"]["phase"] == "Failed"
+    })
+    .await;
+    let message = resource("broken")["status"]["message"].clone();
+    assert!(message.as_str().unwrap().contains("missing"), "{message}");
+
+    // Deleted: no longer reconciled; the objects stay.
+    sim.kubectl(&["delete", "app", "web", "-n", "team"], None);
+    eventually("web removed", || runner.app("team/web").is_none()).await;
+    assert_eq!(runner.status("team/web"), None);
+    assert!(exists("second-config"));
+    assert_eq!(runner.keys(), ["team/gated"]);
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
