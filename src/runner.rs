@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use chrono::Utc;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -27,6 +28,7 @@ use crate::reconcile::pipeline::{self, Manifests, Options, Pass, ReconcileError,
 use crate::reconcile::plan::Plan;
 use crate::reconcile::scheduler::Scheduler;
 use crate::reconcile::status;
+use crate::reconcile::upkeep::{PassEnd, Scheduling, Upkeep};
 use crate::sources::credentials::Credentials;
 use crate::sources::debounce;
 use crate::sources::directory::{self, DirectoryError, DirectoryWatch};
@@ -124,6 +126,7 @@ pub struct Runner {
     cache: RenderCache,
     resolver: Resolver,
     scheduler: Scheduler<String>,
+    upkeep: Upkeep,
     options: Options,
     poller: Poller,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -163,20 +166,28 @@ pub fn app_key(app: &App) -> String {
 impl Runner {
     /// An empty runner deploying through `resolver` with the pipeline `options`; Git sources
     /// are polled by `poller`, and directory watches send into its channel. Statuses are
-    /// written to `store` on every change (see [`Runner::restore`]). Must be called inside a
-    /// tokio runtime.
+    /// written to `store` on every change (see [`Runner::restore`]). Resyncs, retries and
+    /// drift watches follow `scheduling`. Must be called inside a tokio runtime.
     pub fn new(
         resolver: Resolver,
         options: Options,
         poller: Poller,
         store: Option<Store>,
+        scheduling: Scheduling,
     ) -> Arc<Runner> {
+        let scheduler = Scheduler::new();
+        let upkeep = Upkeep::new(
+            scheduler.clone(),
+            Arc::clone(resolver.throttles()),
+            scheduling,
+        );
         Arc::new(Runner {
             apps: Mutex::new(BTreeMap::new()),
             entries: Mutex::new(HashMap::new()),
             cache: RenderCache::new(),
             resolver,
-            scheduler: Scheduler::new(),
+            scheduler,
+            upkeep,
             options,
             poller,
             locks: Mutex::new(HashMap::new()),
@@ -321,6 +332,11 @@ impl Runner {
         })
     }
 
+    /// The Prometheus text of `/metrics`: passes, retries, drift, queue depth, cluster requests.
+    pub fn metrics_text(&self) -> String {
+        self.upkeep.metrics_text()
+    }
+
     /// Subscribes App `key` to `source`: Git through the poller (replacing any previous
     /// subscription), a directory through a new watch (returned).
     async fn subscribe(
@@ -457,6 +473,7 @@ impl Runner {
             removed
         };
         self.poller.unsubscribe(key);
+        self.upkeep.forget(key);
         lock(&self.locks).remove(key);
         drop(removed);
         tracing::info!(app = %key, "App no longer managed; its objects stay on the cluster");
@@ -744,12 +761,43 @@ impl Runner {
     /// Runs one pass of App `key` with `trigger` and records the resulting status.
     async fn run_pass(&self, key: &str, trigger: &Trigger) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
-        let p = self.prepare(key).await?;
+        let p = self.prepare_followed(key).await?;
         let now = Utc::now();
+        let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
         let result =
             pipeline::reconcile(p.pass(key), trigger, &self.options, now, &mut progress).await;
+        self.follow_up(key, &p, &result, started);
         self.settle(key, &p.previous, now, result.map(|o| o.status))
+    }
+
+    /// [`Runner::prepare`]; an unreachable destination is retried with backoff.
+    async fn prepare_followed(&self, key: &str) -> Result<Prepared, OperationError> {
+        let prepared = self.prepare(key).await;
+        if let (Err(OperationError::Destination(_)), Some(app)) = (&prepared, self.app(key)) {
+            let cluster = &app.spec.destination.cluster;
+            let unreachable = PassEnd::Unreachable;
+            self.upkeep
+                .after_pass(key, cluster, None, unreachable, Duration::ZERO);
+        }
+        prepared
+    }
+
+    /// Counts a pass, schedules the next one and points the drift watches at the inventory.
+    fn follow_up(
+        &self,
+        key: &str,
+        p: &Prepared,
+        result: &Result<pipeline::Outcome, ReconcileError>,
+        started: std::time::Instant,
+    ) {
+        self.upkeep.after_pass(
+            key,
+            &p.app.spec.destination.cluster,
+            Some(&p.target.client),
+            PassEnd::Ran(result),
+            started.elapsed(),
+        );
     }
 
     /// Approves App `key`'s Held plan (when `plan_hash` is given it must name it).
@@ -759,11 +807,13 @@ impl Runner {
         plan_hash: Option<&str>,
     ) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
-        let p = self.prepare(key).await?;
+        let p = self.prepare_followed(key).await?;
         let now = Utc::now();
+        let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
         let result =
             pipeline::approve(p.pass(key), plan_hash, &self.options, now, &mut progress).await;
+        self.follow_up(key, &p, &result, started);
         let held = p.previous.plan_hash.clone().unwrap_or_default();
         match &result {
             Ok(_) => self.note(key, false, "Approved", format!("plan {held} approved")),

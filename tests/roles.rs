@@ -57,6 +57,7 @@ async fn start_operator(
         app_namespaces: Vec::new(),
         cache_ttl: Duration::from_secs(60),
         timeout: Duration::from_secs(5),
+        scheduling: Default::default(),
     })
     .await
     .unwrap();
@@ -150,6 +151,7 @@ async fn operator_settings_are_checked() {
         app_namespaces: Vec::new(),
         cache_ttl: Duration::from_secs(60),
         timeout: Duration::from_secs(5),
+        scheduling: Default::default(),
     };
     let err = Operator::bind(options.clone()).await.err().unwrap();
     assert!(err.to_string().contains("--server URL"), "{err}");

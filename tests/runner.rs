@@ -67,7 +67,13 @@ async fn runner(sim: &common::Sim, data: &Path) -> Arc<Runner> {
         data_dir: data.to_path_buf(),
         extra_roots_pem: None,
     }));
-    let runner = Runner::new(resolver, Options::default(), poller, Some(registry_store));
+    let runner = Runner::new(
+        resolver,
+        Options::default(),
+        poller,
+        Some(registry_store),
+        wardn::reconcile::upkeep::Scheduling::default(),
+    );
     runner.start(updates);
     runner
 }

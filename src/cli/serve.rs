@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::clusters::seal::Sealer;
+use crate::reconcile::upkeep::Scheduling;
 use crate::server::role::{Operator, OperatorOptions, Role};
 use crate::server::{ServeError, ServeOptions, Server};
 
@@ -50,6 +51,35 @@ pub struct ServeArgs {
     /// fetched again (so updates and removals on the server are seen).
     #[arg(long, default_value_t = 60)]
     pub cluster_cache_ttl: u64,
+    /// Every App is reconciled at least this often (±10 %), e.g. 90s, 3m, 1h.
+    #[arg(long, default_value = "3m", value_parser = resync_interval)]
+    pub resync_interval: Duration,
+    /// Sustained API requests per second to one destination cluster.
+    #[arg(long, default_value_t = crate::clusters::throttle::DEFAULT_QPS, value_parser = cluster_qps)]
+    pub cluster_qps: f64,
+    /// Requests to one destination cluster that may go at once before the rate applies.
+    #[arg(long, default_value_t = crate::clusters::throttle::DEFAULT_BURST,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub cluster_burst: u32,
+}
+
+/// `--resync-interval`: a duration of at least one second.
+fn resync_interval(text: &str) -> Result<Duration, String> {
+    let d = crate::sources::spec::parse_duration(text)?;
+    if d.is_zero() {
+        return Err("must be at least 1s".into());
+    }
+    Ok(d)
+}
+
+/// `--cluster-qps`: a positive, finite number.
+fn cluster_qps(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(q) if q.is_finite() && q > 0.0 => Ok(q),
+        _ => Err(format!(
+            "{text:?}: expected a positive number of requests per second"
+        )),
+    }
 }
 
 /// Runs the server until Ctrl-C or SIGTERM. Reads `WARDN_CREDENTIALS_KEY` (required),
@@ -67,6 +97,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         Role::All | Role::Server => {}
     }
     let sealer = Sealer::from_env()?;
+    let scheduling = scheduling(&args);
     let options = ServeOptions {
         listen: args.listen,
         data_dir: args.data_dir,
@@ -81,6 +112,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         reconcile_apps: args.role == Role::All,
         probe_interval: Duration::from_secs(args.probe_interval.max(1)),
         probe_timeout: Duration::from_secs(args.probe_timeout.max(1)),
+        scheduling,
     };
     let server = Server::bind(options, sealer).await?;
     if let Some(password) = &server.generated_admin_password {
@@ -91,8 +123,19 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     server.run(shutdown_signal()).await
 }
 
+/// The scheduling settings of `args`.
+fn scheduling(args: &ServeArgs) -> Scheduling {
+    Scheduling {
+        resync_interval: args.resync_interval,
+        cluster_qps: args.cluster_qps,
+        cluster_burst: args.cluster_burst,
+        ..Scheduling::default()
+    }
+}
+
 /// `--role operator`: reconciles `--apps` with clusters resolved through `--server`.
 async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
+    let scheduling = scheduling(&args);
     let options = OperatorOptions {
         listen: args.listen,
         data_dir: args.data_dir,
@@ -103,6 +146,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         app_namespaces: args.namespaces.clone(),
         cache_ttl: Duration::from_secs(args.cluster_cache_ttl.max(1)),
         timeout: Duration::from_secs(args.probe_timeout.max(1)),
+        scheduling,
     };
     let operator = Operator::bind(options).await?;
     println!("wardn operator: health on http://{}", operator.addr);
@@ -130,5 +174,47 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = interrupt.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    #[test]
+    fn scheduling_flags_have_defaults_and_refuse_nonsense() {
+        let d = Cli::try_parse_from(["wardn"]).unwrap().serve;
+        assert_eq!(d.resync_interval, Duration::from_secs(180));
+        assert_eq!((d.cluster_qps, d.cluster_burst), (50.0, 100));
+        let s = Cli::try_parse_from([
+            "wardn",
+            "--resync-interval",
+            "1h30m",
+            "--cluster-qps",
+            "2.5",
+            "--cluster-burst",
+            "7",
+        ])
+        .unwrap()
+        .serve;
+        assert_eq!(s.resync_interval, Duration::from_secs(5400));
+        assert_eq!((s.cluster_qps, s.cluster_burst), (2.5, 7));
+        for bad in [
+            ["--resync-interval", "0s"],
+            ["--resync-interval", "soon"],
+            ["--cluster-qps", "0"],
+            ["--cluster-qps", "NaN"],
+            ["--cluster-burst", "0"],
+        ] {
+            let err = Cli::try_parse_from(["wardn", bad[0], bad[1]]).err();
+            assert!(err.is_some(), "{bad:?} accepted");
+        }
     }
 }

@@ -7,6 +7,8 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use super::throttle::ThrottleLayer;
+
 /// What a successful probe learned about a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeReport {
@@ -53,6 +55,26 @@ pub async fn client_from_kubeconfig(
     kubeconfig: &str,
     timeout: Duration,
 ) -> Result<kube::Client, ConnectError> {
+    kube::Client::try_from(config_from_kubeconfig(kubeconfig, timeout).await?)
+        .map_err(|err| classify(&err))
+}
+
+/// Like [`client_from_kubeconfig`], with every request passing through `throttle` (the
+/// destination cluster's rate limit, shared by all of its clients).
+pub async fn throttled_client_from_kubeconfig(
+    kubeconfig: &str,
+    timeout: Duration,
+    throttle: &ThrottleLayer,
+) -> Result<kube::Client, ConnectError> {
+    let config = config_from_kubeconfig(kubeconfig, timeout).await?;
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(|err| classify(&err))?;
+    Ok(builder.with_layer(throttle).build())
+}
+
+async fn config_from_kubeconfig(
+    kubeconfig: &str,
+    timeout: Duration,
+) -> Result<kube::Config, ConnectError> {
     let parsed =
         Kubeconfig::from_yaml(kubeconfig).map_err(|err| ConnectError::Config(err.to_string()))?;
     let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
@@ -61,7 +83,7 @@ pub async fn client_from_kubeconfig(
     // Only connecting is bounded here: the reconciler's watches keep reads open for minutes
     // (kube's default read timeout stays); probes bound the whole exchange themselves.
     config.connect_timeout = Some(timeout);
-    kube::Client::try_from(config).map_err(|err| classify(&err))
+    Ok(config)
 }
 
 /// Asks the cluster for its version and its Nodes, giving up after `timeout`.

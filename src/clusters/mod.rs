@@ -1,5 +1,6 @@
 //! Registered remote clusters: sealing of kubeconfigs, their validation, connection and probing,
-//! the client cache, and resolution of App destinations with the namespace allowlist.
+//! the client cache, resolution of App destinations with the namespace allowlist, and the
+//! per-cluster request throttles.
 
 pub mod access;
 pub mod bootstrap;
@@ -12,4 +13,5 @@ pub mod registry;
 pub mod resolve;
 pub mod seal;
 pub mod targets;
+pub mod throttle;
 pub mod validate;

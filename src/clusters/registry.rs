@@ -15,6 +15,7 @@ use super::connect::{self, ConnectError, ProbeReport};
 use super::expiry::credential_expiry;
 use super::kubeconfig::{self, ValidationError};
 use super::seal::{SealError, Sealer};
+use super::throttle::Throttles;
 use crate::store::clusters::ClusterRecord;
 use crate::store::{Store, StoreError};
 
@@ -204,6 +205,7 @@ pub struct Registry {
     statuses: RwLock<HashMap<String, Status>>,
     clients: ClientCache,
     probe_timeout: Duration,
+    throttles: Arc<Throttles>,
 }
 
 impl Registry {
@@ -216,7 +218,14 @@ impl Registry {
             statuses: RwLock::default(),
             clients: ClientCache::new(),
             probe_timeout,
+            throttles: Arc::default(),
         }
+    }
+
+    /// Rate-limits the clients of registered clusters through `throttles` (shared with the
+    /// resolver and `/metrics`) instead of private default ones.
+    pub fn with_throttles(self, throttles: Arc<Throttles>) -> Registry {
+        Registry { throttles, ..self }
     }
 
     /// The underlying store.
@@ -520,9 +529,13 @@ impl Registry {
             return Ok(entry);
         }
         let resolved = self.resolve(name).await.map_err(ResolveFailure::Registry)?;
-        let client = connect::client_from_kubeconfig(&resolved.kubeconfig, self.probe_timeout)
-            .await
-            .map_err(ResolveFailure::Connect)?;
+        let client = connect::throttled_client_from_kubeconfig(
+            &resolved.kubeconfig,
+            self.probe_timeout,
+            &self.throttles.layer(name),
+        )
+        .await
+        .map_err(ResolveFailure::Connect)?;
         let entry = CachedCluster::new(client, resolved.namespaces);
         self.clients.insert(name, entry.clone());
         Ok(entry)

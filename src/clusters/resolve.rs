@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::cache::{CachedCluster, ClientCache};
 use super::connect::{self, ConnectError};
 use super::registry::{Registry, RegistryError, ResolveFailure, ResolvedCluster};
+use super::throttle::Throttles;
 
 /// Why a destination cannot be resolved.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +92,7 @@ pub struct Resolver {
     source: ClusterSource,
     management: tokio::sync::OnceCell<kube::Client>,
     timeout: Duration,
+    throttles: Arc<Throttles>,
 }
 
 impl Resolver {
@@ -100,15 +102,28 @@ impl Resolver {
             source,
             management: tokio::sync::OnceCell::new(),
             timeout,
+            throttles: Arc::default(),
         }
     }
 
+    /// Rate-limits the management cluster's client and the clients built from fetched
+    /// kubeconfigs through `throttles` (the local registry's clients use the registry's).
+    pub fn with_throttles(self, throttles: Arc<Throttles>) -> Resolver {
+        Resolver { throttles, ..self }
+    }
+
+    /// The throttles of the clusters this resolver hands out clients for.
+    pub fn throttles(&self) -> &Arc<Throttles> {
+        &self.throttles
+    }
+
     /// Uses `client` for the management cluster instead of inferring one (in-cluster config,
-    /// else `KUBECONFIG`/`~/.kube/config` and its current context) on first use.
+    /// else `KUBECONFIG`/`~/.kube/config` and its current context) on first use. Call after
+    /// [`Resolver::with_throttles`]: the client is wrapped in the management cluster's throttle.
     pub fn with_management(self, client: kube::Client) -> Resolver {
         let management = tokio::sync::OnceCell::new();
         // A fresh cell: setting it cannot fail.
-        let _ = management.set(client);
+        let _ = management.set(self.throttles.wrap("", client));
         Resolver { management, ..self }
     }
 
@@ -169,10 +184,12 @@ impl Resolver {
                         cluster: String::new(),
                         source: ConnectError::Config(err.to_string()),
                     })?;
-                kube::Client::try_from(config).map_err(|err| ResolveError::Connect {
-                    cluster: String::new(),
-                    source: connect::classify(&err),
-                })
+                kube::client::ClientBuilder::try_from(config)
+                    .map(|b| b.with_layer(&self.throttles.layer("")).build())
+                    .map_err(|err| ResolveError::Connect {
+                        cluster: String::new(),
+                        source: connect::classify(&err),
+                    })
             })
             .await
             .cloned()
@@ -208,12 +225,16 @@ impl Resolver {
                     return Ok(entry);
                 }
                 let resolved = fetch(self.timeout, http, server, internal_token, cluster).await?;
-                let client = connect::client_from_kubeconfig(&resolved.kubeconfig, self.timeout)
-                    .await
-                    .map_err(|source| ResolveError::Connect {
-                        cluster: cluster.to_string(),
-                        source,
-                    })?;
+                let client = connect::throttled_client_from_kubeconfig(
+                    &resolved.kubeconfig,
+                    self.timeout,
+                    &self.throttles.layer(cluster),
+                )
+                .await
+                .map_err(|source| ResolveError::Connect {
+                    cluster: cluster.to_string(),
+                    source,
+                })?;
                 let entry = CachedCluster::new(client, resolved.namespaces);
                 cache.insert(cluster, entry.clone());
                 Ok(entry)

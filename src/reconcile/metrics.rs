@@ -1,5 +1,7 @@
 //! Reconcile metrics in the Prometheus text format, for `/metrics`: passes by outcome, pass
-//! duration histogram, objects applied and pruned, and the scheduler's queue depth.
+//! duration histogram, objects applied and pruned, retries and drift events, the scheduler's
+//! queue depth, and requests and rate-limit waits per destination cluster. Only aggregate
+//! numbers and cluster names: nothing of an App's manifests or secrets.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -7,6 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::pipeline::{Outcome, ReconcileError};
+use crate::clusters::throttle::ClusterCounts;
 
 /// Upper bounds (seconds) of the duration histogram buckets.
 const BUCKETS: &[f64] = &[
@@ -21,6 +24,8 @@ struct Inner {
     duration_count: u64,
     applied: u64,
     pruned: u64,
+    retries: u64,
+    drift_events: u64,
 }
 
 /// The reconcile counters of one process.
@@ -35,9 +40,23 @@ impl Metrics {
         Metrics::default()
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts a pass requeued with backoff after a transient failure.
+    pub fn record_retry(&self) {
+        self.lock().retries += 1;
+    }
+
+    /// Counts a watch event that found drift on an object in an App's inventory.
+    pub fn record_drift(&self) {
+        self.lock().drift_events += 1;
+    }
+
     /// Records one pass: its result (the phase, or `error`) and how long it took.
     pub fn observe(&self, result: &Result<Outcome, ReconcileError>, duration: Duration) {
-        let mut m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = self.lock();
         let outcome = match result {
             Ok(o) => o
                 .status
@@ -66,9 +85,10 @@ impl Metrics {
         }
     }
 
-    /// The exposition text, with the current `queue_depth`.
-    pub fn render(&self, queue_depth: usize) -> String {
-        let m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+    /// The exposition text, with the current `queue_depth` and the request counts of the
+    /// destination `clusters` (the management cluster's name `""` shows as `local`).
+    pub fn render(&self, queue_depth: usize, clusters: &[ClusterCounts]) -> String {
+        let m = self.lock();
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -123,8 +143,55 @@ impl Metrics {
         );
         let _ = writeln!(out, "# TYPE wardn_queue_depth gauge");
         let _ = writeln!(out, "wardn_queue_depth {queue_depth}");
+        let _ = writeln!(
+            out,
+            "# HELP wardn_reconcile_retries_total Passes requeued with backoff after a transient cluster error."
+        );
+        let _ = writeln!(out, "# TYPE wardn_reconcile_retries_total counter");
+        let _ = writeln!(out, "wardn_reconcile_retries_total {}", m.retries);
+        let _ = writeln!(
+            out,
+            "# HELP wardn_drift_events_total Changes to inventory objects not made by wardn."
+        );
+        let _ = writeln!(out, "# TYPE wardn_drift_events_total counter");
+        let _ = writeln!(out, "wardn_drift_events_total {}", m.drift_events);
+        let _ = writeln!(
+            out,
+            "# HELP wardn_cluster_requests_total API requests sent to each destination cluster."
+        );
+        let _ = writeln!(out, "# TYPE wardn_cluster_requests_total counter");
+        for c in clusters {
+            let _ = writeln!(
+                out,
+                "wardn_cluster_requests_total{{cluster=\"{}\"}} {}",
+                label(&c.cluster),
+                c.requests
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP wardn_cluster_ratelimited_total Requests that waited for the cluster's rate limit."
+        );
+        let _ = writeln!(out, "# TYPE wardn_cluster_ratelimited_total counter");
+        for c in clusters {
+            let _ = writeln!(
+                out,
+                "wardn_cluster_ratelimited_total{{cluster=\"{}\"}} {}",
+                label(&c.cluster),
+                c.throttled
+            );
+        }
         out
     }
+}
+
+/// A cluster name as a label value: `local` for the management cluster; quotes and
+/// backslashes escaped (cluster names are DNS labels, so this is defensive).
+fn label(cluster: &str) -> String {
+    if cluster.is_empty() {
+        return "local".to_string();
+    }
+    cluster.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 #[cfg(test)]
@@ -169,7 +236,22 @@ mod tests {
         m.observe(&Ok(outcome(Phase::Synced, true)), Duration::from_millis(30));
         m.observe(&Ok(outcome(Phase::Held, false)), Duration::from_millis(3));
         m.observe(&Err(ReconcileError::NothingHeld), Duration::from_secs(2));
-        let text = m.render(4);
+        m.record_retry();
+        m.record_drift();
+        m.record_drift();
+        let clusters = [
+            ClusterCounts {
+                cluster: String::new(),
+                requests: 7,
+                throttled: 0,
+            },
+            ClusterCounts {
+                cluster: "prod".into(),
+                requests: 120,
+                throttled: 20,
+            },
+        ];
+        let text = m.render(4, &clusters);
         for line in [
             "wardn_reconcile_total{outcome=\"Synced\"} 1",
             "wardn_reconcile_total{outcome=\"Held\"} 1",
@@ -182,6 +264,11 @@ mod tests {
             "wardn_apply_objects_total 1",
             "wardn_prune_objects_total 1",
             "wardn_queue_depth 4",
+            "wardn_reconcile_retries_total 1",
+            "wardn_drift_events_total 2",
+            "wardn_cluster_requests_total{cluster=\"local\"} 7",
+            "wardn_cluster_requests_total{cluster=\"prod\"} 120",
+            "wardn_cluster_ratelimited_total{cluster=\"prod\"} 20",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -1,19 +1,25 @@
 //! The scheduler: a work queue of App keys drained by a bounded pool of workers. A key is
 //! reconciled by at most one worker at a time; a key enqueued while it is queued is coalesced,
-//! and one enqueued while it runs is run again afterwards, so no wake-up is lost.
+//! and one enqueued while it runs is run again afterwards, so no wake-up is lost. Delayed
+//! wake-ups ([`Scheduler::enqueue_after`]: retry backoff, periodic resync, debounced drift
+//! events) keep the earliest pending deadline per key.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 struct State<K> {
     queue: VecDeque<K>,
     queued: HashSet<K>,
     running: HashSet<K>,
     dirty: HashSet<K>,
+    /// The pending delayed wake-up of each key (its earliest deadline).
+    delayed: HashMap<K, Instant>,
     closed: bool,
 }
 
@@ -47,6 +53,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> Scheduler<K> {
                 queued: HashSet::new(),
                 running: HashSet::new(),
                 dirty: HashSet::new(),
+                delayed: HashMap::new(),
                 closed: false,
             })),
             notify: Arc::new(Notify::new()),
@@ -74,6 +81,50 @@ impl<K: Clone + Eq + Hash + Send + 'static> Scheduler<K> {
         }
     }
 
+    /// Asks for a reconcile of `key` in `delay` (then as [`Scheduler::enqueue`]). A key has at
+    /// most one pending delayed wake-up, at the earliest deadline asked for: a later deadline
+    /// is dropped because the pass at the earlier one reconciles the then-current state, and
+    /// whoever asked again after that pass asks afresh. Dropped once the scheduler is closed.
+    pub fn enqueue_after(&self, key: K, delay: Duration) {
+        let deadline = Instant::now() + delay;
+        {
+            let mut s = self.lock();
+            if s.closed || s.delayed.get(&key).is_some_and(|d| *d <= deadline) {
+                return;
+            }
+            s.delayed.insert(key.clone(), deadline);
+        }
+        // The timer holds the state weakly, so a dropped scheduler ends it at its deadline.
+        let state = Arc::downgrade(&self.state);
+        let notify = Arc::downgrade(&self.notify);
+        tokio::spawn(async move {
+            tokio::time::sleep_until(deadline).await;
+            Scheduler::fire(state, notify, key, deadline);
+        });
+    }
+
+    /// A delayed wake-up's deadline passed: enqueue `key` unless an earlier wake-up replaced
+    /// this one (that one enqueues it) or the scheduler is gone.
+    fn fire(state: Weak<Mutex<State<K>>>, notify: Weak<Notify>, key: K, deadline: Instant) {
+        let (Some(state), Some(notify)) = (state.upgrade(), notify.upgrade()) else {
+            return;
+        };
+        let this = Scheduler { state, notify };
+        {
+            let mut s = this.lock();
+            if s.delayed.get(&key) != Some(&deadline) {
+                return;
+            }
+            s.delayed.remove(&key);
+        }
+        this.enqueue(key);
+    }
+
+    /// How many keys have a delayed wake-up pending.
+    pub fn delayed_count(&self) -> usize {
+        self.lock().delayed.len()
+    }
+
     /// How many keys wait for a worker (the queue depth metric).
     pub fn queue_depth(&self) -> usize {
         self.lock().queue.len()
@@ -90,6 +141,15 @@ impl<K: Clone + Eq + Hash + Send + 'static> Scheduler<K> {
         let key = s.queue.pop_front()?;
         s.queued.remove(&key);
         s.running.insert(key.clone());
+        Some(key)
+    }
+
+    /// Takes the next key as a worker would and finishes it at once (tests of code that
+    /// enqueues, without running workers).
+    #[cfg(test)]
+    pub(crate) fn take_for_test(&self) -> Option<K> {
+        let key = self.take()?;
+        self.finish(&key);
         Some(key)
     }
 
@@ -239,5 +299,61 @@ mod tests {
         assert!(g.1 <= 3, "at most 3 workers at once, saw {}", g.1);
         assert!(!g.3, "a key ran twice at once");
         assert_eq!(g.0, 0);
+    }
+
+    /// Waits (polling, no timing assertion) until `sched` has a queued key.
+    async fn until_queued(sched: &Scheduler<&'static str>) {
+        while sched.queue_depth() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn delayed_wake_up_fires_once_at_the_earliest_deadline() {
+        let sched: Scheduler<&'static str> = Scheduler::new();
+        sched.enqueue_after("a", Duration::from_secs(3600));
+        assert_eq!(sched.delayed_count(), 1);
+        assert_eq!(sched.queue_depth(), 0, "not before its deadline");
+        sched.enqueue_after("a", Duration::from_millis(20));
+        sched.enqueue_after("a", Duration::from_secs(1800));
+        assert_eq!(sched.delayed_count(), 1, "one pending wake-up per key");
+        until_queued(&sched).await;
+        assert_eq!(
+            sched.delayed_count(),
+            0,
+            "the earliest deadline fired; the later ones were dropped"
+        );
+        assert_eq!(sched.take_for_test(), Some("a"));
+        assert_eq!(sched.queue_depth(), 0);
+    }
+
+    #[tokio::test]
+    async fn delayed_wake_up_while_running_reruns_and_is_dropped_after_close() {
+        let sched: Scheduler<&'static str> = Scheduler::new();
+        sched.enqueue("a");
+        assert_eq!(sched.take(), Some("a"));
+        sched.enqueue_after("a", Duration::from_millis(10));
+        while sched.delayed_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(
+            sched.queue_depth(),
+            0,
+            "running: marked dirty, not queued twice"
+        );
+        sched.finish(&"a");
+        assert_eq!(
+            sched.queue_depth(),
+            1,
+            "the wake-up during the run is not lost"
+        );
+        assert_eq!(sched.take_for_test(), Some("a"));
+        sched.close();
+        sched.enqueue_after("b", Duration::ZERO);
+        assert_eq!(
+            sched.delayed_count(),
+            0,
+            "closed: delayed wake-ups are dropped"
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod body;
 pub mod clusters;
 pub mod error;
 pub mod login_limit;
+pub mod metrics;
 pub mod repositories;
 pub mod role;
 
@@ -26,8 +27,10 @@ use axum::{Json, Router};
 use crate::clusters::registry::{Registry, now_rfc3339};
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::seal::{SealError, Sealer};
+use crate::clusters::throttle::Throttles;
 use crate::reconcile::apps_dir::AppsDirError;
 use crate::reconcile::pipeline::Options;
+use crate::reconcile::upkeep::Scheduling;
 use crate::runner::Runner;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
@@ -158,6 +161,7 @@ pub fn route_table() -> Vec<RouteSpec> {
     use Access::{Internal, Public, User, Webhook};
     vec![
         route(Method::GET, "/api/v1/health", Public, get(health)),
+        route(Method::GET, "/metrics", Public, get(metrics::scrape)),
         route(
             Method::POST,
             "/api/v1/auth/login",
@@ -355,6 +359,8 @@ pub struct ServeOptions {
     pub probe_interval: Duration,
     /// Time limit of one connection attempt or probe.
     pub probe_timeout: Duration,
+    /// Resync interval, per-cluster rate limits and retry backoff.
+    pub scheduling: Scheduling,
 }
 
 /// Local defaults: 127.0.0.1:8080, `.data`, SQLite, no Apps, no management cluster, probes
@@ -375,6 +381,7 @@ impl Default for ServeOptions {
             reconcile_apps: true,
             probe_interval: Duration::from_secs(30),
             probe_timeout: Duration::from_secs(10),
+            scheduling: Scheduling::default(),
         }
     }
 }
@@ -480,8 +487,15 @@ impl Server {
         let store = Store::open(&options.data_dir, options.database_url.as_deref()).await?;
         let generated_admin_password =
             ensure_admin(&store, options.admin_password.as_deref()).await?;
+        let throttles = Arc::new(Throttles::new(
+            options.scheduling.cluster_qps,
+            options.scheduling.cluster_burst,
+        ));
         let repositories = Arc::new(Repositories::new(store.clone(), sealer.clone()));
-        let registry = Arc::new(Registry::new(store, sealer, options.probe_timeout));
+        let registry = Arc::new(
+            Registry::new(store, sealer, options.probe_timeout)
+                .with_throttles(Arc::clone(&throttles)),
+        );
         // Git mirrors live under the data directory; fetches use the registered credentials.
         let (poller, updates) = Poller::with_provider(
             PollerConfig::new(GitSettings {
@@ -493,7 +507,8 @@ impl Server {
         let mut resolver = Resolver::new(
             ClusterSource::Local(Arc::clone(&registry)),
             options.probe_timeout,
-        );
+        )
+        .with_throttles(throttles);
         let management = role::management_client(
             options.management_kubeconfig.as_deref(),
             options.probe_timeout,
@@ -507,6 +522,7 @@ impl Server {
             Options::default(),
             poller.clone(),
             Some(registry.store().clone()),
+            options.scheduling.clone(),
         );
         runner.restore().await?;
         if options.reconcile_apps {

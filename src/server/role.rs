@@ -18,7 +18,9 @@ use axum::routing::get;
 use super::{ServeError, health};
 use crate::clusters::connect::client_from_kubeconfig;
 use crate::clusters::resolve::Resolver;
+use crate::clusters::throttle::Throttles;
 use crate::reconcile::pipeline::Options;
+use crate::reconcile::upkeep::Scheduling;
 use crate::runner::Runner;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
@@ -79,6 +81,8 @@ pub struct OperatorOptions {
     pub cache_ttl: Duration,
     /// Time limit of connecting to a cluster or the server.
     pub timeout: Duration,
+    /// Resync interval, per-cluster rate limits and retry backoff.
+    pub scheduling: Scheduling,
 }
 
 /// A bound operator: the App runner and the health listener.
@@ -104,12 +108,17 @@ impl Operator {
                 "--role operator needs WARDN_INTERNAL_TOKEN (the server's internal token)".into(),
             ));
         }
+        let throttles = Arc::new(Throttles::new(
+            options.scheduling.cluster_qps,
+            options.scheduling.cluster_burst,
+        ));
         let mut resolver = Resolver::remote(
             &options.server,
             &options.internal_token,
             options.cache_ttl,
             options.timeout,
-        );
+        )
+        .with_throttles(throttles);
         let management =
             management_client(options.management_kubeconfig.as_deref(), options.timeout).await?;
         if let Some(client) = &management {
@@ -120,7 +129,13 @@ impl Operator {
             extra_roots_pem: None,
         }));
         // No store: an operator's statuses live in memory (and in App resources' status).
-        let runner = Runner::new(resolver, Options::default(), poller.clone(), None);
+        let runner = Runner::new(
+            resolver,
+            Options::default(),
+            poller.clone(),
+            None,
+            options.scheduling.clone(),
+        );
         if let Some(client) = management {
             runner.watch_resources(client, options.app_namespaces.clone());
         }

@@ -1,0 +1,186 @@
+//! Retry backoff of failed passes: a pass that fails with a transient cluster error (429, 5xx,
+//! timeouts, refused or dropped connections) is retried after a per-App exponential backoff
+//! (jittered, reset by a success), or after the `Retry-After` the cluster asked for when that
+//! is longer. Other failures (invalid spec, allowlist refusals) wait for a change instead.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::pipeline::ReconcileError;
+use crate::apply::ApplyError;
+
+/// The first retry delay.
+pub const DEFAULT_BASE: Duration = Duration::from_secs(1);
+/// The longest retry delay.
+pub const DEFAULT_MAX: Duration = Duration::from_secs(300);
+
+/// Whether a client error is worth retrying: 429, 5xx, or no answer at all (connection
+/// refused or reset, timeouts, a dropped stream).
+pub fn kube_transient(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(status) => status.code == 429 || status.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether a failed pass should be retried with backoff.
+pub fn transient(err: &ReconcileError) -> bool {
+    match err {
+        ReconcileError::Kube(e) | ReconcileError::Apply(ApplyError::Kube { source: e, .. }) => {
+            kube_transient(e)
+        }
+        ReconcileError::Apply(ApplyError::CrdNotEstablished { .. }) => true,
+        _ => false,
+    }
+}
+
+/// The delay the cluster asked for in the failed request's Status (`details.retryAfterSeconds`),
+/// if any.
+pub fn status_retry_after(err: &ReconcileError) -> Option<Duration> {
+    let (ReconcileError::Kube(kube::Error::Api(status))
+    | ReconcileError::Apply(ApplyError::Kube {
+        source: kube::Error::Api(status),
+        ..
+    })) = err
+    else {
+        return None;
+    };
+    let secs = status.details.as_ref()?.retry_after_seconds;
+    (secs > 0).then(|| Duration::from_secs(u64::from(secs)))
+}
+
+/// The delay before retry number `attempt` (1 for the first): `base · 2^(attempt-1)` capped
+/// at `max`, then "equal jitter" — half of it fixed, half scaled by `jitter` in `[0, 1)` — so
+/// Apps failing together do not retry together.
+pub fn exponential(base: Duration, max: Duration, attempt: u32, jitter: f64) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
+    let full = base.saturating_mul(factor).min(max);
+    let half = full / 2;
+    half + half.mul_f64(jitter.clamp(0.0, 1.0))
+}
+
+/// A random fraction in `[0, 1)` for jitter (0.5 if the system has no randomness to give).
+pub fn jitter() -> f64 {
+    getrandom::u32().map_or(0.5, |n| f64::from(n) / (f64::from(u32::MAX) + 1.0))
+}
+
+/// `interval` spread by ±10 % (periodic resyncs of Apps loaded together drift apart).
+pub fn spread(interval: Duration) -> Duration {
+    interval.mul_f64(0.9 + 0.2 * jitter())
+}
+
+/// Per-key retry counts.
+pub struct Backoff<K> {
+    base: Duration,
+    max: Duration,
+    attempts: Mutex<HashMap<K, u32>>,
+}
+
+impl<K: Eq + Hash + Clone> Backoff<K> {
+    /// Backoff from `base` doubling up to `max`.
+    pub fn new(base: Duration, max: Duration) -> Backoff<K> {
+        Backoff {
+            base,
+            max,
+            attempts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn attempts(&self) -> std::sync::MutexGuard<'_, HashMap<K, u32>> {
+        // Each update is a single map operation: a poisoned map is still consistent.
+        self.attempts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a transient failure of `key`; returns how long to wait before retrying: the
+    /// jittered exponential delay, or `retry_after` when the cluster asked for longer.
+    pub fn failure(&self, key: &K, retry_after: Option<Duration>) -> Duration {
+        let attempt = {
+            let mut attempts = self.attempts();
+            let n = attempts.entry(key.clone()).or_insert(0);
+            *n = n.saturating_add(1);
+            *n
+        };
+        let delay = exponential(self.base, self.max, attempt, jitter());
+        retry_after.map_or(delay, |r| delay.max(r))
+    }
+
+    /// Records a success (or a failure not worth retrying): the next failure starts over.
+    pub fn reset(&self, key: &K) {
+        self.attempts().remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16, retry_after_seconds: u32) -> kube::Error {
+        let status = serde_json::json!({
+            "code": code, "details": {"retryAfterSeconds": retry_after_seconds}
+        });
+        kube::Error::Api(Box::new(serde_json::from_value(status).unwrap()))
+    }
+
+    #[test]
+    fn doubles_from_base_to_max_with_equal_jitter() {
+        let (base, max) = (Duration::from_secs(1), Duration::from_secs(300));
+        assert_eq!(exponential(base, max, 1, 0.0), Duration::from_millis(500));
+        assert!(exponential(base, max, 1, 0.999_999) < Duration::from_secs(1));
+        assert_eq!(exponential(base, max, 4, 0.0), Duration::from_secs(4));
+        assert_eq!(exponential(base, max, 9, 0.0), Duration::from_secs(128));
+        assert_eq!(exponential(base, max, 10, 0.0), Duration::from_secs(150));
+        assert_eq!(exponential(base, max, 60, 0.0), Duration::from_secs(150));
+        assert!(exponential(base, max, 60, 0.999) <= max);
+        let j = jitter();
+        assert!((0.0..1.0).contains(&j));
+        let s = spread(Duration::from_secs(100));
+        assert!(s >= Duration::from_secs(90) && s <= Duration::from_secs(110));
+    }
+
+    #[test]
+    fn grows_per_key_honours_retry_after_and_resets() {
+        let b: Backoff<&str> = Backoff::new(Duration::from_secs(1), Duration::from_secs(300));
+        assert!(b.failure(&"a", None) <= Duration::from_secs(1));
+        assert!(b.failure(&"a", None) <= Duration::from_secs(2));
+        assert!(b.failure(&"a", None) >= Duration::from_secs(2));
+        assert!(
+            b.failure(&"b", None) <= Duration::from_secs(1),
+            "keys are independent"
+        );
+        assert_eq!(
+            b.failure(&"b", Some(Duration::from_secs(30))),
+            Duration::from_secs(30),
+            "a longer Retry-After wins"
+        );
+        b.reset(&"a");
+        assert!(
+            b.failure(&"a", None) <= Duration::from_secs(1),
+            "reset starts over"
+        );
+    }
+
+    #[test]
+    fn classifies_transient_errors_and_reads_retry_after() {
+        assert!(transient(&ReconcileError::Kube(api(429, 0))));
+        assert!(transient(&ReconcileError::Kube(api(503, 0))));
+        assert!(transient(&ReconcileError::Apply(ApplyError::Kube {
+            object: "ConfigMap n/c".into(),
+            source: api(500, 0),
+        })));
+        assert!(!transient(&ReconcileError::Kube(api(403, 0))));
+        assert!(!transient(&ReconcileError::Kube(api(422, 0))));
+        assert!(!transient(&ReconcileError::NothingHeld));
+        assert!(transient(&ReconcileError::Kube(kube::Error::Service(
+            "connection refused".into()
+        ))));
+        assert_eq!(
+            status_retry_after(&ReconcileError::Kube(api(429, 7))),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(status_retry_after(&ReconcileError::Kube(api(429, 0))), None);
+        assert_eq!(status_retry_after(&ReconcileError::NothingHeld), None);
+    }
+}

@@ -1,0 +1,335 @@
+//! Drift watches: per destination cluster, a watch on every kind (and namespace) present in
+//! the Apps' inventories. A change to an inventoried object that wardn did not make (its
+//! managedFields show another manager writing at or after wardn's last apply), or its deletion,
+//! calls the drift callback with the owning App, which the runner turns into a debounced
+//! reconcile (selfHeal re-applies, otherwise the App reports OutOfSync). The set of watches
+//! follows the inventories; the runtime watcher re-lists after dropped watches or restarts, so
+//! changes made meanwhile are seen too.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+use kube::api::{Api, DynamicObject, GroupVersionKind};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio::task::JoinHandle;
+
+use crate::apply::FIELD_MANAGER;
+use crate::apply::inventory::ObjectRef;
+
+/// How long to wait before retrying discovery of a watched kind.
+const DISCOVERY_RETRY: Duration = Duration::from_secs(30);
+
+/// Called with the key of an App whose inventory drifted.
+pub type OnDrift = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// One watch: a kind on a cluster, in one namespace (`None`: cluster-scoped kinds).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WatchKey {
+    /// The destination cluster (as the resolver names it).
+    pub cluster: String,
+    /// `group/version` or `v1`.
+    pub api_version: String,
+    /// The kind.
+    pub kind: String,
+    /// The namespace watched; `None` for cluster-scoped kinds.
+    pub namespace: Option<String>,
+}
+
+impl WatchKey {
+    fn of(cluster: &str, object: &ObjectRef) -> WatchKey {
+        WatchKey {
+            cluster: cluster.to_string(),
+            api_version: object.api_version.clone(),
+            kind: object.kind.clone(),
+            namespace: object.namespace.clone(),
+        }
+    }
+}
+
+/// What is tracked of one App.
+struct Tracked {
+    cluster: String,
+    inventory: BTreeSet<ObjectRef>,
+}
+
+#[derive(Default)]
+struct Index {
+    apps: BTreeMap<String, Tracked>,
+    /// App keys by (cluster, object).
+    owners: BTreeMap<(String, ObjectRef), BTreeSet<String>>,
+    watches: BTreeMap<WatchKey, JoinHandle<()>>,
+}
+
+impl Index {
+    fn rebuild_owners(&mut self) {
+        self.owners.clear();
+        for (app, t) in &self.apps {
+            for object in &t.inventory {
+                self.owners
+                    .entry((t.cluster.clone(), object.clone()))
+                    .or_default()
+                    .insert(app.clone());
+            }
+        }
+    }
+
+    fn wanted(&self) -> BTreeSet<WatchKey> {
+        self.owners
+            .keys()
+            .map(|(cluster, object)| WatchKey::of(cluster, object))
+            .collect()
+    }
+}
+
+/// The drift watches of every destination cluster.
+pub struct DriftWatches {
+    index: Arc<Mutex<Index>>,
+    on_drift: OnDrift,
+}
+
+fn lock(index: &Mutex<Index>) -> MutexGuard<'_, Index> {
+    // Every update leaves the maps consistent before it can panic.
+    index.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl DriftWatches {
+    /// No watches yet; `on_drift` is called (from watch tasks) with the drifted App's key.
+    pub fn new(on_drift: OnDrift) -> DriftWatches {
+        DriftWatches {
+            index: Arc::default(),
+            on_drift,
+        }
+    }
+
+    /// Records App `app`'s inventory on `cluster` (after a pass) and starts the watches it
+    /// needs through `client`; watches no App needs any more are stopped.
+    pub fn track(&self, app: &str, cluster: &str, client: &kube::Client, inventory: &[ObjectRef]) {
+        let mut index = lock(&self.index);
+        index.apps.insert(
+            app.to_string(),
+            Tracked {
+                cluster: cluster.to_string(),
+                inventory: inventory.iter().cloned().collect(),
+            },
+        );
+        self.reconcile_watches(&mut index, Some((cluster, client)));
+    }
+
+    /// Stops tracking App `app` (removed), stopping the watches only it needed.
+    pub fn forget(&self, app: &str) {
+        let mut index = lock(&self.index);
+        if index.apps.remove(app).is_some() {
+            self.reconcile_watches(&mut index, None);
+        }
+    }
+
+    /// The watches running now.
+    pub fn watches(&self) -> Vec<WatchKey> {
+        lock(&self.index).watches.keys().cloned().collect()
+    }
+
+    fn reconcile_watches(&self, index: &mut Index, client: Option<(&str, &kube::Client)>) {
+        index.rebuild_owners();
+        let wanted = index.wanted();
+        index.watches.retain(|key, task| {
+            let keep = wanted.contains(key) && !task.is_finished();
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        let Some((cluster, client)) = client else {
+            return;
+        };
+        for key in wanted {
+            if key.cluster != cluster || index.watches.contains_key(&key) {
+                continue;
+            }
+            let task = tokio::spawn(watch(
+                key.clone(),
+                client.clone(),
+                Arc::downgrade(&self.index),
+                Arc::clone(&self.on_drift),
+            ));
+            index.watches.insert(key, task);
+        }
+    }
+}
+
+impl Drop for DriftWatches {
+    fn drop(&mut self) {
+        for (_, task) in std::mem::take(&mut lock(&self.index).watches) {
+            task.abort();
+        }
+    }
+}
+
+/// Whether the latest write to `object` was not wardn's: no apply by wardn is recorded, or
+/// another manager wrote it (outside the status subresource, which controllers own) at or
+/// after wardn's last apply. Ties count as drift: at worst one extra, no-op pass.
+pub fn drifted(object: &DynamicObject) -> bool {
+    let entries: &[ManagedFieldsEntry] = object.metadata.managed_fields.as_deref().unwrap_or(&[]);
+    let ours = entries
+        .iter()
+        .filter(|e| e.manager.as_deref() == Some(FIELD_MANAGER))
+        .filter_map(|e| e.time.as_ref())
+        .max();
+    let Some(ours) = ours else {
+        return true;
+    };
+    entries.iter().any(|e| {
+        e.manager.as_deref() != Some(FIELD_MANAGER)
+            && e.subresource.as_deref().is_none_or(str::is_empty)
+            && e.time.as_ref().is_some_and(|t| t >= ours)
+    })
+}
+
+/// The inventory entry an event is about.
+fn object_ref(key: &WatchKey, object: &DynamicObject) -> Option<ObjectRef> {
+    Some(ObjectRef {
+        api_version: key.api_version.clone(),
+        kind: key.kind.clone(),
+        namespace: object.metadata.namespace.clone(),
+        name: object.metadata.name.clone()?,
+    })
+}
+
+/// The Apps owning the object, if any.
+fn owners(index: &Weak<Mutex<Index>>, cluster: &str, object: ObjectRef) -> Vec<String> {
+    let Some(index) = index.upgrade() else {
+        return Vec::new();
+    };
+    let index = lock(&index);
+    index
+        .owners
+        .get(&(cluster.to_string(), object))
+        .map(|apps| apps.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn gvk(key: &WatchKey) -> GroupVersionKind {
+    let (group, version) = key
+        .api_version
+        .split_once('/')
+        .unwrap_or(("", key.api_version.as_str()));
+    GroupVersionKind::gvk(group, version, &key.kind)
+}
+
+/// Watches one kind until aborted, reporting drifted inventory objects.
+async fn watch(key: WatchKey, client: kube::Client, index: Weak<Mutex<Index>>, on_drift: OnDrift) {
+    let resource = loop {
+        match kube::discovery::pinned_kind(&client, &gvk(&key)).await {
+            Ok((resource, _)) => break resource,
+            Err(e) => {
+                tracing::warn!(cluster = %key.cluster, kind = %key.kind, error = %e,
+                    "drift watch: cannot discover the kind; retrying");
+                tokio::time::sleep(DISCOVERY_RETRY).await;
+            }
+        }
+    };
+    let api: Api<DynamicObject> = match &key.namespace {
+        Some(ns) => Api::namespaced_with(client, ns, &resource),
+        None => Api::all_with(client, &resource),
+    };
+    let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    futures_util::pin_mut!(events);
+    while let Some(event) = events.next().await {
+        let (object, deleted) = match event {
+            // InitApply: objects seen by a (re-)list, which may have changed while the
+            // watch was down.
+            Ok(Event::Apply(o) | Event::InitApply(o)) => (o, false),
+            Ok(Event::Delete(o)) => (o, true),
+            Ok(Event::Init | Event::InitDone) => continue,
+            Err(e) => {
+                tracing::debug!(cluster = %key.cluster, kind = %key.kind, error = %e,
+                    "drift watch interrupted; it restarts with backoff");
+                continue;
+            }
+        };
+        let Some(object_ref) = object_ref(&key, &object) else {
+            continue;
+        };
+        if !deleted && !drifted(&object) {
+            continue;
+        }
+        for app in owners(&index, &key.cluster, object_ref) {
+            tracing::debug!(app = %app, kind = %key.kind, name = ?object.metadata.name,
+                deleted, "drift detected");
+            on_drift(&app);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(fields: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "n", "managedFields": fields}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn drift_is_a_write_by_another_manager_at_or_after_our_apply() {
+        let ours =
+            json!({"manager": "wardn", "operation": "Apply", "time": "2026-11-30T10:00:00Z"});
+        assert!(!drifted(&object(json!([ours]))), "only wardn wrote it");
+        assert!(
+            !drifted(&object(json!([
+                {"manager": "kubectl-create", "operation": "Update", "time": "2026-11-30T09:00:00Z"},
+                ours,
+            ]))),
+            "an older write by someone else is not drift"
+        );
+        assert!(drifted(&object(json!([
+            ours,
+            {"manager": "kubectl-patch", "operation": "Update", "time": "2026-11-30T10:05:00Z"},
+        ]))));
+        assert!(
+            drifted(&object(json!([
+                ours,
+                {"manager": "kubectl-edit", "operation": "Update", "time": "2026-11-30T10:00:00Z"},
+            ]))),
+            "same second: drift"
+        );
+        assert!(
+            !drifted(&object(json!([
+                ours,
+                {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
+                 "time": "2026-11-30T10:05:00Z"},
+            ]))),
+            "status written by a controller"
+        );
+        assert!(
+            drifted(&object(json!([
+                {"manager": "kubectl-edit", "operation": "Update", "time": "2026-11-30T10:00:00Z"},
+            ]))),
+            "wardn's fields taken over entirely"
+        );
+    }
+
+    #[test]
+    fn group_version_kind_of_core_and_grouped_kinds() {
+        let key = |av: &str, kind: &str| WatchKey {
+            cluster: "c".into(),
+            api_version: av.into(),
+            kind: kind.into(),
+            namespace: None,
+        };
+        let g = gvk(&key("v1", "ConfigMap"));
+        assert_eq!((g.group.as_str(), g.version.as_str()), ("", "v1"));
+        let g = gvk(&key("apps/v1", "Deployment"));
+        assert_eq!(
+            (g.group.as_str(), g.version.as_str(), g.kind.as_str()),
+            ("apps", "v1", "Deployment")
+        );
+    }
+}
