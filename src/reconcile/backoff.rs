@@ -56,10 +56,15 @@ pub fn status_retry_after(err: &ReconcileError) -> Option<Duration> {
 /// at `max`, then "equal jitter" — half of it fixed, half scaled by `jitter` in `[0, 1)` — so
 /// Apps failing together do not retry together.
 pub fn exponential(base: Duration, max: Duration, attempt: u32, jitter: f64) -> Duration {
-    let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
-    let full = base.saturating_mul(factor).min(max);
+    let full = doubling(base, max, attempt);
     let half = full / 2;
     half + half.mul_f64(jitter.clamp(0.0, 1.0))
+}
+
+/// `base · 2^(attempt-1)` capped at `max`, without jitter (attempt 1 is the first retry).
+pub fn doubling(base: Duration, max: Duration, attempt: u32) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
+    base.saturating_mul(factor).min(max)
 }
 
 /// A random fraction in `[0, 1)` for jitter (0.5 if the system has no randomness to give).

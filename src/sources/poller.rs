@@ -12,7 +12,6 @@
 //! whenever their revision or their status changes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -25,6 +24,7 @@ use super::snapshot::Snapshot;
 use super::spec::{DEFAULT_INTERVAL, GitRef, GitSource};
 use super::status::{Reason, SourceStatus, SourceUpdate, reason_for, reason_for_change};
 use super::url::{SourceKey, parse_repo_url};
+use crate::reconcile::backoff;
 
 /// Scheduler settings.
 #[derive(Debug, Clone)]
@@ -55,16 +55,9 @@ impl PollerConfig {
         let base = if failures == 0 {
             interval
         } else {
-            let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(20));
-            self.backoff_base
-                .saturating_mul(factor)
-                .min(self.backoff_max)
+            backoff::doubling(self.backoff_base, self.backoff_max, failures)
         };
-        let unit = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish() as f64
-            / u64::MAX as f64;
-        base.mul_f64(1.0 + self.jitter * (2.0 * unit - 1.0))
+        base.mul_f64(1.0 + self.jitter * (2.0 * backoff::jitter() - 1.0))
     }
 }
 
