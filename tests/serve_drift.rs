@@ -1,6 +1,6 @@
 //! `wardn serve` keeps Apps converged between revisions: with the periodic resync set to an
 //! hour, a `kubectl patch` of a managed Deployment is found by the drift watches and reverted
-//! (selfHeal), a patched ConfigMap of an App without selfHeal turns it OutOfSync; `/metrics`
+//! (selfHeal) — also a `kubectl edit` after kubesim dropped every watch stream — a patched ConfigMap of an App without selfHeal turns it OutOfSync; `/metrics`
 //! (public) then shows the passes, the drift events and the cluster's requests.
 
 mod common;
@@ -157,6 +157,33 @@ async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
     })
     .await;
     eprintln!("figure: kubectl patch -> healed in {:?}", patched.elapsed());
+
+    // kubesim closes every watch stream for a while (and refuses new ones); the drift watches
+    // re-establish themselves, so a `kubectl edit` made afterwards is still found and healed.
+    sim.cluster.set_faults(kubesim::Faults {
+        drop_watches: true,
+        ..kubesim::Faults::default()
+    });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    sim.cluster.set_faults(kubesim::Faults::default());
+    let edited = std::process::Command::new(common::KUBECTL)
+        .arg("--kubeconfig")
+        .arg(&sim.kubeconfig)
+        .args(["edit", "deployment", "web", "-n", NS])
+        // kubectl runs the editor on a temporary file: change the first (spec) replicas.
+        .env("KUBE_EDITOR", "sed -i '0,/replicas: 2/s//replicas: 7/'")
+        .output()
+        .unwrap();
+    assert!(
+        edited.status.success() && String::from_utf8_lossy(&edited.stdout).contains("edited"),
+        "kubectl edit changed nothing: {} {}",
+        String::from_utf8_lossy(&edited.stdout),
+        String::from_utf8_lossy(&edited.stderr)
+    );
+    until("the edited Deployment healed", || {
+        replicas() == Some(serde_json::json!(2)) && phase("wardn/web") == Some(Phase::Synced)
+    })
+    .await;
 
     // Without selfHeal: the drift is reported, the object left as it is.
     let patched = std::time::Instant::now();
