@@ -373,7 +373,7 @@ async fn run_bootstrap(
 
 /// The `wardn clusters list` table.
 pub fn table(views: &[ClusterView]) -> String {
-    let mut rows = vec![[
+    let mut rows = vec![vec![
         "NAME".to_string(),
         "STATUS".to_string(),
         "VERSION".to_string(),
@@ -387,7 +387,7 @@ pub fn table(views: &[ClusterView]) -> String {
             Connectivity::Connected => "connected",
             Connectivity::Disconnected => "disconnected",
         };
-        rows.push([
+        rows.push(vec![
             view.name.clone(),
             status.to_string(),
             view.status.version.clone().unwrap_or_else(|| "-".into()),
@@ -401,21 +401,7 @@ pub fn table(views: &[ClusterView]) -> String {
             view.status.error.clone().unwrap_or_default(),
         ]);
     }
-    let widths: Vec<usize> = (0..7)
-        .map(|col| rows.iter().map(|r| r[col].len()).max().unwrap_or(0))
-        .collect();
-    rows.iter()
-        .map(|row| {
-            row.iter()
-                .zip(&widths)
-                .map(|(cell, width)| format!("{cell:<width$}"))
-                .collect::<Vec<_>>()
-                .join("  ")
-                .trim_end()
-                .to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    super::table::render(&rows)
 }
 
 /// `wardn audit` subcommands.

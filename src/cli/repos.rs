@@ -114,7 +114,7 @@ fn id(url: &str) -> Result<String, CliError> {
 
 /// The repositories as an aligned table.
 pub fn table(views: &[RepositoryView]) -> String {
-    let mut rows = vec![[
+    let mut rows = vec![vec![
         "ID".to_string(),
         "URL".to_string(),
         "AUTH".to_string(),
@@ -122,7 +122,7 @@ pub fn table(views: &[RepositoryView]) -> String {
         "CREATED".to_string(),
     ]];
     for v in views {
-        rows.push([
+        rows.push(vec![
             v.id.clone(),
             v.url.clone(),
             v.auth.clone(),
@@ -130,20 +130,7 @@ pub fn table(views: &[RepositoryView]) -> String {
             v.created_at.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..5)
-        .map(|col| rows.iter().map(|r| r[col].len()).max().unwrap_or(0))
-        .collect();
-    rows.iter()
-        .map(|row| {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .map(|(cell, width)| format!("{cell:width$}"))
-                .collect();
-            cells.join("  ").trim_end().to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    super::table::render(&rows)
 }
 
 /// Runs a `wardn repos` subcommand.
