@@ -2,8 +2,8 @@
 //! (4 ConfigMaps, 3 Services, 3 Deployments) across 10 kubesim clusters, reconciled by the real
 //! `wardn serve` machinery (`Server::bind` with `--apps`, clusters registered in the store
 //! first). The Apps' sources are paths of one local Git repository (a monorepo, made with the
-//! git CLI): one mirror, 1,000 renders. (Directory sources would need one inotify instance per
-//! App, beyond the default limit of 128 per user.) Kubesim runs in a child process, so the figures are wardn's alone:
+//! git CLI): one mirror, 1,000 renders — the shape of a GitOps monorepo. Kubesim runs in a
+//! child process, so the figures are wardn's alone:
 //! - cold start (bind) to every App Synced,
 //! - CPU per no-op reconcile: process CPU over N forced passes of unchanged Apps, minus the
 //!   idle CPU of the same wall time, divided by N,
