@@ -109,6 +109,16 @@ impl DriftWatches {
     /// needs through `client`; watches no App needs any more are stopped.
     pub fn track(&self, app: &str, cluster: &str, client: &kube::Client, inventory: &[ObjectRef]) {
         let mut index = lock(&self.index);
+        // Most passes change nothing: then the watches are already right (unless one ended),
+        // and rebuilding the whole index after every pass would cost O(all inventories).
+        let unchanged = index.apps.get(app).is_some_and(|tracked| {
+            tracked.cluster == cluster
+                && tracked.inventory.len() == inventory.len()
+                && inventory.iter().all(|o| tracked.inventory.contains(o))
+        });
+        if unchanged && index.watches.values().all(|task| !task.is_finished()) {
+            return;
+        }
         index.apps.insert(
             app.to_string(),
             Tracked {
