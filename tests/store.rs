@@ -295,12 +295,49 @@ async fn app_statuses(db: TestDb) {
     again.close().await;
 }
 
+/// Audit appends racing status writes (as a busy daemon does) lose no entry: every append
+/// takes the write lock up front instead of failing to upgrade a read snapshot.
+async fn concurrent_writes(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..30 {
+        let audit = store.clone();
+        tasks.push(tokio::spawn(async move {
+            audit
+                .append_audit(
+                    &entry("app.sync", &format!("local/app-{i}")),
+                    "2026-01-01T00:00:00Z",
+                )
+                .await
+                .map(|_| ())
+        }));
+        let status = store.clone();
+        tasks.push(tokio::spawn(async move {
+            status
+                .put_app_status(&app_status_record(
+                    &format!("team/app-{i}"),
+                    Phase::Synced,
+                    "h",
+                ))
+                .await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let (entries, head) = store.audit_log().await.unwrap();
+    assert_eq!(entries.len(), 30);
+    assert_eq!(audit::verify(&entries, head.as_ref()), Ok(()));
+    store.close().await;
+}
+
 async fn suite(backend: Backend<'_>) {
     app_statuses(backend.database("app_status_case")).await;
     clusters(backend.database("clusters_case")).await;
     auth(backend.database("auth_case")).await;
     repositories(backend.database("repositories_case")).await;
     audit_chain(backend.database("audit_case")).await;
+    concurrent_writes(backend.database("concurrent_case")).await;
 }
 
 #[tokio::test]

@@ -144,7 +144,7 @@ impl Store {
     /// Appends an entry at time `at` (RFC 3339), chaining it to the current head.
     pub async fn append_audit(&self, fields: &NewEntry, at: &str) -> Result<Entry, StoreError> {
         let _guard = self.audit_lock.lock().await;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let head = sqlx::query("SELECT seq, hash FROM audit_head WHERE id = 1")
             .fetch_optional(&mut *tx)
             .await?;

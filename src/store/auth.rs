@@ -22,7 +22,7 @@ impl Store {
         password_hash: &str,
         now: &str,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let updated = sqlx::query("UPDATE users SET password_hash = $1 WHERE username = $2")
             .bind(password_hash)
             .bind(username)

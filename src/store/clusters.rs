@@ -135,7 +135,7 @@ impl Store {
         &self,
         reseal: impl Fn(&str) -> Result<String, E>,
     ) -> Result<Result<usize, E>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let rows = sqlx::query("SELECT name, kubeconfig_sealed FROM clusters")
             .fetch_all(&mut *tx)
             .await?;

@@ -147,6 +147,20 @@ impl Store {
         })
     }
 
+    /// Starts a transaction that will write. On SQLite it takes the write lock at once
+    /// (`BEGIN IMMEDIATE`), waiting for it under the busy timeout: a deferred transaction that
+    /// reads first and writes later fails with "database is locked" when another connection
+    /// wrote in between (WAL snapshots cannot be upgraded), and under load that lost audit
+    /// entries.
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+
     /// The engine behind this store.
     pub fn backend(&self) -> Backend {
         self.backend

@@ -132,7 +132,7 @@ impl Store {
         &self,
         reseal: impl Fn(&str) -> Result<String, E>,
     ) -> Result<Result<usize, E>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let rows = sqlx::query("SELECT id, secret_sealed, webhook_secret_sealed FROM repositories")
             .fetch_all(&mut *tx)
             .await?;
