@@ -69,13 +69,7 @@ impl Store {
         .bind(&record.updated_at)
         .execute(&self.pool)
         .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
-                Err(StoreError::Duplicate(format!("cluster {:?}", record.name)))
-            }
-            Err(err) => Err(err.into()),
-        }
+        Store::inserted(result, || format!("cluster {:?}", record.name))
     }
 
     /// The cluster named `name`, if registered.

@@ -161,6 +161,21 @@ impl Store {
         }
     }
 
+    /// The result of an INSERT whose unique key may already exist: a unique violation becomes
+    /// [`StoreError::Duplicate`] naming `what`.
+    fn inserted(
+        result: Result<sqlx::any::AnyQueryResult, sqlx::Error>,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), StoreError> {
+        match result {
+            Ok(_) => Ok(()),
+            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
+                Err(StoreError::Duplicate(what()))
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
     /// The engine behind this store.
     pub fn backend(&self) -> Backend {
         self.backend

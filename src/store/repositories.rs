@@ -65,13 +65,7 @@ impl Store {
         .bind(&record.updated_at)
         .execute(&self.pool)
         .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
-                Err(StoreError::Duplicate(format!("repository {}", record.url)))
-            }
-            Err(err) => Err(err.into()),
-        }
+        Store::inserted(result, || format!("repository {}", record.url))
     }
 
     /// The repository with id `id`, if registered.
