@@ -141,16 +141,10 @@ async fn fleet(apps: usize, clusters: usize, noop_passes: usize) {
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")),
         data_dir: data,
-        database_url: None,
         admin_password: Some("fleet benchmark password".into()),
-        internal_token: None,
-        webhook_secret: None,
         apps_dir: Some(work.path().join("apps")),
-        management_kubeconfig: None,
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(10),
-        git_ca_file: None,
-        app_namespaces: Vec::new(),
         ..ServeOptions::default()
     };
     let cpu0 = support::cpu_seconds();

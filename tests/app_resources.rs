@@ -71,14 +71,9 @@ async fn app_resources_are_deployed_updated_approved_and_removed() {
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: work.path().join("data"),
-        database_url: None,
         admin_password: Some("correct horse battery staple".into()),
-        internal_token: None,
-        webhook_secret: None,
-        apps_dir: None,
         management_kubeconfig: Some(sim.kubeconfig.clone()),
         app_namespaces: vec!["team".into()],
-        git_ca_file: None,
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         ..ServeOptions::default()

@@ -96,16 +96,11 @@ async fn apps_cli_lists_shows_diffs_syncs_approves_and_rejects() {
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: work.path().join("data"),
-        database_url: None,
         admin_password: Some(PASSWORD.into()),
-        internal_token: None,
-        webhook_secret: None,
         apps_dir: Some(work.path().join("apps")),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
-        git_ca_file: None,
-        app_namespaces: Vec::new(),
         ..ServeOptions::default()
     };
     std::fs::create_dir_all(&options.data_dir).unwrap();

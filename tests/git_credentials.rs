@@ -73,14 +73,11 @@ async fn a_private_repo_syncs_once_credentials_are_registered_and_its_webhook_se
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: work.path().join("data"),
-        database_url: None,
         admin_password: Some(PASSWORD.into()),
-        internal_token: None,
         webhook_secret: Some("server-hook".into()),
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
         git_ca_file: Some(ca_file),
-        app_namespaces: Vec::new(),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         ..ServeOptions::default()

@@ -63,14 +63,9 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: work.path().join("data"),
-        database_url: None,
         admin_password: Some(PASSWORD.into()),
-        internal_token: None,
-        webhook_secret: None,
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
-        git_ca_file: None,
-        app_namespaces: Vec::new(),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         ..ServeOptions::default()
@@ -240,14 +235,10 @@ async fn a_git_app_syncs_and_a_signed_webhook_deploys_the_next_commit() {
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: work.path().join("data"),
-        database_url: None,
         admin_password: Some(PASSWORD.into()),
-        internal_token: None,
         webhook_secret: Some("hook".into()),
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
-        git_ca_file: None,
-        app_namespaces: Vec::new(),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         ..ServeOptions::default()
@@ -325,14 +316,9 @@ async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_fil
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: work.path().join("data"),
-        database_url: None,
         admin_password: Some(PASSWORD.into()),
-        internal_token: None,
-        webhook_secret: None,
         apps_dir: Some(apps.clone()),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
-        app_namespaces: Vec::new(),
-        git_ca_file: None,
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         ..ServeOptions::default()
@@ -412,14 +398,9 @@ impl Running {
         let options = ServeOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: data.to_path_buf(),
-            database_url: None,
             admin_password: Some(PASSWORD.into()),
-            internal_token: None,
-            webhook_secret: None,
             apps_dir: Some(apps.to_path_buf()),
             management_kubeconfig: Some(sim.kubeconfig.clone()),
-            app_namespaces: Vec::new(),
-            git_ca_file: None,
             probe_interval: Duration::from_secs(3600),
             probe_timeout: Duration::from_secs(5),
             ..ServeOptions::default()

@@ -98,13 +98,9 @@ async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: work.path().join("data"),
-        database_url: None,
         admin_password: Some("correct horse battery staple".into()),
-        internal_token: None,
-        webhook_secret: None,
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
-        app_namespaces: Vec::new(),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         scheduling: Scheduling {

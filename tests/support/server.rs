@@ -59,10 +59,6 @@ impl TestServer {
             admin_password: Some(ADMIN_PASSWORD.to_string()),
             internal_token: Some(INTERNAL_TOKEN.to_string()),
             webhook_secret: Some(WEBHOOK_SECRET.to_string()),
-            apps_dir: None,
-            management_kubeconfig: None,
-            git_ca_file: None,
-            app_namespaces: Vec::new(),
             probe_interval: Duration::from_secs(3600),
             probe_timeout: Duration::from_secs(3),
             ..ServeOptions::default()
