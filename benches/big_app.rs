@@ -39,6 +39,7 @@ async fn big_app(n: usize) {
         cluster: "big".into(),
         client,
         allowlist: Allowlist::namespaces(["bench"]),
+        kinds: Default::default(),
     };
     let spec = AppSpec {
         source: SourceSpec {
@@ -81,6 +82,7 @@ async fn big_app(n: usize) {
                 previous: &previous,
                 target,
                 manifests,
+                known: None,
             })
             .await
             .unwrap_or_else(|e| panic!("plan: {e}"));
@@ -102,6 +104,7 @@ async fn big_app(n: usize) {
             previous: &status,
             target: &target,
             manifests: &manifests,
+            known: None,
         },
         &Trigger::Automatic,
         &options,

@@ -70,6 +70,7 @@ async fn on_kubesim(n: usize) {
         cluster: "bench".into(),
         client,
         allowlist: Allowlist::namespaces(["bench"]),
+        kinds: Default::default(),
     };
     let spec = AppSpec {
         source: SourceSpec {
@@ -106,6 +107,7 @@ async fn on_kubesim(n: usize) {
             previous: &status,
             target: &target,
             manifests: &manifests,
+            known: None,
         };
         let start = Instant::now();
         let outcome =

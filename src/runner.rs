@@ -21,9 +21,12 @@ use tokio::task::JoinHandle;
 use crate::app::{App, AppStatus};
 use crate::apply::inventory::ObjectRef;
 use crate::clusters::resolve::Resolver;
+use crate::diff::known::{Known, Verified};
+use crate::diff::resolve::KindCache;
 use crate::reconcile::allowlist::Allowlist;
 use crate::reconcile::apps_dir::{AppsDir, AppsDirError};
 use crate::reconcile::decide::Trigger;
+use crate::reconcile::live::ClusterLive;
 use crate::reconcile::pipeline::{self, Manifests, Options, Pass, ReconcileError, Target};
 use crate::reconcile::plan::Plan;
 use crate::reconcile::scheduler::Scheduler;
@@ -119,6 +122,9 @@ struct Entry {
     /// Shared with the passes that use it: cloning the rendered objects for every pass
     /// showed up as a tenth of a no-op pass's CPU.
     manifests: Option<Arc<Manifests>>,
+    /// The objects earlier passes saw agree with their rendered form (lets automatic passes
+    /// skip their dry-runs while the drift watches show them unchanged).
+    verified: Arc<Verified>,
 }
 
 /// Drives a dynamic set of Apps from their sources to their clusters.
@@ -132,6 +138,8 @@ pub struct Runner {
     options: Options,
     poller: Poller,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Resolved kinds per destination cluster, shared by the Apps deploying there.
+    kinds: Mutex<HashMap<String, KindCache>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     stopping: watch::Sender<bool>,
     file_errors: Mutex<Vec<String>>,
@@ -193,6 +201,7 @@ impl Runner {
             options,
             poller,
             locks: Mutex::new(HashMap::new()),
+            kinds: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
             stopping: watch::Sender::new(false),
             file_errors: Mutex::new(Vec::new()),
@@ -664,9 +673,14 @@ impl Runner {
             .destination(cluster)
             .await
             .map_err(|e| e.to_string())?;
+        let kinds = lock(&self.kinds)
+            .entry(cluster.clone())
+            .or_default()
+            .clone();
         Ok(Target {
             cluster: app.spec.destination.cluster_segment().to_string(),
             client: destination.client,
+            kinds,
             allowlist: destination
                 .namespaces
                 .map(Allowlist::namespaces)
@@ -691,7 +705,7 @@ impl Runner {
         let app = self
             .app(key)
             .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
-        let (previous, manifests) = {
+        let (previous, manifests, verified) = {
             let entries = lock(&self.entries);
             let entry = entries.get(key);
             let manifests = entry
@@ -700,6 +714,7 @@ impl Runner {
             (
                 entry.map(|e| e.status.clone()).unwrap_or_default(),
                 manifests,
+                entry.map(|e| Arc::clone(&e.verified)).unwrap_or_default(),
             )
         };
         let target = match self.target(&app).await {
@@ -709,11 +724,14 @@ impl Runner {
                 return Err(OperationError::Destination(message));
             }
         };
+        let live = self.upkeep.live(&app.spec.destination.cluster);
         Ok(Prepared {
             app,
             previous,
             manifests,
             target,
+            verified,
+            live,
         })
     }
 
@@ -734,9 +752,11 @@ impl Runner {
                 let work = async {
                     match operation {
                         Operation::Plan => this.plan(&key).await.map(Completed::Plan),
-                        Operation::Pass(trigger) => {
-                            this.run_pass(&key, &trigger).await.map(Completed::Status)
-                        }
+                        Operation::Pass(trigger) => this
+                            .run_pass(&key, &trigger, false)
+                            .await
+                            .map(Completed::Status),
+                        Operation::Refresh => this.refresh(&key).await.map(Completed::Status),
                         Operation::Approve(hash) => this
                             .approve(&key, hash.as_deref())
                             .await
@@ -757,20 +777,44 @@ impl Runner {
     /// Plans App `key` without deciding or applying (`…/diff`).
     async fn plan(&self, key: &str) -> Result<Plan, OperationError> {
         let p = self.prepare(key).await?;
-        Ok(pipeline::plan(p.pass(key)).await?)
+        Ok(pipeline::plan(p.pass(key, None)).await?)
     }
 
-    /// Runs one pass of App `key` with `trigger` and records the resulting status.
-    async fn run_pass(&self, key: &str, trigger: &Trigger) -> Result<AppStatus, OperationError> {
+    /// Runs one pass of App `key` with `trigger` and records the resulting status. Automatic
+    /// passes rely on what earlier passes verified unless `verify_all`; manual ones dry-run
+    /// every object.
+    async fn run_pass(
+        &self,
+        key: &str,
+        trigger: &Trigger,
+        verify_all: bool,
+    ) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
         let p = self.prepare_followed(key).await?;
+        let known = (!verify_all && matches!(trigger, Trigger::Automatic)).then(|| p.known());
         let now = Utc::now();
         let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
-        let result =
-            pipeline::reconcile(p.pass(key), trigger, &self.options, now, &mut progress).await;
+        let result = pipeline::reconcile(
+            p.pass(key, known),
+            trigger,
+            &self.options,
+            now,
+            &mut progress,
+        )
+        .await;
         self.follow_up(key, &p, &result, started);
         self.settle(key, &p.previous, now, result.map(|o| o.status))
+    }
+
+    /// A hard refresh of App `key`: its source is fetched now (a new revision starts another
+    /// pass), and an automatic pass dry-runs every object, trusting nothing earlier passes
+    /// verified.
+    async fn refresh(&self, key: &str) -> Result<AppStatus, OperationError> {
+        if let Some(source_key) = lock(&self.apps).get(key).map(|m| m.source_key.clone()) {
+            self.poller.trigger(&source_key);
+        }
+        self.run_pass(key, &Trigger::Automatic, true).await
     }
 
     /// [`Runner::prepare`]; an unreachable destination is retried with backoff.
@@ -793,6 +837,11 @@ impl Runner {
         result: &Result<pipeline::Outcome, ReconcileError>,
         started: std::time::Instant,
     ) {
+        if let Ok(outcome) = result
+            && let Some(entry) = lock(&self.entries).get_mut(key)
+        {
+            entry.verified = Arc::new(outcome.verified.clone());
+        }
         self.upkeep.after_pass(
             key,
             &p.app.spec.destination.cluster,
@@ -813,8 +862,14 @@ impl Runner {
         let now = Utc::now();
         let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
-        let result =
-            pipeline::approve(p.pass(key), plan_hash, &self.options, now, &mut progress).await;
+        let result = pipeline::approve(
+            p.pass(key, None),
+            plan_hash,
+            &self.options,
+            now,
+            &mut progress,
+        )
+        .await;
         self.follow_up(key, &p, &result, started);
         let held = p.previous.plan_hash.clone().unwrap_or_default();
         match &result {
@@ -888,16 +943,27 @@ struct Prepared {
     previous: AppStatus,
     manifests: Arc<Manifests>,
     target: Target,
+    verified: Arc<Verified>,
+    live: ClusterLive,
 }
 
 impl Prepared {
-    fn pass<'p>(&'p self, key: &'p str) -> Pass<'p> {
+    fn pass<'p>(&'p self, key: &'p str, known: Option<Known<'p>>) -> Pass<'p> {
         Pass {
             app: key,
             spec: &self.app.spec,
             previous: &self.previous,
             target: &self.target,
             manifests: &self.manifests,
+            known,
+        }
+    }
+
+    /// What earlier passes verified and the drift watches see, for an automatic pass.
+    fn known(&self) -> Known<'_> {
+        Known {
+            verified: &self.verified,
+            live: &self.live,
         }
     }
 }
@@ -932,6 +998,8 @@ pub enum Operation {
     Plan,
     /// One reconcile pass with this trigger.
     Pass(Trigger),
+    /// A hard refresh: fetch the source now and dry-run every object (`…/refresh`).
+    Refresh,
     /// Approve the Held plan (checking the hash when given).
     Approve(Option<String>),
     /// Reject the Held plan.

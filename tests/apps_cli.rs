@@ -239,6 +239,13 @@ async fn apps_cli_lists_shows_diffs_syncs_approves_and_rejects() {
         assert_eq!(rejected["phase"], "OutOfSync");
         let again = expect(&run(&["sync", "gated"]), 3);
         assert!(again.contains("Held"), "{again}");
+        // refresh: a full re-diff that applies nothing the sync policy would not.
+        let refreshed = expect(&run(&["refresh", "gated", "-o", "json"]), 0);
+        let refreshed: Value = serde_json::from_str(&refreshed).unwrap();
+        assert_eq!(refreshed["phase"], "Held");
+        let missing = run(&["refresh", "nothing-here"]);
+        assert_eq!(missing.status.code(), Some(1));
+        assert!(stderr(&missing).contains("404"), "{}", stderr(&missing));
 
         // sync --wait: progress on stderr, the final status on stdout, 0 when Synced.
         let waited = run(&[

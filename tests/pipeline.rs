@@ -12,6 +12,10 @@ use sha2::{Digest, Sha256};
 use wardn::app::{
     AppSpec, AppStatus, Destination, HealthState, Phase, SyncPolicy, SyncWindow, WindowKind,
 };
+use wardn::apply::inventory::ObjectRef;
+use wardn::clusters::throttle::Throttles;
+use wardn::diff::digest;
+use wardn::diff::known::{Known, LiveState, LiveStates, Verified};
 use wardn::reconcile::allowlist::Allowlist;
 use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::pipeline::{self, Manifests, Options, Outcome, Pass, ReconcileError, Target};
@@ -75,6 +79,7 @@ async fn target(sim: &common::Sim, allowlist: Allowlist) -> Target {
         cluster: "staging".into(),
         client: sim.cluster.client().await.unwrap(),
         allowlist,
+        kinds: Default::default(),
     }
 }
 
@@ -90,6 +95,7 @@ fn p<'a>(
         previous,
         target,
         manifests,
+        known: None,
     }
 }
 
@@ -227,6 +233,7 @@ async fn create_update_noop_prune() {
         previous: &AppStatus::default(),
         target: &t,
         manifests: &foreign,
+        known: None,
     };
     let o_other = pipeline::reconcile(
         other,
@@ -819,6 +826,7 @@ async fn health_waits_for_rollouts_and_jobs_or_degrades() {
         cluster: "slow".into(),
         client: slow.client().await.unwrap(),
         allowlist: Allowlist::namespaces([NS]),
+        kinds: Default::default(),
     };
     let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
@@ -904,4 +912,174 @@ async fn converges_through_injected_api_errors() {
         .await
         .unwrap();
     assert!(o.plan.is_noop(), "{}", o.plan.text());
+}
+
+/// An automatic pass relying on `known`.
+async fn known_pass(
+    spec: &AppSpec,
+    previous: &AppStatus,
+    t: &Target,
+    m: &Manifests,
+    known: Option<Known<'_>>,
+) -> Outcome {
+    let pass = Pass {
+        known,
+        ..p(spec, previous, t, m)
+    };
+    pipeline::reconcile(
+        pass,
+        &Trigger::Automatic,
+        &options(),
+        Utc::now(),
+        &mut |_| {},
+    )
+    .await
+    .unwrap()
+}
+
+/// The live states a drift watch would report: read from kubesim's store directly.
+struct Snapshot(std::collections::HashMap<String, LiveState>);
+
+impl Snapshot {
+    fn of(sim: &common::Sim, names: &[&str]) -> Snapshot {
+        Snapshot(
+            names
+                .iter()
+                .map(|name| {
+                    let state = match live(sim, "ConfigMap", name) {
+                        Some(o) => LiveState::Present {
+                            resource_version: o["metadata"]["resourceVersion"]
+                                .as_str()
+                                .unwrap()
+                                .to_string(),
+                            digest: digest::live(&o),
+                        },
+                        None => LiveState::Absent,
+                    };
+                    (name.to_string(), state)
+                })
+                .collect(),
+        )
+    }
+}
+
+impl LiveStates for Snapshot {
+    fn state(&self, object: &ObjectRef) -> LiveState {
+        self.0
+            .get(&object.name)
+            .cloned()
+            .unwrap_or(LiveState::Unknown)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verified_objects_skip_their_dry_runs_until_the_live_state_changes() {
+    let sim = common::start(&[NS]).await;
+    let throttles = Throttles::default();
+    let mut t = target(&sim, Allowlist::namespaces([NS])).await;
+    t.client = throttles.wrap("staging", t.client);
+    let requests = || throttles.counts()[0].requests;
+    let app = spec(auto());
+    let names = ["a", "b", "c"];
+    let m = manifests("r1", names.iter().map(|n| cm(n, "1")).collect());
+    // First sync: a watch that knows the objects are absent spares the reads before the
+    // dry-runs; wardn's own applies are recorded as agreements.
+    let absent = Snapshot::of(&sim, &names);
+    let nothing = Verified::default();
+    let before = requests();
+    let o1 = known_pass(
+        &app,
+        &AppStatus::default(),
+        &t,
+        &m,
+        Some(Known {
+            verified: &nothing,
+            live: &absent,
+        }),
+    )
+    .await;
+    let first = requests() - before;
+    assert_eq!(o1.status.phase, Some(Phase::Synced));
+    assert_eq!(o1.plan.summary().creates, 3);
+    assert_eq!(o1.verified.len(), 3, "every apply is an agreement");
+    // discovery (1) + 3 dry-runs + 3 applies; no GETs (health comes from the apply answers)
+    assert_eq!(first, 7, "requests of the first sync");
+
+    // Nothing changed: no request at all.
+    let watched = Snapshot::of(&sim, &names);
+    let before = requests();
+    let o2 = known_pass(
+        &app,
+        &o1.status,
+        &t,
+        &m,
+        Some(Known {
+            verified: &o1.verified,
+            live: &watched,
+        }),
+    )
+    .await;
+    assert_eq!(requests() - before, 0, "a verified no-op pass asks nothing");
+    assert_eq!(o2.status.phase, Some(Phase::Synced));
+    assert_eq!(o2.plan.summary().unchanged, 3);
+    assert_eq!(o2.verified, o1.verified);
+
+    // Without `known` (manual syncs, approvals, refresh) every object is dry-run again.
+    let before = requests();
+    let o3 = known_pass(&app, &o2.status, &t, &m, None).await;
+    assert_eq!(requests() - before, 6, "a GET and a dry-run per object");
+    assert_eq!(o3.verified, o1.verified, "the same live states agree again");
+
+    // Someone edits b: its live digest changes, so b (only) is dry-run and found changed.
+    sim.kubectl(
+        &[
+            "patch",
+            "configmap",
+            "b",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"data":{"k":"edited"}}"#,
+        ],
+        None,
+    );
+    let edited = Snapshot::of(&sim, &names);
+    let before = requests();
+    let o4 = known_pass(
+        &app,
+        &o3.status,
+        &t,
+        &m,
+        Some(Known {
+            verified: &o3.verified,
+            live: &edited,
+        }),
+    )
+    .await;
+    assert_eq!(o4.plan.summary().updates, 1, "{:?}", o4.plan.summary());
+    assert_eq!(o4.plan.summary().unchanged, 2);
+    assert_eq!(requests() - before, 2, "GET and dry-run of b only");
+    assert_eq!(
+        o4.status.phase,
+        Some(Phase::OutOfSync),
+        "drift without selfHeal is reported"
+    );
+    assert_eq!(o4.verified.len(), 2, "b no longer agrees");
+
+    // A watch that lost track of the objects (Unknown) means asking the cluster again.
+    let unknown = Snapshot(Default::default());
+    let before = requests();
+    known_pass(
+        &app,
+        &o4.status,
+        &t,
+        &m,
+        Some(Known {
+            verified: &o4.verified,
+            live: &unknown,
+        }),
+    )
+    .await;
+    assert_eq!(requests() - before, 6);
 }

@@ -187,6 +187,27 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
         (status, &synced["status"]["phase"]),
         (200, &json!("Synced"))
     );
+    // A hard refresh re-diffs; it applies only what an automatic pass would.
+    let (status, refreshed) = post("/api/v1/apps/local/rejected/refresh".into(), json!({})).await;
+    assert_eq!(
+        (status, &refreshed["status"]["phase"]),
+        (200, &json!("Held")),
+        "{refreshed}"
+    );
+    assert!(
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), "rejected-config")
+            .is_none(),
+        "a refresh of an App that requires approval applies nothing"
+    );
+    let (status, refreshed) = post("/api/v1/apps/local/auto/refresh".into(), json!({})).await;
+    assert_eq!(
+        (status, &refreshed["status"]["phase"]),
+        (200, &json!("Synced")),
+        "{refreshed}"
+    );
+    let (status, _) = post("/api/v1/apps/local/missing/refresh".into(), json!({})).await;
+    assert_eq!(status, 404);
     let (_, audit) = get("/api/v1/audit".into()).await;
     let text = audit.to_string();
     assert!(

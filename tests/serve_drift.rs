@@ -1,7 +1,8 @@
 //! `wardn serve` keeps Apps converged between revisions: with the periodic resync set to an
 //! hour, a `kubectl patch` of a managed Deployment is found by the drift watches and reverted
 //! (selfHeal) — also a `kubectl edit` after kubesim dropped every watch stream — a patched ConfigMap of an App without selfHeal turns it OutOfSync; `/metrics`
-//! (public) then shows the passes, the drift events and the cluster's requests.
+//! (public) then shows the passes, the drift events and the cluster's requests. Automatic
+//! passes of unchanged Apps send no requests once the drift watches have listed the objects.
 
 mod common;
 
@@ -11,7 +12,9 @@ use std::time::Duration;
 
 use wardn::app::Phase;
 use wardn::clusters::seal::Sealer;
+use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::upkeep::Scheduling;
+use wardn::runner::{Completed, Operation};
 use wardn::server::{ServeOptions, Server};
 
 const NS: &str = "staging";
@@ -80,6 +83,20 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// The requests wardn sent to the management cluster so far, from `/metrics`.
+async fn local_requests(base: &str) -> f64 {
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    samples(&text)
+        .get("wardn_cluster_requests_total{cluster=\"local\"}")
+        .copied()
+        .unwrap_or_default()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
     let sim = common::start(&[NS]).await;
@@ -132,6 +149,35 @@ async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
             .map(|d| d["spec"]["replicas"].clone())
     };
     assert_eq!(replicas(), Some(serde_json::json!(2)));
+
+    // Once the drift watches have listed the objects, automatic passes of unchanged Apps
+    // (resyncs, drift follow-ups) rely on what earlier passes verified and ask the cluster
+    // nothing. (Retried: a watch may still be listing, or another request land meanwhile.)
+    let mut quiet = false;
+    for _ in 0..50 {
+        let before = local_requests(&base).await;
+        for key in ["wardn/web", "wardn/settings"] {
+            let done = runner
+                .operate(key, Operation::Pass(Trigger::Automatic))
+                .await
+                .unwrap();
+            assert!(matches!(done, Completed::Status(s) if s.phase == Some(Phase::Synced)));
+        }
+        if local_requests(&base).await == before {
+            quiet = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(quiet, "automatic no-op passes kept sending requests");
+    // A hard refresh trusts nothing: it dry-runs the object again.
+    let before = local_requests(&base).await;
+    let done = runner.operate("wardn/settings", Operation::Refresh).await;
+    assert!(matches!(done, Ok(Completed::Status(s)) if s.phase == Some(Phase::Synced)));
+    assert!(
+        local_requests(&base).await >= before + 2.0,
+        "GET and dry-run"
+    );
 
     // selfHeal: the scaled Deployment is scaled back by a pass the watch triggered.
     let patched = std::time::Instant::now();

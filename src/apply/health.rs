@@ -2,6 +2,7 @@
 //! completed (Job), or reports a `Ready` condition; and the wait for all of them, with a
 //! timeout.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -140,30 +141,45 @@ pub fn next_poll(current: Duration, poll: Duration) -> Duration {
 }
 
 /// Polls `objects` until all are healthy, one is degraded, or `timeout` passes (→ Degraded,
-/// naming what was still progressing). Pauses start at 50 ms and double up to `poll`.
+/// naming what was still progressing). `seen` holds objects whose live state is already at
+/// hand (the server's answers to the apply): they are assessed without a request first. An
+/// object found healthy is not read again. Pauses start at 50 ms and double up to `poll`.
 pub async fn wait(
     resolver: &mut Resolver,
     objects: &[ObjectRef],
+    seen: &HashMap<ObjectRef, Value>,
     timeout: Duration,
     poll: Duration,
 ) -> Result<HealthReport, kube::Error> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut pause = FIRST_POLL.min(poll);
+    let mut pending: Vec<&ObjectRef> = objects.iter().collect();
+    let mut first = true;
     loop {
         let mut waiting = Vec::new();
-        for id in objects {
-            let Some(resolved) = resolver.resolve(&id.api_version, &id.kind).await? else {
-                continue;
+        let mut still = Vec::new();
+        for id in pending {
+            let live = match seen.get(id).filter(|_| first) {
+                Some(live) => live.clone(),
+                None => {
+                    let Some(resolved) = resolver.resolve(&id.api_version, &id.kind).await? else {
+                        continue;
+                    };
+                    let api = resolver.api(&resolved, id.namespace.as_deref());
+                    let Some(live) = api.get_opt(&id.name).await? else {
+                        waiting.push(format!("{id}: not found"));
+                        still.push(id);
+                        continue;
+                    };
+                    serde_json::to_value(live).map_err(kube::Error::SerdeError)?
+                }
             };
-            let api = resolver.api(&resolved, id.namespace.as_deref());
-            let Some(live) = api.get_opt(&id.name).await? else {
-                waiting.push(format!("{id}: not found"));
-                continue;
-            };
-            let live = serde_json::to_value(live).map_err(kube::Error::SerdeError)?;
             match assess(&live) {
                 Health::Healthy => {}
-                Health::Progressing(why) => waiting.push(format!("{id}: {why}")),
+                Health::Progressing(why) => {
+                    waiting.push(format!("{id}: {why}"));
+                    still.push(id);
+                }
                 Health::Degraded(why) => {
                     return Ok(HealthReport {
                         state: HealthState::Degraded,
@@ -188,6 +204,8 @@ pub async fn wait(
                 ),
             });
         }
+        pending = still;
+        first = false;
         tokio::time::sleep(pause).await;
         pause = next_poll(pause, poll);
     }

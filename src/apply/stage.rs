@@ -17,12 +17,13 @@ use crate::diff::resolve::Resolver;
 const CONCURRENCY: usize = 8;
 
 /// Applies `objects` (identity, rendered object) in stage order with field manager `wardn`,
-/// waiting up to `crd_timeout` for CRDs to be Established; returns the applied identities.
+/// waiting up to `crd_timeout` for CRDs to be Established; returns each applied object as the
+/// server answered the apply (its live state right after it).
 pub async fn apply_staged(
     resolver: &mut Resolver,
     objects: &[(ObjectRef, Value)],
     crd_timeout: Duration,
-) -> Result<Vec<ObjectRef>, ApplyError> {
+) -> Result<Vec<(ObjectRef, Value)>, ApplyError> {
     let mut ordered: Vec<&(ObjectRef, Value)> = objects.iter().collect();
     sort_for_apply(&mut ordered, |(id, _)| id);
     let mut applied = Vec::with_capacity(ordered.len());
@@ -49,22 +50,27 @@ pub async fn apply_staged(
             jobs.push((resolver.api(&resolved, id.namespace.as_deref()), id, object));
         }
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        stream::iter(jobs)
+        let answers = stream::iter(jobs)
             .map(|(api, id, object)| {
                 let params = &params;
                 async move {
-                    api.patch(&id.name, params, &Patch::Apply(object))
+                    let kube_err = |source| ApplyError::Kube {
+                        object: id.to_string(),
+                        source,
+                    };
+                    let live = api
+                        .patch(&id.name, params, &Patch::Apply(object))
                         .await
-                        .map_err(|source| ApplyError::Kube {
-                            object: id.to_string(),
-                            source,
-                        })
+                        .map_err(kube_err)?;
+                    let live = serde_json::to_value(live)
+                        .map_err(|e| kube_err(kube::Error::SerdeError(e)))?;
+                    Ok::<_, ApplyError>((id.clone(), live))
                 }
             })
             .buffer_unordered(CONCURRENCY)
             .try_collect::<Vec<_>>()
             .await?;
-        applied.extend(batch.iter().map(|(id, _)| id.clone()));
+        applied.extend(answers);
         if current == Stage::Crds {
             for (id, _) in batch {
                 wait_established(resolver, id, crd_timeout).await?;

@@ -86,6 +86,15 @@ pub enum AppsCommand {
         #[arg(short, long, value_enum, default_value_t)]
         output: Output,
     },
+    /// Hard refresh: fetch the App's source now and re-diff every object against the cluster
+    /// (applies only if the App syncs automatically). Prints the resulting status.
+    Refresh {
+        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        app: String,
+        /// Output format of the resulting status.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
     /// Approve the Held plan; with --plan-hash only if it is still that plan (else 409).
     Approve {
         /// `CLUSTER/NAME` or `NAME` (cluster `local`).
@@ -285,6 +294,13 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
             let status: AppStatus = decode("status", done["status"].clone())?;
             print_status(&app, &status, output)?;
             Ok(ExitCode::from(exit_code(status.phase)))
+        }
+        AppsCommand::Refresh { app, output } => {
+            let path = format!("{}/refresh", app_path(&app)?);
+            let done: Value = client.call(Method::POST, &path, None).await?;
+            let status: AppStatus = decode("status", done["status"].clone())?;
+            print_status(&app, &status, output)?;
+            Ok(ExitCode::SUCCESS)
         }
         AppsCommand::Reject { app, output } => {
             let path = format!("{}/reject", app_path(&app)?);

@@ -4,29 +4,48 @@
 use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 
+use super::digest::{self, Digest};
 use super::resolve::{Resolved, Resolver};
-use super::{ObjectDiff, compare};
+use super::{Action, ObjectDiff, compare};
 use crate::apply::FIELD_MANAGER;
 use crate::apply::inventory::ObjectRef;
 
+/// The result of one dry-run.
+#[derive(Debug, Clone)]
+pub struct DryRun {
+    /// The diff.
+    pub diff: ObjectDiff,
+    /// When the object is unchanged: the [`digest::live`] of the live object it agrees with.
+    pub agreed: Option<Digest>,
+}
+
 /// Diffs one rendered object against the cluster. `resolved` is `None` when the cluster does
 /// not serve the kind yet (its CRD is part of the same plan): the object is then a create, as
-/// is a new object whose namespace does not exist yet (the dry-run answers 404).
+/// is a new object whose namespace does not exist yet (the dry-run answers 404). With
+/// `known_absent` (a complete watch of the kind does not contain the object) the live object
+/// is not read first.
 pub async fn dry_run(
     resolver: &Resolver,
     resolved: Option<&Resolved>,
     id: ObjectRef,
     object: &Value,
-) -> Result<ObjectDiff, kube::Error> {
+    known_absent: bool,
+) -> Result<DryRun, kube::Error> {
     let Some(resolved) = resolved else {
-        return Ok(compare(id, None, object));
+        return Ok(DryRun {
+            diff: compare(id, None, object),
+            agreed: None,
+        });
     };
     let api = resolver.api(resolved, id.namespace.as_deref());
-    let live = api
-        .get_opt(&id.name)
-        .await?
-        .map(|o| serde_json::to_value(o).map_err(kube::Error::SerdeError))
-        .transpose()?;
+    let live = if known_absent {
+        None
+    } else {
+        api.get_opt(&id.name)
+            .await?
+            .map(|o| serde_json::to_value(o).map_err(kube::Error::SerdeError))
+            .transpose()?
+    };
     let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
     let predicted = match api.patch(&id.name, &params, &Patch::Apply(object)).await {
         Ok(p) => serde_json::to_value(p).map_err(kube::Error::SerdeError)?,
@@ -34,5 +53,10 @@ pub async fn dry_run(
         Err(kube::Error::Api(s)) if s.code == 404 && live.is_none() => object.clone(),
         Err(e) => return Err(e),
     };
-    Ok(compare(id, live.as_ref(), &predicted))
+    let diff = compare(id, live.as_ref(), &predicted);
+    let agreed = match (&live, diff.action) {
+        (Some(live), Action::Unchanged) => Some(digest::live(live)),
+        _ => None,
+    };
+    Ok(DryRun { diff, agreed })
 }

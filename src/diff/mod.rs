@@ -3,7 +3,9 @@
 //! masked, as a structured change set and a unified text diff.
 
 pub mod changes;
+pub mod digest;
 pub mod dryrun;
+pub mod known;
 pub mod mask;
 pub mod normalize;
 pub mod resolve;
@@ -43,6 +45,19 @@ pub struct ObjectDiff {
     pub changes: Vec<Change>,
     /// The unified text diff (normalised, Secret values masked).
     pub text: String,
+}
+
+impl ObjectDiff {
+    /// The diff of an object known to be unchanged without a dry-run (see [`known`]).
+    pub fn unchanged(object: ObjectRef, live_resource_version: String) -> ObjectDiff {
+        ObjectDiff {
+            object,
+            action: Action::Unchanged,
+            live_resource_version: Some(live_resource_version),
+            changes: Vec::new(),
+            text: String::new(),
+        }
+    }
 }
 
 /// Whether `live` carries a server-side apply entry of wardn's field manager, i.e. wardn has

@@ -1,7 +1,10 @@
 //! Resolution of `apiVersion`/`kind` to an API resource (URL path, scope) through the cluster's
-//! discovery, cached for one reconcile pass.
+//! discovery, cached per cluster for [`KIND_TTL`] and shared by the passes of every App that
+//! deploys there (one discovery request per group-version and cluster, not per pass).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
@@ -17,20 +20,50 @@ pub struct Resolved {
     pub namespaced: bool,
 }
 
+/// How long a resolved kind is trusted before discovery is asked again (a CRD may change its
+/// served versions or be removed).
+pub const KIND_TTL: Duration = Duration::from_secs(300);
+
+/// `(apiVersion, kind)`.
+type KindKey = (String, String);
+
+/// The kinds resolved on one cluster, with when they were resolved. Clones share the cache.
+#[derive(Clone, Default)]
+pub struct KindCache {
+    entries: Arc<Mutex<HashMap<KindKey, (Resolved, Instant)>>>,
+}
+
+impl KindCache {
+    fn get(&self, key: &KindKey) -> Option<Resolved> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(key)
+            .filter(|(_, at)| at.elapsed() < KIND_TTL)
+            .map(|(r, _)| r.clone())
+    }
+
+    fn insert(&self, key: KindKey, resolved: Resolved) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.insert(key, (resolved, Instant::now()));
+    }
+}
+
 /// Resolves kinds through discovery, remembering what it found (unknown kinds are asked again,
 /// since a CRD applied in the meantime can make them known).
 pub struct Resolver {
     client: Client,
-    cache: HashMap<(String, String), Resolved>,
+    cache: KindCache,
 }
 
 impl Resolver {
-    /// A resolver for one cluster.
+    /// A resolver for one cluster with a cache of its own.
     pub fn new(client: Client) -> Resolver {
-        Resolver {
-            client,
-            cache: HashMap::new(),
-        }
+        Resolver::shared(client, KindCache::default())
+    }
+
+    /// A resolver for one cluster using `cache`, shared with the cluster's other resolvers.
+    pub fn shared(client: Client, cache: KindCache) -> Resolver {
+        Resolver { client, cache }
     }
 
     /// The client requests go through.
@@ -46,7 +79,7 @@ impl Resolver {
     ) -> Result<Option<Resolved>, Error> {
         let key = (api_version.to_string(), kind.to_string());
         if let Some(r) = self.cache.get(&key) {
-            return Ok(Some(r.clone()));
+            return Ok(Some(r));
         }
         let (group, version) = match api_version.rsplit_once('/') {
             Some((g, v)) => (g, v),

@@ -17,6 +17,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::task::JoinHandle;
 
+use super::live::{ClusterLive, LiveCache};
 use crate::apply::FIELD_MANAGER;
 use crate::apply::inventory::ObjectRef;
 
@@ -40,7 +41,8 @@ pub struct WatchKey {
 }
 
 impl WatchKey {
-    fn of(cluster: &str, object: &ObjectRef) -> WatchKey {
+    /// The watch that covers `object` on `cluster`.
+    pub fn of(cluster: &str, object: &ObjectRef) -> WatchKey {
         WatchKey {
             cluster: cluster.to_string(),
             api_version: object.api_version.clone(),
@@ -89,6 +91,7 @@ impl Index {
 pub struct DriftWatches {
     index: Arc<Mutex<Index>>,
     on_drift: OnDrift,
+    live: LiveCache,
 }
 
 fn lock(index: &Mutex<Index>) -> MutexGuard<'_, Index> {
@@ -102,7 +105,13 @@ impl DriftWatches {
         DriftWatches {
             index: Arc::default(),
             on_drift,
+            live: LiveCache::default(),
         }
+    }
+
+    /// What the watches see of destination `cluster`'s objects.
+    pub fn live(&self, cluster: &str) -> ClusterLive {
+        self.live.cluster(cluster)
     }
 
     /// Records App `app`'s inventory on `cluster` (after a pass) and starts the watches it
@@ -149,6 +158,7 @@ impl DriftWatches {
             let keep = wanted.contains(key) && !task.is_finished();
             if !keep {
                 task.abort();
+                self.live.forget(key);
             }
             keep
         });
@@ -164,6 +174,7 @@ impl DriftWatches {
                 client.clone(),
                 Arc::downgrade(&self.index),
                 Arc::clone(&self.on_drift),
+                self.live.clone(),
             ));
             index.watches.insert(key, task);
         }
@@ -229,8 +240,15 @@ fn gvk(key: &WatchKey) -> GroupVersionKind {
     GroupVersionKind::gvk(group, version, &key.kind)
 }
 
-/// Watches one kind until aborted, reporting drifted inventory objects.
-async fn watch(key: WatchKey, client: kube::Client, index: Weak<Mutex<Index>>, on_drift: OnDrift) {
+/// Watches one kind until aborted, keeping `live` current and reporting drifted inventory
+/// objects.
+async fn watch(
+    key: WatchKey,
+    client: kube::Client,
+    index: Weak<Mutex<Index>>,
+    on_drift: OnDrift,
+    live: LiveCache,
+) {
     let resource = loop {
         match kube::discovery::pinned_kind(&client, &gvk(&key)).await {
             Ok((resource, _)) => break resource,
@@ -248,17 +266,25 @@ async fn watch(key: WatchKey, client: kube::Client, index: Weak<Mutex<Index>>, o
     let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
     futures_util::pin_mut!(events);
     while let Some(event) = events.next().await {
-        let (object, deleted) = match event {
-            // InitApply: objects seen by a (re-)list, which may have changed while the
-            // watch was down.
-            Ok(Event::Apply(o) | Event::InitApply(o)) => (o, false),
-            Ok(Event::Delete(o)) => (o, true),
-            Ok(Event::Init | Event::InitDone) => continue,
+        // The live view is updated first, so a pass the drift starts sees the change.
+        let event = match event {
+            Ok(event) => {
+                live.record(&key, &event);
+                event
+            }
             Err(e) => {
+                live.interrupted(&key);
                 tracing::debug!(cluster = %key.cluster, kind = %key.kind, error = %e,
                     "drift watch interrupted; it restarts with backoff");
                 continue;
             }
+        };
+        let (object, deleted) = match event {
+            // InitApply: objects seen by a (re-)list, which may have changed while the
+            // watch was down.
+            Event::Apply(o) | Event::InitApply(o) => (o, false),
+            Event::Delete(o) => (o, true),
+            Event::Init | Event::InitDone => continue,
         };
         let Some(object_ref) = object_ref(&key, &object) else {
             continue;

@@ -227,6 +227,7 @@ mod tests {
                 deleted: vec![r],
                 skipped: vec![],
             }),
+            verified: Default::default(),
         }
     }
 

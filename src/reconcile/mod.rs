@@ -7,6 +7,7 @@ pub mod apps_dir;
 pub mod backoff;
 pub mod decide;
 pub mod drift;
+pub mod live;
 pub mod metrics;
 pub mod pipeline;
 pub mod plan;

@@ -2,7 +2,7 @@
 //! (before any write), diff (dry-run) into a Plan, decide, then apply, prune and wait for
 //! health. Approval re-plans and applies only if the plan hash is unchanged.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -19,9 +19,11 @@ use crate::app::{AppSpec, AppStatus, HealthState, Phase};
 use crate::apply::inventory::{ObjectRef, orphans, prunable, stamp};
 use crate::apply::prune::{PruneReport, prune};
 use crate::apply::{ApplyError, guard, health, stage};
+use crate::diff::digest::{self, Digest};
 use crate::diff::dryrun::dry_run;
-use crate::diff::resolve::{Resolved, Resolver};
-use crate::diff::{Action, scope};
+use crate::diff::known::{Known, LiveState, Verified};
+use crate::diff::resolve::{KindCache, Resolver};
+use crate::diff::{Action, ObjectDiff, scope};
 
 /// How many dry-runs are in flight at once.
 const DIFF_CONCURRENCY: usize = 8;
@@ -36,6 +38,8 @@ pub struct Target {
     pub client: Client,
     /// The namespaces the App may deploy to.
     pub allowlist: Allowlist,
+    /// The cluster's resolved kinds, shared by the passes of all Apps deploying there.
+    pub kinds: KindCache,
 }
 
 /// The rendered manifests of one revision.
@@ -88,6 +92,9 @@ pub struct Pass<'a> {
     pub target: &'a Target,
     /// What to deploy.
     pub manifests: &'a Manifests,
+    /// What may be taken as known without a dry-run (automatic passes); `None`: dry-run every
+    /// object (manual syncs, approvals, `…/diff`).
+    pub known: Option<Known<'a>>,
 }
 
 /// The result of a pass: the new status, the plan it acted on, and what prune did.
@@ -99,6 +106,8 @@ pub struct Outcome {
     pub plan: Plan,
     /// What prune deleted or skipped, when the plan was applied.
     pub pruned: Option<PruneReport>,
+    /// The objects seen to agree with their rendered form in this pass (for the next ones).
+    pub verified: Verified,
 }
 
 /// Why a pass failed.
@@ -179,6 +188,10 @@ impl ReconcileError {
 struct Planned {
     plan: Plan,
     placed: Vec<(ObjectRef, Value)>,
+    /// [`digest::rendered`] of each placed object.
+    digests: HashMap<ObjectRef, Digest>,
+    /// The objects seen to agree with their rendered form while planning.
+    verified: Verified,
     /// Inventory entries kept although not rendered (prune is off).
     kept: Vec<ObjectRef>,
     guard: Option<String>,
@@ -224,7 +237,8 @@ async fn place_and_check(
     Ok(placed)
 }
 
-/// Builds the plan: dry-run diffs of every rendered object, and prunes from the inventory.
+/// Builds the plan: dry-run diffs of every rendered object (except those `known` shows to
+/// agree already), and prunes from the inventory.
 async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError> {
     let Pass {
         app,
@@ -232,22 +246,68 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         previous,
         target,
         manifests,
+        known,
     } = pass;
     parse_all(&spec.sync_policy.sync_windows)?;
-    let mut resolver = Resolver::new(target.client.clone());
+    let mut resolver = Resolver::shared(target.client.clone(), target.kinds.clone());
     let mut placed = place_and_check(spec, target, &mut resolver, &manifests.objects).await?;
     for (_, object) in &mut placed {
         stamp(object, app);
     }
-    let mut resolved: Vec<Option<Resolved>> = Vec::with_capacity(placed.len());
-    for (id, _) in &placed {
-        resolved.push(resolver.resolve(&id.api_version, &id.kind).await?);
+    let digests: HashMap<ObjectRef, Digest> = placed
+        .iter()
+        .map(|(id, object)| (id.clone(), digest::rendered(object)))
+        .collect();
+    let mut verified = Verified::default();
+    let mut diffs: Vec<Option<ObjectDiff>> = Vec::with_capacity(placed.len());
+    let mut to_check = Vec::new();
+    for (id, object) in &placed {
+        let state = known.map_or(LiveState::Unknown, |k| k.live.state(id));
+        if let (
+            Some(k),
+            LiveState::Present {
+                resource_version,
+                digest,
+            },
+        ) = (known, &state)
+            && k.verified.agrees(id, &digests[id], digest)
+        {
+            verified.carry(k.verified, id);
+            diffs.push(Some(ObjectDiff::unchanged(
+                id.clone(),
+                resource_version.clone(),
+            )));
+            continue;
+        }
+        let resolved = resolver.resolve(&id.api_version, &id.kind).await?;
+        to_check.push((
+            diffs.len(),
+            id,
+            object,
+            resolved,
+            state == LiveState::Absent,
+        ));
+        diffs.push(None);
     }
-    let diffs = stream::iter(placed.iter().zip(&resolved))
-        .map(|((id, object), r)| dry_run(&resolver, r.as_ref(), id.clone(), object))
+    let checked = stream::iter(to_check)
+        .map(|(slot, id, object, resolved, absent)| {
+            let resolver = &resolver;
+            async move {
+                let run = dry_run(resolver, resolved.as_ref(), id.clone(), object, absent).await?;
+                Ok::<_, kube::Error>((slot, run))
+            }
+        })
         .buffered(DIFF_CONCURRENCY)
         .try_collect::<Vec<_>>()
         .await?;
+    for (slot, run) in checked {
+        if let Some(live) = run.agreed {
+            let id = &run.diff.object;
+            verified.record(id.clone(), digests[id], live);
+        }
+        diffs[slot] = Some(run.diff);
+    }
+    let diffs: Vec<ObjectDiff> = diffs.into_iter().flatten().collect();
     let current: BTreeSet<ObjectRef> = placed.iter().map(|(id, _)| id.clone()).collect();
     let gone = orphans(&previous.inventory, &current);
     let mut prunes = Vec::new();
@@ -292,6 +352,8 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         Planned {
             plan,
             placed,
+            digests,
+            verified,
             kept,
             guard,
             owner: app.to_string(),
@@ -346,6 +408,7 @@ pub async fn reconcile(
         status,
         plan: planned.plan,
         pruned: None,
+        verified: planned.verified,
     })
 }
 
@@ -378,6 +441,7 @@ pub async fn approve(
             status,
             plan: planned.plan,
             pruned: None,
+            verified: planned.verified,
         });
     }
     let expired = options.approval_ttl.is_some_and(|ttl| {
@@ -406,6 +470,7 @@ pub async fn approve(
             status,
             plan: planned.plan,
             pruned: None,
+            verified: planned.verified,
         });
         return Err(if expired {
             ReconcileError::ApprovalExpired { held, outcome }
@@ -427,6 +492,8 @@ async fn execute(
     let Planned {
         plan,
         placed,
+        digests,
+        mut verified,
         kept,
         owner,
         ..
@@ -442,7 +509,14 @@ async fn execute(
         .filter(|(id, _)| touched.contains(id))
         .cloned()
         .collect();
-    stage::apply_staged(&mut resolver, &to_apply, options.crd_timeout).await?;
+    let applied = stage::apply_staged(&mut resolver, &to_apply, options.crd_timeout).await?;
+    // wardn's own apply produced these live states from exactly these rendered objects.
+    for (id, live) in &applied {
+        if let Some(rendered) = digests.get(id) {
+            verified.record(id.clone(), *rendered, digest::live(live));
+        }
+    }
+    let applied: HashMap<ObjectRef, Value> = applied.into_iter().collect();
     let prune_ids: Vec<ObjectRef> = plan.prunes.iter().map(|p| p.object.clone()).collect();
     let report = prune(&mut resolver, &prune_ids, &owner).await?;
     let mut inventory: Vec<ObjectRef> = placed
@@ -461,12 +535,20 @@ async fn execute(
         Utc::now(),
     ));
     let ids: Vec<ObjectRef> = placed.into_iter().map(|(id, _)| id).collect();
-    let h = health::wait(&mut resolver, &ids, options.health_timeout, options.poll).await?;
+    let h = health::wait(
+        &mut resolver,
+        &ids,
+        &applied,
+        options.health_timeout,
+        options.poll,
+    )
+    .await?;
     let status = status::applied(previous, &plan, inventory, h.state, &h.message, Utc::now());
     Ok(Outcome {
         status,
         plan,
         pruned: Some(report),
+        verified,
     })
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::backoff::{self, Backoff};
 use super::drift::DriftWatches;
+use super::live::ClusterLive;
 use super::metrics::Metrics;
 use super::pipeline::{Outcome, ReconcileError};
 use super::scheduler::Scheduler;
@@ -136,6 +137,11 @@ impl Upkeep {
         };
         self.scheduler.enqueue_after(key, delay);
         delay
+    }
+
+    /// What the drift watches see of destination `cluster` (`""`: the management cluster).
+    pub fn live(&self, cluster: &str) -> ClusterLive {
+        self.drift.live(cluster)
     }
 
     /// Stops following App `key` (it was removed): its drift watches stop.

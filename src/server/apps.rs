@@ -133,6 +133,19 @@ pub async fn diff(
     Ok(Json(completed(done)))
 }
 
+/// `POST /api/v1/apps/{cluster}/{name}/refresh`: a hard refresh. The App's source is fetched
+/// now and an automatic pass dry-runs every object instead of trusting earlier passes; as any
+/// automatic pass, it applies only when the sync policy is automated. Answers the App's
+/// status after the pass.
+pub async fn refresh(
+    State(state): State<AppState>,
+    Path((cluster, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let key = key(&state, &cluster, &name)?;
+    let done = state.runner().operate(&key, Operation::Refresh).await?;
+    Ok(Json(completed(done)))
+}
+
 /// `POST /api/v1/apps/{cluster}/{name}/approve` with optional `{"plan_hash"}`; audited as
 /// `app.approve` with the actor and the plan hash.
 pub async fn approve(

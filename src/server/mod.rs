@@ -293,6 +293,12 @@ pub fn route_table() -> Vec<RouteSpec> {
         ),
         route(
             Method::POST,
+            "/api/v1/apps/{cluster}/{name}/refresh",
+            User,
+            post(apps::refresh),
+        ),
+        route(
+            Method::POST,
             webhook::ROUTE,
             Webhook,
             post(webhook::git_webhook).layer(DefaultBodyLimit::max(webhook::MAX_BODY)),
