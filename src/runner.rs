@@ -49,9 +49,6 @@ mod resources;
 pub use publish::FIELD_MANAGER;
 use publish::{Change, Publisher};
 
-/// How many Apps are reconciled at once.
-const WORKERS: usize = 4;
-
 /// Why the runner could not start an App's source.
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -140,6 +137,8 @@ pub struct Runner {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Resolved kinds per destination cluster, shared by the Apps deploying there.
     kinds: Mutex<HashMap<String, KindCache>>,
+    /// How many passes run at once.
+    workers: usize,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     stopping: watch::Sender<bool>,
     file_errors: Mutex<Vec<String>>,
@@ -186,6 +185,7 @@ impl Runner {
         scheduling: Scheduling,
     ) -> Arc<Runner> {
         let scheduler = Scheduler::new();
+        let workers = scheduling.workers.max(1);
         let upkeep = Upkeep::new(
             scheduler.clone(),
             Arc::clone(resolver.throttles()),
@@ -202,6 +202,7 @@ impl Runner {
             poller,
             locks: Mutex::new(HashMap::new()),
             kinds: Mutex::new(HashMap::new()),
+            workers,
             tasks: Mutex::new(Vec::new()),
             stopping: watch::Sender::new(false),
             file_errors: Mutex::new(Vec::new()),
@@ -218,7 +219,7 @@ impl Runner {
         let workers = tokio::spawn(async move {
             let runner = Arc::clone(&this);
             this.scheduler
-                .run(WORKERS, move |key| {
+                .run(this.workers, move |key| {
                     let runner = Arc::clone(&runner);
                     runner.reconcile(key)
                 })

@@ -51,6 +51,10 @@ pub struct ServeArgs {
     /// fetched again (so updates and removals on the server are seen).
     #[arg(long, default_value_t = 60)]
     pub cluster_cache_ttl: u64,
+    /// How many App reconcile passes run at once (each App has at most one).
+    #[arg(long, default_value_t = crate::reconcile::upkeep::DEFAULT_WORKERS,
+        value_parser = workers)]
+    pub workers: usize,
     /// Every App is reconciled at least this often (±10 %), e.g. 90s, 3m, 1h.
     #[arg(long, default_value = "3m", value_parser = resync_interval)]
     pub resync_interval: Duration,
@@ -70,6 +74,16 @@ fn resync_interval(text: &str) -> Result<Duration, String> {
         return Err("must be at least 1s".into());
     }
     Ok(d)
+}
+
+/// `--workers`: 1 to 1024.
+fn workers(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?}: expected a number of workers from 1 to 1024"
+        )),
+    }
 }
 
 /// `--cluster-qps`: a positive, finite number.
@@ -126,6 +140,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
 /// The scheduling settings of `args`.
 fn scheduling(args: &ServeArgs) -> Scheduling {
     Scheduling {
+        workers: args.workers,
         resync_interval: args.resync_interval,
         cluster_qps: args.cluster_qps,
         cluster_burst: args.cluster_burst,
@@ -193,6 +208,7 @@ mod tests {
         let d = Cli::try_parse_from(["wardn"]).unwrap().serve;
         assert_eq!(d.resync_interval, Duration::from_secs(180));
         assert_eq!((d.cluster_qps, d.cluster_burst), (50.0, 100));
+        assert_eq!(d.workers, 16);
         let s = Cli::try_parse_from([
             "wardn",
             "--resync-interval",
@@ -201,17 +217,22 @@ mod tests {
             "2.5",
             "--cluster-burst",
             "7",
+            "--workers",
+            "3",
         ])
         .unwrap()
         .serve;
         assert_eq!(s.resync_interval, Duration::from_secs(5400));
         assert_eq!((s.cluster_qps, s.cluster_burst), (2.5, 7));
+        assert_eq!(s.workers, 3);
         for bad in [
             ["--resync-interval", "0s"],
             ["--resync-interval", "soon"],
             ["--cluster-qps", "0"],
             ["--cluster-qps", "NaN"],
             ["--cluster-burst", "0"],
+            ["--workers", "0"],
+            ["--workers", "5000"],
         ] {
             let err = Cli::try_parse_from(["wardn", bad[0], bad[1]]).err();
             assert!(err.is_some(), "{bad:?} accepted");

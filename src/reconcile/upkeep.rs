@@ -15,10 +15,17 @@ use super::pipeline::{Outcome, ReconcileError};
 use super::scheduler::Scheduler;
 use crate::clusters::throttle::{DEFAULT_BURST, DEFAULT_QPS, Throttles};
 
-/// Scheduling settings of `wardn serve` (`--resync-interval`, `--cluster-qps`,
+/// How many passes run at once by default. Passes mostly wait on the clusters (dry-runs,
+/// applies, health), so this is well above the core count; the per-cluster rate limits bound
+/// the load on each cluster.
+pub const DEFAULT_WORKERS: usize = 16;
+
+/// Scheduling settings of `wardn serve` (`--workers`, `--resync-interval`, `--cluster-qps`,
 /// `--cluster-burst`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scheduling {
+    /// How many App passes run at once (one per App at a time).
+    pub workers: usize,
     /// Every App is reconciled at least this often (±10 %), events or not.
     pub resync_interval: Duration,
     /// Sustained API requests per second to one destination cluster.
@@ -36,6 +43,7 @@ pub struct Scheduling {
 impl Default for Scheduling {
     fn default() -> Self {
         Scheduling {
+            workers: DEFAULT_WORKERS,
             resync_interval: Duration::from_secs(180),
             cluster_qps: DEFAULT_QPS,
             cluster_burst: DEFAULT_BURST,
