@@ -51,6 +51,35 @@ async fn a_burst_through_the_throttled_client_waits_for_tokens() {
     );
 }
 
+/// A 503 with `Retry-After` comes back to wardn after one request: kube's own retry loop
+/// (up to 15 attempts, holding the pass and bypassing nothing of the backoff) is off, so the
+/// per-App backoff sees the error and the cluster's `Retry-After`, and the worker is free.
+#[tokio::test(flavor = "multi_thread")]
+async fn unavailable_clusters_answer_at_once_with_their_retry_after() {
+    let sim = common::start(&[NS]).await;
+    let throttles = Throttles::default();
+    let client = throttled_client_from_kubeconfig(
+        &sim.cluster.kubeconfig(),
+        Duration::from_secs(10),
+        &throttles.layer("staging"),
+    )
+    .await
+    .unwrap();
+    sim.cluster.set_faults(kubesim::Faults {
+        error_rate: 1.0,
+        error_status: 503,
+        ..kubesim::Faults::default()
+    });
+    let api: Api<ConfigMap> = Api::namespaced(client, NS);
+    let err = api.get("anything").await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 503),
+        "{err:?}"
+    );
+    assert_eq!(throttles.counts()[0].requests, 1, "no hidden retries");
+    assert!(throttles.retry_after("staging").is_some());
+}
+
 fn cm_ref(name: &str) -> ObjectRef {
     ObjectRef {
         api_version: "v1".into(),

@@ -83,7 +83,15 @@ async fn config_from_kubeconfig(
     // Only connecting is bounded here: the reconciler's watches keep reads open for minutes
     // (kube's default read timeout stays); probes bound the whole exchange themselves.
     config.connect_timeout = Some(timeout);
+    no_hidden_retries(&mut config);
     Ok(config)
+}
+
+/// Turns off kube's built-in retry of 429/503/504 (up to 15 attempts with growing delays):
+/// it would hold a worker on a sick cluster and hide the failure and its `Retry-After` from
+/// the reconcile backoff, which retries per App without blocking others.
+pub fn no_hidden_retries(config: &mut kube::Config) {
+    config.default_retry = false;
 }
 
 /// Asks the cluster for its version and its Nodes, giving up after `timeout`.

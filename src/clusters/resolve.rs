@@ -178,12 +178,14 @@ impl Resolver {
     async fn management(&self) -> Result<kube::Client, ResolveError> {
         self.management
             .get_or_try_init(|| async {
-                let config = kube::Config::infer()
-                    .await
-                    .map_err(|err| ResolveError::Connect {
-                        cluster: String::new(),
-                        source: ConnectError::Config(err.to_string()),
-                    })?;
+                let mut config =
+                    kube::Config::infer()
+                        .await
+                        .map_err(|err| ResolveError::Connect {
+                            cluster: String::new(),
+                            source: ConnectError::Config(err.to_string()),
+                        })?;
+                connect::no_hidden_retries(&mut config);
                 kube::client::ClientBuilder::try_from(config)
                     .map(|b| b.with_layer(&self.throttles.layer("")).build())
                     .map_err(|err| ResolveError::Connect {

@@ -55,9 +55,10 @@ pub async fn management_client(
             .map_err(|e| kubeconfig_error(e.to_string()))?;
         return Ok(Some(client));
     }
-    Ok(kube::Config::incluster()
-        .ok()
-        .and_then(|config| kube::Client::try_from(config).ok()))
+    Ok(kube::Config::incluster().ok().and_then(|mut config| {
+        crate::clusters::connect::no_hidden_retries(&mut config);
+        kube::Client::try_from(config).ok()
+    }))
 }
 
 /// Settings of `wardn serve --role operator`.
