@@ -690,15 +690,28 @@ impl Runner {
     }
 
     /// Finds the App deployed to cluster segment `cluster` (`local`: the management cluster)
-    /// under `name`; returns its key.
-    pub fn find(&self, cluster: &str, name: &str) -> Option<String> {
-        lock(&self.apps)
+    /// under `name`, in App namespace `namespace` when given; returns its key. Without a
+    /// namespace, Apps of the same name in several namespaces are [`FindError::Ambiguous`].
+    pub fn find(
+        &self,
+        cluster: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<String, FindError> {
+        let keys: Vec<String> = lock(&self.apps)
             .iter()
-            .find(|(_, m)| {
+            .filter(|(_, m)| {
                 m.app.spec.destination.cluster_segment() == cluster
                     && m.app.metadata.name.as_deref() == Some(name)
+                    && namespace.is_none_or(|ns| m.app.metadata.namespace.as_deref() == Some(ns))
             })
             .map(|(k, _)| k.clone())
+            .collect();
+        match keys.as_slice() {
+            [] => Err(FindError::NotFound),
+            [key] => Ok(key.clone()),
+            _ => Err(FindError::Ambiguous(keys)),
+        }
     }
 
     /// What a pass over App `key` needs: the App, its status, its manifests and its target.
@@ -967,6 +980,15 @@ impl Prepared {
             live: &self.live,
         }
     }
+}
+
+/// Why [`Runner::find`] found no single App.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FindError {
+    /// No App matches.
+    NotFound,
+    /// Several Apps match: their keys (`namespace/name`).
+    Ambiguous(Vec<String>),
 }
 
 /// Why an operation on an App failed.

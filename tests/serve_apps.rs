@@ -612,3 +612,72 @@ async fn a_restart_during_an_apply_converges_without_orphans() {
     assert_eq!(status.inventory.len(), count);
     second.stop().await;
 }
+
+/// Two Apps named `web` in different App namespaces deploy to the same cluster: the name alone
+/// is ambiguous (409 naming both), `?namespace=` picks one, an unknown namespace is 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apps_of_the_same_name_are_told_apart_by_namespace() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let src = write_source(work.path(), "web");
+    for team in ["team-a", "team-b"] {
+        let yaml =
+            app_yaml("web", &src, true).replace("namespace: wardn", &format!("namespace: {team}"));
+        std::fs::write(apps.join(format!("{team}.yaml")), yaml).unwrap();
+    }
+    let options = ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: work.path().join("data"),
+        admin_password: Some(PASSWORD.into()),
+        apps_dir: Some(apps),
+        management_kubeconfig: Some(sim.kubeconfig.clone()),
+        probe_interval: Duration::from_secs(3600),
+        ..ServeOptions::default()
+    };
+    std::fs::create_dir_all(&options.data_dir).unwrap();
+    let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
+        .await
+        .unwrap();
+    let base = format!("http://{}", server.addr);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    let http = reqwest::Client::new();
+    let login = http
+        .post(format!("{base}/api/v1/auth/login"))
+        .json(&json!({"username": "admin", "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = login.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_string();
+    let get = |path: &str| {
+        let request = http.get(format!("{base}{path}")).header("cookie", &cookie);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = get("/api/v1/apps/local/web").await;
+    assert_eq!(status, 409, "{body}");
+    let message = body.to_string();
+    assert!(
+        message.contains("team-a/web") && message.contains("team-b/web"),
+        "{message}"
+    );
+    let (status, body) = get("/api/v1/apps/local/web?namespace=team-b").await;
+    assert_eq!(
+        (status, &body["namespace"]),
+        (200, &json!("team-b")),
+        "{body}"
+    );
+    let (status, _) = get("/api/v1/apps/local/web/diff?namespace=nope").await;
+    assert_eq!(status, 404);
+
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}

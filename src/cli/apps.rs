@@ -38,7 +38,8 @@ pub enum Output {
 }
 
 /// `wardn apps` subcommands. APP is `CLUSTER/NAME`, or `NAME` for an App deployed to the
-/// management cluster (`local`).
+/// management cluster (`local`), or `CLUSTER/NAMESPACE/NAME` to pick one of several Apps of
+/// the same name.
 #[derive(Debug, clap::Subcommand)]
 pub enum AppsCommand {
     /// List Apps: NAME CLUSTER PHASE REVISION MESSAGE.
@@ -55,7 +56,7 @@ pub enum AppsCommand {
     },
     /// Show one App and its status.
     Get {
-        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
         app: String,
         /// Output format.
         #[arg(short, long, value_enum, default_value_t)]
@@ -63,7 +64,7 @@ pub enum AppsCommand {
     },
     /// Show what a sync would change now (unified text diff; json/yaml: the structured plan).
     Diff {
-        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
         app: String,
         /// Output format.
         #[arg(short, long, value_enum, default_value_t)]
@@ -71,7 +72,7 @@ pub enum AppsCommand {
     },
     /// Sync an App now. Exit code: 0 Synced, 3 Held or Waiting, 4 timeout, 1 otherwise.
     Sync {
-        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
         app: String,
         /// Show phase changes while the sync runs and wait until the App settles.
         #[arg(long)]
@@ -89,7 +90,7 @@ pub enum AppsCommand {
     /// Hard refresh: fetch the App's source now and re-diff every object against the cluster
     /// (applies only if the App syncs automatically). Prints the resulting status.
     Refresh {
-        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
         app: String,
         /// Output format of the resulting status.
         #[arg(short, long, value_enum, default_value_t)]
@@ -97,7 +98,7 @@ pub enum AppsCommand {
     },
     /// Approve the Held plan; with --plan-hash only if it is still that plan (else 409).
     Approve {
-        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
         app: String,
         /// The hash of the plan you reviewed (`wardn apps get`, status.planHash).
         #[arg(long)]
@@ -108,7 +109,7 @@ pub enum AppsCommand {
     },
     /// Reject the Held plan (the App becomes OutOfSync).
     Reject {
-        /// `CLUSTER/NAME` or `NAME` (cluster `local`).
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
         app: String,
         /// Output format of the resulting status.
         #[arg(short, long, value_enum, default_value_t)]
@@ -145,14 +146,35 @@ fn checked<'a>(what: &str, value: &'a str) -> Result<&'a str, CliError> {
     Ok(value)
 }
 
-/// The API path of APP (`CLUSTER/NAME`, or `NAME` on `local`).
-pub fn app_path(app: &str) -> Result<String, CliError> {
-    let (cluster, name) = app.split_once('/').unwrap_or(("local", app));
-    Ok(format!(
+/// The API path of APP's `action` (`""` for the App itself, else e.g. `"sync"`). APP is
+/// `NAME` (on `local`), `CLUSTER/NAME`, or `CLUSTER/NAMESPACE/NAME` when Apps of the same name
+/// deploy to the cluster from several namespaces (`?namespace=`).
+pub fn app_path(app: &str, action: &str) -> Result<String, CliError> {
+    let parts: Vec<&str> = app.split('/').collect();
+    let (cluster, namespace, name) = match parts.as_slice() {
+        [name] => ("local", None, *name),
+        [cluster, name] => (*cluster, None, *name),
+        [cluster, namespace, name] => (*cluster, Some(*namespace), *name),
+        _ => {
+            return Err(CliError::Failed(format!(
+                "APP {app:?}: expected NAME, CLUSTER/NAME or CLUSTER/NAMESPACE/NAME"
+            )));
+        }
+    };
+    let mut path = format!(
         "/api/v1/apps/{}/{}",
         checked("APP cluster", cluster)?,
         checked("APP name", name)?
-    ))
+    );
+    if !action.is_empty() {
+        path.push('/');
+        path.push_str(action);
+    }
+    if let Some(namespace) = namespace {
+        path.push_str("?namespace=");
+        path.push_str(checked("APP namespace", namespace)?);
+    }
+    Ok(path)
 }
 
 fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, CliError> {
@@ -243,7 +265,7 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
             output,
         } => list(&client, cluster.as_deref(), phase.as_deref(), output).await,
         AppsCommand::Get { app, output } => {
-            let value: Value = client.call(Method::GET, &app_path(&app)?, None).await?;
+            let value: Value = client.call(Method::GET, &app_path(&app, "")?, None).await?;
             match output {
                 Output::Table => println!("{}", apps_table(&[decode("App", value)?])),
                 _ => println!("{}", structured(&value, output)?),
@@ -251,7 +273,7 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
             Ok(ExitCode::SUCCESS)
         }
         AppsCommand::Diff { app, output } => {
-            let path = format!("{}/diff", app_path(&app)?);
+            let path = app_path(&app, "diff")?;
             let value: Value = client.call(Method::GET, &path, None).await?;
             match output {
                 Output::Table => match value["text"].as_str() {
@@ -276,7 +298,7 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
                     None => return Ok(ExitCode::from(EXIT_TIMEOUT)),
                 }
             } else {
-                let path = format!("{}/sync", app_path(&app)?);
+                let path = app_path(&app, "sync")?;
                 let done: Value = client.call(Method::POST, &path, Some(&body)).await?;
                 decode("status", done["status"].clone())?
             };
@@ -288,7 +310,7 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
             plan_hash,
             output,
         } => {
-            let path = format!("{}/approve", app_path(&app)?);
+            let path = app_path(&app, "approve")?;
             let body = plan_hash.map(|h| json!({ "plan_hash": h }));
             let done: Value = client.call(Method::POST, &path, body.as_ref()).await?;
             let status: AppStatus = decode("status", done["status"].clone())?;
@@ -296,14 +318,14 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
             Ok(ExitCode::from(exit_code(status.phase)))
         }
         AppsCommand::Refresh { app, output } => {
-            let path = format!("{}/refresh", app_path(&app)?);
+            let path = app_path(&app, "refresh")?;
             let done: Value = client.call(Method::POST, &path, None).await?;
             let status: AppStatus = decode("status", done["status"].clone())?;
             print_status(&app, &status, output)?;
             Ok(ExitCode::SUCCESS)
         }
         AppsCommand::Reject { app, output } => {
-            let path = format!("{}/reject", app_path(&app)?);
+            let path = app_path(&app, "reject")?;
             let done: Value = client.call(Method::POST, &path, None).await?;
             let status: AppStatus = decode("status", done["status"].clone())?;
             print_status(&app, &status, output)?;
@@ -363,8 +385,8 @@ async fn sync_and_watch(
     body: Value,
     timeout: Duration,
 ) -> Result<Option<AppStatus>, CliError> {
-    let path = app_path(app)?;
-    let sync_path = format!("{path}/sync");
+    let path = app_path(app, "")?;
+    let sync_path = app_path(app, "sync")?;
     let poster = Arc::clone(&client);
     let mut sync = tokio::spawn(async move {
         poster
@@ -428,11 +450,19 @@ mod tests {
 
     #[test]
     fn app_paths_default_to_the_management_cluster_and_refuse_odd_names() {
-        assert_eq!(app_path("web").unwrap(), "/api/v1/apps/local/web");
-        assert_eq!(app_path("staging/web").unwrap(), "/api/v1/apps/staging/web");
-        assert!(app_path("staging/").is_err());
-        assert!(app_path("a/b/c").is_err());
-        assert!(app_path("web?x=1").is_err());
+        assert_eq!(app_path("web", "").unwrap(), "/api/v1/apps/local/web");
+        assert_eq!(
+            app_path("staging/web", "sync").unwrap(),
+            "/api/v1/apps/staging/web/sync"
+        );
+        assert_eq!(
+            app_path("staging/team-a/web", "diff").unwrap(),
+            "/api/v1/apps/staging/web/diff?namespace=team-a"
+        );
+        assert!(app_path("staging/", "").is_err());
+        assert!(app_path("a/b/c/d", "").is_err());
+        assert!(app_path("a//c", "").is_err());
+        assert!(app_path("web?x=1", "").is_err());
     }
 
     #[test]

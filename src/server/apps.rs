@@ -1,7 +1,8 @@
 //! The Apps API: list and show the in-memory status of the Apps `wardn serve --apps` runs,
 //! show a fresh plan, approve or reject a Held plan (audited), and ask for a manual sync
 //! (audited; it may override a closed sync window when asked to explicitly).
-//! Apps are addressed as `{cluster}/{name}`, `local` being the management cluster.
+//! Apps are addressed as `{cluster}/{name}`, `local` being the management cluster, with
+//! `?namespace=` (the App's own namespace) when the name alone is ambiguous.
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -17,7 +18,7 @@ use super::error::ApiError;
 use crate::app::{App, AppStatus, Phase};
 use crate::clusters::registry::now_rfc3339;
 use crate::reconcile::decide::Trigger;
-use crate::runner::{Completed, Operation, OperationError};
+use crate::runner::{Completed, FindError, Operation, OperationError};
 
 impl From<OperationError> for ApiError {
     fn from(err: OperationError) -> ApiError {
@@ -102,20 +103,43 @@ pub async fn list(State(state): State<AppState>, Query(query): Query<ListQuery>)
     Json(json!({ "apps": apps, "errors": runner.file_errors() }))
 }
 
-/// The key of the App at `{cluster}/{name}`, or 404.
-fn key(state: &AppState, cluster: &str, name: &str) -> Result<String, ApiError> {
-    state
-        .runner()
-        .find(cluster, name)
-        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, format!("no App {cluster}/{name}")))
+/// `?namespace=` of the per-App routes: the App's own namespace, needed only when Apps of the
+/// same name deploy to the same cluster from several namespaces.
+#[derive(Debug, Default, Deserialize)]
+pub struct AppAt {
+    /// The App resource's namespace.
+    pub namespace: Option<String>,
+}
+
+/// The key of the App at `{cluster}/{name}` (in `at.namespace` when given): 404 when there
+/// is none, 409 naming the candidates when the name is ambiguous.
+fn key(state: &AppState, cluster: &str, name: &str, at: &AppAt) -> Result<String, ApiError> {
+    match state.runner().find(cluster, name, at.namespace.as_deref()) {
+        Ok(key) => Ok(key),
+        Err(FindError::NotFound) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            match &at.namespace {
+                Some(ns) => format!("no App {cluster}/{name} in namespace {ns}"),
+                None => format!("no App {cluster}/{name}"),
+            },
+        )),
+        Err(FindError::Ambiguous(keys)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!(
+                "{cluster}/{name} names several Apps ({}); add ?namespace= to choose one",
+                keys.join(", ")
+            ),
+        )),
+    }
 }
 
 /// `GET /api/v1/apps/{cluster}/{name}`.
 pub async fn get(
     State(state): State<AppState>,
     Path((cluster, name)): Path<(String, String)>,
+    Query(at): Query<AppAt>,
 ) -> Result<Json<Value>, ApiError> {
-    let key = key(&state, &cluster, &name)?;
+    let key = key(&state, &cluster, &name, &at)?;
     let runner = state.runner();
     let app = runner
         .app(&key)
@@ -127,8 +151,9 @@ pub async fn get(
 pub async fn diff(
     State(state): State<AppState>,
     Path((cluster, name)): Path<(String, String)>,
+    Query(at): Query<AppAt>,
 ) -> Result<Json<Value>, ApiError> {
-    let key = key(&state, &cluster, &name)?;
+    let key = key(&state, &cluster, &name, &at)?;
     let done = state.runner().operate(&key, Operation::Plan).await?;
     Ok(Json(completed(done)))
 }
@@ -140,8 +165,9 @@ pub async fn diff(
 pub async fn refresh(
     State(state): State<AppState>,
     Path((cluster, name)): Path<(String, String)>,
+    Query(at): Query<AppAt>,
 ) -> Result<Json<Value>, ApiError> {
-    let key = key(&state, &cluster, &name)?;
+    let key = key(&state, &cluster, &name, &at)?;
     let done = state.runner().operate(&key, Operation::Refresh).await?;
     Ok(Json(completed(done)))
 }
@@ -152,9 +178,10 @@ pub async fn approve(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path((cluster, name)): Path<(String, String)>,
+    Query(at): Query<AppAt>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let key = key(&state, &cluster, &name)?;
+    let key = key(&state, &cluster, &name, &at)?;
     let body: ApproveBody = optional_body(&body)?;
     let held = state.runner().status(&key).and_then(|s| s.plan_hash);
     let result = state
@@ -179,8 +206,9 @@ pub async fn reject(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path((cluster, name)): Path<(String, String)>,
+    Query(at): Query<AppAt>,
 ) -> Result<Json<Value>, ApiError> {
-    let key = key(&state, &cluster, &name)?;
+    let key = key(&state, &cluster, &name, &at)?;
     let plan = state
         .runner()
         .status(&key)
@@ -207,9 +235,10 @@ pub async fn sync(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path((cluster, name)): Path<(String, String)>,
+    Query(at): Query<AppAt>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let key = key(&state, &cluster, &name)?;
+    let key = key(&state, &cluster, &name, &at)?;
     let body: SyncBody = optional_body(&body)?;
     let trigger = Trigger::Manual {
         override_windows: body.override_window,
