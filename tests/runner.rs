@@ -14,7 +14,7 @@ use wardn::clusters::resolve::{ClusterSource, Resolver};
 use wardn::clusters::seal::Sealer;
 use wardn::reconcile::apps_dir::validate;
 use wardn::reconcile::pipeline::Options;
-use wardn::runner::{Origin, Runner, Upserted};
+use wardn::runner::{FindError, Origin, Runner, Upserted};
 use wardn::sources::git::GitSettings;
 use wardn::sources::poller::{Poller, PollerConfig};
 use wardn::store::Store;
@@ -176,7 +176,7 @@ async fn apps_are_added_changed_resubscribed_and_removed() {
     assert!(runner.remove("wardn/demo", Origin::Resource));
     assert!(runner.keys().is_empty());
     assert_eq!(runner.status("wardn/demo"), None);
-    assert!(runner.find("local", "demo").is_none());
+    assert_eq!(runner.find("local", "demo", None), Err(FindError::NotFound));
     write_source(work.path(), "second", "second-config", "v3");
     // Another App's pass completes after the removed App's source changed.
     let third = write_source(work.path(), "third", "third-config", "v1");
