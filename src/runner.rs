@@ -26,6 +26,7 @@ use crate::diff::resolve::KindCache;
 use crate::reconcile::allowlist::Allowlist;
 use crate::reconcile::apps_dir::{AppsDir, AppsDirError};
 use crate::reconcile::decide::Trigger;
+use crate::reconcile::drift::WatchClient;
 use crate::reconcile::live::ClusterLive;
 use crate::reconcile::pipeline::{self, Manifests, Options, Pass, ReconcileError, Target};
 use crate::reconcile::plan::Plan;
@@ -666,8 +667,9 @@ impl Runner {
         });
     }
 
-    /// The destination of `app` as a pipeline target.
-    async fn target(&self, app: &App) -> Result<Target, String> {
+    /// The destination of `app` as a pipeline target, and the identity of the credentials its
+    /// client uses.
+    async fn target(&self, app: &App) -> Result<(Target, u64), String> {
         let cluster = &app.spec.destination.cluster;
         let destination = self
             .resolver
@@ -678,7 +680,7 @@ impl Runner {
             .entry(cluster.clone())
             .or_default()
             .clone();
-        Ok(Target {
+        let target = Target {
             cluster: app.spec.destination.cluster_segment().to_string(),
             client: destination.client,
             kinds,
@@ -686,7 +688,8 @@ impl Runner {
                 .namespaces
                 .map(Allowlist::namespaces)
                 .unwrap_or_else(Allowlist::unrestricted),
-        })
+        };
+        Ok((target, destination.credentials))
     }
 
     /// Finds the App deployed to cluster segment `cluster` (`local`: the management cluster)
@@ -731,8 +734,8 @@ impl Runner {
                 entry.map(|e| Arc::clone(&e.verified)).unwrap_or_default(),
             )
         };
-        let target = match self.target(&app).await {
-            Ok(target) => target,
+        let (target, credentials) = match self.target(&app).await {
+            Ok(found) => found,
             Err(message) => {
                 self.record(key, status::failed(&previous, &message, Utc::now()));
                 return Err(OperationError::Destination(message));
@@ -744,6 +747,7 @@ impl Runner {
             previous,
             manifests,
             target,
+            credentials,
             verified,
             live,
         })
@@ -859,7 +863,10 @@ impl Runner {
         self.upkeep.after_pass(
             key,
             &p.app.spec.destination.cluster,
-            Some(&p.target.client),
+            Some(WatchClient {
+                client: &p.target.client,
+                credentials: p.credentials,
+            }),
             PassEnd::Ran(result),
             started.elapsed(),
         );
@@ -957,6 +964,8 @@ struct Prepared {
     previous: AppStatus,
     manifests: Arc<Manifests>,
     target: Target,
+    /// Which credentials `target.client` uses.
+    credentials: u64,
     verified: Arc<Verified>,
     live: ClusterLive,
 }

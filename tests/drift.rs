@@ -13,9 +13,10 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 use tokio::sync::mpsc;
 use wardn::apply::inventory::ObjectRef;
+use wardn::clusters::connect::client_from_kubeconfig;
 use wardn::clusters::connect::throttled_client_from_kubeconfig;
 use wardn::clusters::throttle::Throttles;
-use wardn::reconcile::drift::DriftWatches;
+use wardn::reconcile::drift::{DriftWatches, WatchClient};
 
 const NS: &str = "staging";
 
@@ -101,6 +102,14 @@ async fn apply_as_wardn(api: &Api<ConfigMap>, name: &str, value: &str) {
     .unwrap();
 }
 
+/// `client` with the credentials identity every test client here shares.
+fn with(client: &kube::Client) -> WatchClient<'_> {
+    WatchClient {
+        client,
+        credentials: 1,
+    }
+}
+
 async fn next(rx: &mut mpsc::UnboundedReceiver<String>) -> String {
     tokio::time::timeout(PATIENCE, rx.recv())
         .await
@@ -120,7 +129,7 @@ async fn kubectl_changes_to_inventoried_objects_report_their_app() {
     let watches = DriftWatches::new(Arc::new(move |app: &str| {
         let _ = tx.send(app.to_string());
     }));
-    watches.track("staging/web", "sim", &client, &[cm_ref("a")]);
+    watches.track("staging/web", "sim", with(&client), &[cm_ref("a")]);
     assert_eq!(watches.watches().len(), 1);
 
     // Not in any inventory: ignored; then the inventoried one is patched.
@@ -158,9 +167,56 @@ async fn kubectl_changes_to_inventoried_objects_report_their_app() {
     assert_eq!(next(&mut rx).await, "staging/web");
 
     // Watches follow the inventories.
-    watches.track("staging/web", "sim", &client, &[]);
+    watches.track("staging/web", "sim", with(&client), &[]);
     assert!(watches.watches().is_empty());
-    watches.track("staging/web", "sim", &client, &[cm_ref("a")]);
+    watches.track("staging/web", "sim", with(&client), &[cm_ref("a")]);
     watches.forget("staging/web");
     assert!(watches.watches().is_empty());
+}
+
+/// The cluster's kubeconfig is rotated while its watches run with the old, now rejected
+/// credentials: the next pass brings a client with other credentials, the cluster's watches
+/// restart with it, and drift is reported again.
+#[tokio::test(flavor = "multi_thread")]
+async fn rotated_credentials_restart_the_watches_of_their_cluster() {
+    let sim = common::start(&[NS]).await;
+    let client = sim.cluster.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    apply_as_wardn(&api, "a", "1").await;
+    let rejected = client_from_kubeconfig(
+        &sim.cluster.kubeconfig_with_token("revoked-token"),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let watches = DriftWatches::new(Arc::new(move |app: &str| {
+        let _ = tx.send(app.to_string());
+    }));
+    let old = WatchClient {
+        client: &rejected,
+        credentials: 1,
+    };
+    watches.track("staging/web", "sim", old, &[cm_ref("a")]);
+    let rotated = WatchClient {
+        client: &client,
+        credentials: 2,
+    };
+    watches.track("staging/web", "sim", rotated, &[cm_ref("a")]);
+    assert_eq!(watches.watches().len(), 1);
+    sim.kubectl(
+        &[
+            "patch",
+            "configmap",
+            "a",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"data":{"k":"x"}}"#,
+        ],
+        None,
+    );
+    assert_eq!(next(&mut rx).await, "staging/web");
 }

@@ -13,18 +13,33 @@ pub struct CachedCluster {
     pub client: kube::Client,
     /// The namespace allowlist; empty means every namespace.
     pub namespaces: Vec<String>,
+    /// [`credentials_identity`] of the kubeconfig the client was built from.
+    pub credentials: u64,
     built: Instant,
 }
 
 impl CachedCluster {
-    /// A fresh cache entry.
-    pub fn new(client: kube::Client, namespaces: Vec<String>) -> CachedCluster {
+    /// A fresh cache entry for a client built from `kubeconfig`.
+    pub fn new(client: kube::Client, namespaces: Vec<String>, kubeconfig: &str) -> CachedCluster {
         CachedCluster {
             client,
             namespaces,
+            credentials: credentials_identity(kubeconfig),
             built: Instant::now(),
         }
     }
+}
+
+/// An identity of the credentials in `kubeconfig` (the first 8 bytes of its sha256): equal
+/// for rebuilt clients of the same kubeconfig, different after a rotation, so long-lived
+/// users of a client (the drift watches) know when to reconnect. Not a secret: the digest of a
+/// whole kubeconfig reveals nothing of it.
+pub fn credentials_identity(kubeconfig: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(kubeconfig.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(first)
 }
 
 /// Clients by cluster name.
@@ -76,5 +91,18 @@ impl ClientCache {
     /// Whether an entry for `name` is cached (for tests and metrics).
     pub fn contains(&self, name: &str) -> bool {
         self.get(name).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_identity_follows_the_kubeconfig() {
+        let a = "apiVersion: v1\nusers:\n- user: {token: one}\n";
+        let b = "apiVersion: v1\nusers:\n- user: {token: two}\n";
+        assert_eq!(credentials_identity(a), credentials_identity(a));
+        assert_ne!(credentials_identity(a), credentials_identity(b));
     }
 }

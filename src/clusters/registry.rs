@@ -536,7 +536,7 @@ impl Registry {
         )
         .await
         .map_err(ResolveFailure::Connect)?;
-        let entry = CachedCluster::new(client, resolved.namespaces);
+        let entry = CachedCluster::new(client, resolved.namespaces, &resolved.kubeconfig);
         self.clients.insert(name, entry.clone());
         Ok(entry)
     }

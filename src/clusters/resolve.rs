@@ -68,6 +68,9 @@ pub struct Destination {
     /// The namespaces Apps may deploy to; `None` means unrestricted (the management cluster,
     /// or a cluster registered without a list).
     pub namespaces: Option<Vec<String>>,
+    /// Which credentials the client uses (see [`super::cache::credentials_identity`]; 0 for
+    /// the management cluster, whose client is built once).
+    pub credentials: u64,
 }
 
 /// Where registered clusters are looked up.
@@ -166,12 +169,14 @@ impl Resolver {
             return Ok(Destination {
                 client: self.management().await?,
                 namespaces: None,
+                credentials: 0,
             });
         }
         let entry = self.cached(cluster).await?;
         Ok(Destination {
             client: entry.client,
             namespaces: (!entry.namespaces.is_empty()).then_some(entry.namespaces),
+            credentials: entry.credentials,
         })
     }
 
@@ -237,7 +242,7 @@ impl Resolver {
                     cluster: cluster.to_string(),
                     source,
                 })?;
-                let entry = CachedCluster::new(client, resolved.namespaces);
+                let entry = CachedCluster::new(client, resolved.namespaces, &resolved.kubeconfig);
                 cache.insert(cluster, entry.clone());
                 Ok(entry)
             }

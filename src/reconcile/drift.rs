@@ -52,6 +52,18 @@ impl WatchKey {
     }
 }
 
+/// The client the watches of one cluster use, and the identity of its credentials
+/// ([`crate::clusters::cache::credentials_identity`]): when a pass comes with other
+/// credentials (the cluster's kubeconfig was rotated), the cluster's watches are restarted
+/// with the new client instead of failing on revoked credentials.
+#[derive(Clone, Copy)]
+pub struct WatchClient<'a> {
+    /// A client of the cluster.
+    pub client: &'a kube::Client,
+    /// Which credentials it uses.
+    pub credentials: u64,
+}
+
 /// What is tracked of one App.
 struct Tracked {
     cluster: String,
@@ -64,6 +76,8 @@ struct Index {
     /// App keys by (cluster, object).
     owners: BTreeMap<(String, ObjectRef), BTreeSet<String>>,
     watches: BTreeMap<WatchKey, JoinHandle<()>>,
+    /// The credentials each cluster's watches use.
+    credentials: BTreeMap<String, u64>,
 }
 
 impl Index {
@@ -115,9 +129,32 @@ impl DriftWatches {
     }
 
     /// Records App `app`'s inventory on `cluster` (after a pass) and starts the watches it
-    /// needs through `client`; watches no App needs any more are stopped.
-    pub fn track(&self, app: &str, cluster: &str, client: &kube::Client, inventory: &[ObjectRef]) {
+    /// needs through `client`; watches no App needs any more are stopped, and the cluster's
+    /// watches restart when `client` uses other credentials than they do.
+    pub fn track(
+        &self,
+        app: &str,
+        cluster: &str,
+        client: WatchClient<'_>,
+        inventory: &[ObjectRef],
+    ) {
         let mut index = lock(&self.index);
+        let rotated = index
+            .credentials
+            .insert(cluster.to_string(), client.credentials)
+            .is_some_and(|used| used != client.credentials);
+        if rotated {
+            tracing::info!(cluster = %cluster, "cluster credentials changed: restarting its drift watches");
+            let live = &self.live;
+            index.watches.retain(|key, task| {
+                let other = key.cluster != cluster;
+                if !other {
+                    task.abort();
+                    live.forget(key);
+                }
+                other
+            });
+        }
         // Most passes change nothing: then the watches are already right (unless one ended),
         // and rebuilding the whole index after every pass would cost O(all inventories).
         let unchanged = index.apps.get(app).is_some_and(|tracked| {
@@ -125,7 +162,7 @@ impl DriftWatches {
                 && tracked.inventory.len() == inventory.len()
                 && inventory.iter().all(|o| tracked.inventory.contains(o))
         });
-        if unchanged && index.watches.values().all(|task| !task.is_finished()) {
+        if !rotated && unchanged && index.watches.values().all(|task| !task.is_finished()) {
             return;
         }
         index.apps.insert(
@@ -151,7 +188,7 @@ impl DriftWatches {
         lock(&self.index).watches.keys().cloned().collect()
     }
 
-    fn reconcile_watches(&self, index: &mut Index, client: Option<(&str, &kube::Client)>) {
+    fn reconcile_watches(&self, index: &mut Index, client: Option<(&str, WatchClient<'_>)>) {
         index.rebuild_owners();
         let wanted = index.wanted();
         index.watches.retain(|key, task| {
@@ -165,6 +202,7 @@ impl DriftWatches {
         let Some((cluster, client)) = client else {
             return;
         };
+        let client = client.client;
         for key in wanted {
             if key.cluster != cluster || index.watches.contains_key(&key) {
                 continue;

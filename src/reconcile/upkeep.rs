@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::backoff::{self, Backoff};
-use super::drift::DriftWatches;
+use super::drift::{DriftWatches, WatchClient};
 use super::live::ClusterLive;
 use super::metrics::Metrics;
 use super::pipeline::{Outcome, ReconcileError};
@@ -108,7 +108,7 @@ impl Upkeep {
         &self,
         key: &str,
         cluster: &str,
-        client: Option<&kube::Client>,
+        client: Option<WatchClient<'_>>,
         end: PassEnd<'_>,
         duration: Duration,
     ) -> Duration {
