@@ -753,9 +753,8 @@ impl Runner {
         })
     }
 
-    /// Performs `operation` on App `key`. The pipeline's futures are not `Send` (their
-    /// stream closures borrow across awaits), so the operation runs on a blocking thread
-    /// that drives it on this runtime.
+    /// Performs `operation` on App `key`, as its own task (a caller that goes away, such as a
+    /// closed HTTP connection, does not cut a pass short); a stopping runner cancels it.
     pub async fn operate(
         self: &Arc<Self>,
         key: &str,
@@ -763,30 +762,27 @@ impl Runner {
     ) -> Result<Completed, OperationError> {
         let this = Arc::clone(self);
         let key = key.to_string();
-        let handle = tokio::runtime::Handle::current();
         let mut stopping = self.stopping.subscribe();
-        tokio::task::spawn_blocking(move || {
-            handle.block_on(async {
-                let work = async {
-                    match operation {
-                        Operation::Plan => this.plan(&key).await.map(Completed::Plan),
-                        Operation::Pass(trigger) => this
-                            .run_pass(&key, &trigger, false)
-                            .await
-                            .map(Completed::Status),
-                        Operation::Refresh => this.refresh(&key).await.map(Completed::Status),
-                        Operation::Approve(hash) => this
-                            .approve(&key, hash.as_deref())
-                            .await
-                            .map(Completed::Status),
-                        Operation::Reject => this.reject(&key).await.map(Completed::Status),
-                    }
-                };
-                tokio::select! {
-                    done = work => done,
-                    _ = stopping.wait_for(|stopped| *stopped) => Err(OperationError::Stopped),
+        tokio::spawn(async move {
+            let work = async {
+                match operation {
+                    Operation::Plan => this.plan(&key).await.map(Completed::Plan),
+                    Operation::Pass(trigger) => this
+                        .run_pass(&key, &trigger, false)
+                        .await
+                        .map(Completed::Status),
+                    Operation::Refresh => this.refresh(&key).await.map(Completed::Status),
+                    Operation::Approve(hash) => this
+                        .approve(&key, hash.as_deref())
+                        .await
+                        .map(Completed::Status),
+                    Operation::Reject => this.reject(&key).await.map(Completed::Status),
                 }
-            })
+            };
+            tokio::select! {
+                done = work => done,
+                _ = stopping.wait_for(|stopped| *stopped) => Err(OperationError::Stopped),
+            }
         })
         .await
         .map_err(|e| OperationError::Task(e.to_string()))?

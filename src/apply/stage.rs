@@ -50,7 +50,9 @@ pub async fn apply_staged(
             jobs.push((resolver.api(&resolved, id.namespace.as_deref()), id, object));
         }
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        let answers = stream::iter(jobs)
+        // Futures built up front (see the pipeline's dry-runs): the apply stays `Send`.
+        let applies: Vec<_> = jobs
+            .into_iter()
             .map(|(api, id, object)| {
                 let params = &params;
                 async move {
@@ -67,6 +69,8 @@ pub async fn apply_staged(
                     Ok::<_, ApplyError>((id.clone(), live))
                 }
             })
+            .collect();
+        let answers = stream::iter(applies)
             .buffer_unordered(CONCURRENCY)
             .try_collect::<Vec<_>>()
             .await?;

@@ -289,7 +289,10 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         ));
         diffs.push(None);
     }
-    let checked = stream::iter(to_check)
+    // The futures are built before the stream runs (not by a closure inside it), which keeps
+    // the pass's future `Send`.
+    let checks: Vec<_> = to_check
+        .into_iter()
         .map(|(slot, id, object, resolved, absent)| {
             let resolver = &resolver;
             async move {
@@ -297,6 +300,8 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
                 Ok::<_, kube::Error>((slot, run))
             }
         })
+        .collect();
+    let checked = stream::iter(checks)
         .buffered(DIFF_CONCURRENCY)
         .try_collect::<Vec<_>>()
         .await?;
