@@ -1,6 +1,7 @@
 //! One App of 5,000 objects on kubesim (printed figures): the dry-run diff of the whole App
 //! before anything exists (all creates), the apply, and the diff again once applied (all
-//! unchanged, the steady state), with the peak RSS of this process. Kubesim runs in a child
+//! unchanged), an automatic pass while drift watches show the objects unchanged (the steady
+//! state of `wardn serve`: no dry-runs), with the peak RSS of this process. Kubesim runs in a child
 //! process so the memory figure is wardn's alone.
 //!
 //! `cargo bench --bench big_app`; `-- --quick` or `WARDN_BENCH_QUICK=1`: 500 objects.
@@ -13,8 +14,11 @@ use chrono::Utc;
 use serde_json::{Value, json};
 use wardn::app::{AppSpec, AppStatus, Destination, SyncPolicy};
 use wardn::clusters::connect::client_from_kubeconfig;
+use wardn::clusters::throttle::Throttles;
+use wardn::diff::known::{Known, LiveState, LiveStates};
 use wardn::reconcile::allowlist::Allowlist;
 use wardn::reconcile::decide::Trigger;
+use wardn::reconcile::drift::{DriftWatches, WatchClient};
 use wardn::reconcile::pipeline::{self, Manifests, Options, Pass, Target};
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 
@@ -35,9 +39,11 @@ async fn big_app(n: usize) {
     let client = client_from_kubeconfig(&text, Duration::from_secs(30))
         .await
         .unwrap_or_else(|e| panic!("client: {e}"));
+    // Counts the requests (the bucket is large enough never to throttle).
+    let throttles = Throttles::new(1e9, u32::MAX);
     let target = Target {
         cluster: "big".into(),
-        client,
+        client: throttles.wrap("big", client.clone()),
         allowlist: Allowlist::namespaces(["bench"]),
         kinds: Default::default(),
     };
@@ -124,6 +130,51 @@ async fn big_app(n: usize) {
         "big App: diff of {n} objects, all live and unchanged: {:.2} s ({} unchanged)",
         took.as_secs_f64(),
         summary.unchanged
+    );
+
+    // The steady state of `wardn serve`: drift watches list the objects, and an automatic
+    // pass trusts what the first sync verified while the watches show nothing changed.
+    let drift = DriftWatches::new(std::sync::Arc::new(|_: &str| {}));
+    let watched = WatchClient {
+        client: &client,
+        credentials: 0,
+    };
+    drift.track("bench/big", "big", watched, &status.inventory);
+    let live = drift.live("big");
+    let first = status.inventory.first().cloned();
+    while first
+        .as_ref()
+        .is_some_and(|o| live.state(o) == LiveState::Unknown)
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let requests = || throttles.counts().first().map_or(0, |c| c.requests);
+    let before = requests();
+    let start = Instant::now();
+    let known = pipeline::reconcile(
+        Pass {
+            app: "bench/big",
+            spec: &spec,
+            previous: &status,
+            target: &target,
+            manifests: &manifests,
+            known: Some(Known {
+                verified: &outcome.verified,
+                live: &live,
+            }),
+        },
+        &Trigger::Automatic,
+        &options,
+        Utc::now(),
+        &mut |_| {},
+    )
+    .await
+    .unwrap_or_else(|e| panic!("known pass: {e}"));
+    println!(
+        "big App: automatic pass of {n} objects while the drift watches show them unchanged: {:.3} s ({} unchanged, {} requests)",
+        start.elapsed().as_secs_f64(),
+        known.plan.summary().unchanged,
+        requests() - before
     );
     println!(
         "big App: peak RSS of wardn {:.1} MiB ({:.1} MiB before the App; kubesim child, not included: {:.1} MiB)",
