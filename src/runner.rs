@@ -135,7 +135,7 @@ pub struct Runner {
     upkeep: Upkeep,
     options: Options,
     poller: Poller,
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
     /// Resolved kinds per destination cluster, shared by the Apps deploying there.
     kinds: Mutex<HashMap<String, KindCache>>,
     /// How many passes run at once.
@@ -201,7 +201,7 @@ impl Runner {
             upkeep,
             options,
             poller,
-            locks: Mutex::new(HashMap::new()),
+            slots: Mutex::new(HashMap::new()),
             kinds: Mutex::new(HashMap::new()),
             workers,
             tasks: Mutex::new(Vec::new()),
@@ -338,7 +338,7 @@ impl Runner {
                 return Err(e);
             }
         }
-        lock(&self.locks).entry(key).or_default();
+        lock(&self.slots).entry(key).or_default();
         Ok(match previous {
             Some(_) => Upserted::Resubscribed,
             None => Upserted::Added,
@@ -487,7 +487,11 @@ impl Runner {
         };
         self.poller.unsubscribe(key);
         self.upkeep.forget(key);
-        lock(&self.locks).remove(key);
+        if let Some(slot) = lock(&self.slots).remove(key) {
+            // A pass in flight stops at its next await instead of applying for an App that
+            // is no longer managed.
+            slot.removed.send_replace(true);
+        }
         drop(removed);
         tracing::info!(app = %key, "App no longer managed; its objects stay on the cluster");
         true
@@ -754,12 +758,17 @@ impl Runner {
     }
 
     /// Performs `operation` on App `key`, as its own task (a caller that goes away, such as a
-    /// closed HTTP connection, does not cut a pass short); a stopping runner cancels it.
+    /// closed HTTP connection, does not cut a pass short); a stopping runner, or the App's
+    /// removal, cancels it at its next await.
     pub async fn operate(
         self: &Arc<Self>,
         key: &str,
         operation: Operation,
     ) -> Result<Completed, OperationError> {
+        let mut removed = lock(&self.slots)
+            .get(key)
+            .map(|slot| slot.removed.subscribe())
+            .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
         let this = Arc::clone(self);
         let key = key.to_string();
         let mut stopping = self.stopping.subscribe();
@@ -782,6 +791,7 @@ impl Runner {
             tokio::select! {
                 done = work => done,
                 _ = stopping.wait_for(|stopped| *stopped) => Err(OperationError::Stopped),
+                _ = removed.wait_for(|gone| *gone) => Err(OperationError::Removed(key.clone())),
             }
         })
         .await
@@ -916,9 +926,9 @@ impl Runner {
         &self,
         key: &str,
     ) -> Result<tokio::sync::OwnedMutexGuard<()>, OperationError> {
-        let app_lock = lock(&self.locks).get(key).cloned();
-        match app_lock {
-            Some(app_lock) => Ok(app_lock.lock_owned().await),
+        let slot = lock(&self.slots).get(key).cloned();
+        match slot {
+            Some(slot) => Ok(Arc::clone(&slot.lock).lock_owned().await),
             None => Err(OperationError::NotFound(key.to_string())),
         }
     }
@@ -952,6 +962,14 @@ impl Runner {
             tracing::debug!(app = %key, error = %e, "reconcile pass did not complete");
         }
     }
+}
+
+/// Per managed App: the lock serialising its operations, and the signal that it was removed
+/// (which cancels an operation in flight).
+#[derive(Default)]
+struct Slot {
+    lock: Arc<tokio::sync::Mutex<()>>,
+    removed: watch::Sender<bool>,
 }
 
 /// The inputs of one pass over an App.
@@ -1017,6 +1035,9 @@ pub enum OperationError {
     /// The runner is stopping; the operation was cancelled.
     #[error("wardn is shutting down")]
     Stopped,
+    /// The App was removed while the operation ran; it was cancelled.
+    #[error("App {0} was removed; the operation was cancelled")]
+    Removed(String),
 }
 
 /// Something to do with an App (see [`Runner::operate`]).

@@ -13,8 +13,9 @@ use wardn::clusters::registry::Registry;
 use wardn::clusters::resolve::{ClusterSource, Resolver};
 use wardn::clusters::seal::Sealer;
 use wardn::reconcile::apps_dir::validate;
+use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::pipeline::Options;
-use wardn::runner::{FindError, Origin, Runner, Upserted};
+use wardn::runner::{FindError, Operation, OperationError, Origin, Runner, Upserted};
 use wardn::sources::git::GitSettings;
 use wardn::sources::poller::{Poller, PollerConfig};
 use wardn::store::Store;
@@ -190,5 +191,62 @@ async fn apps_are_added_changed_resubscribed_and_removed() {
     .await;
     assert_eq!(cm("other", "second-config"), Some("v1".into()));
     assert_eq!(cm("staging", "first-config"), Some("v1".into()));
+    runner.stop();
+}
+
+/// Removing an App cancels its operation in flight: a manual sync slowed down by kubesim's
+/// latency is cut short when the App is removed, and nothing is applied afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_an_app_cancels_its_pass_in_flight() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let dir = write_source(work.path(), "slow", "slow-config", "v1");
+    let runner = runner(&sim, &work.path().join("data")).await;
+    let yaml = format!(
+        "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata: {{name: slow, namespace: wardn}}\n\
+         spec:\n  source: {{type: Directory, directory: {{path: {}}}}}\n\
+         \x20 destination: {{namespace: staging}}\n  syncPolicy: {{automated: false}}\n",
+        dir.display()
+    );
+    let slow = validate(&serde_saphyr::from_str(&yaml).unwrap()).unwrap();
+    runner.upsert(slow, Origin::File).await.unwrap();
+    let phase = || runner.status("wardn/slow").and_then(|s| s.phase);
+    eventually("OutOfSync (rendered, not applied)", || {
+        phase() == Some(Phase::OutOfSync)
+    })
+    .await;
+
+    sim.cluster.set_faults(kubesim::Faults {
+        latency: Duration::from_millis(600),
+        ..kubesim::Faults::default()
+    });
+    let syncing = {
+        let runner = Arc::clone(&runner);
+        tokio::spawn(async move {
+            runner
+                .operate(
+                    "wardn/slow",
+                    Operation::Pass(Trigger::Manual {
+                        override_windows: false,
+                    }),
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(runner.remove("wardn/slow", Origin::File));
+    let result = syncing.await.unwrap();
+    assert!(
+        matches!(result, Err(OperationError::Removed(_))),
+        "{result:?}"
+    );
+    sim.cluster.set_faults(kubesim::Faults::default());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), "slow-config")
+            .is_none(),
+        "nothing applied for a removed App"
+    );
     runner.stop();
 }

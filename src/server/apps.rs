@@ -23,7 +23,7 @@ use crate::runner::{Completed, FindError, Operation, OperationError};
 impl From<OperationError> for ApiError {
     fn from(err: OperationError) -> ApiError {
         let status = match &err {
-            OperationError::NotFound(_) => StatusCode::NOT_FOUND,
+            OperationError::NotFound(_) | OperationError::Removed(_) => StatusCode::NOT_FOUND,
             OperationError::Task(_) => StatusCode::INTERNAL_SERVER_ERROR,
             OperationError::Stopped => StatusCode::SERVICE_UNAVAILABLE,
             OperationError::NotRendered(_) => StatusCode::CONFLICT,
