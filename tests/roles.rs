@@ -58,6 +58,7 @@ async fn start_operator(
         cache_ttl: Duration::from_secs(60),
         timeout: Duration::from_secs(5),
         scheduling: Default::default(),
+        pipeline: Default::default(),
     })
     .await
     .unwrap();
@@ -152,6 +153,7 @@ async fn operator_settings_are_checked() {
         cache_ttl: Duration::from_secs(60),
         timeout: Duration::from_secs(5),
         scheduling: Default::default(),
+        pipeline: Default::default(),
     };
     let err = Operator::bind(options.clone()).await.err().unwrap();
     assert!(err.to_string().contains("--server URL"), "{err}");

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wardn::app::Phase;
 use wardn::clusters::seal::Sealer;
+use wardn::reconcile::pipeline::Options;
 use wardn::server::{ServeOptions, Server};
 
 const PASSWORD: &str = "correct horse battery staple";
@@ -614,7 +615,8 @@ async fn a_restart_during_an_apply_converges_without_orphans() {
 }
 
 /// Two Apps named `web` in different App namespaces deploy to the same cluster: the name alone
-/// is ambiguous (409 naming both), `?namespace=` picks one, an unknown namespace is 404.
+/// is ambiguous (409 naming both), `?namespace=` picks one, an unknown namespace is 404; the
+/// server's approval lifetime (1 s here) refuses a late approval.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apps_of_the_same_name_are_told_apart_by_namespace() {
     let sim = common::start(&["staging"]).await;
@@ -634,12 +636,18 @@ async fn apps_of_the_same_name_are_told_apart_by_namespace() {
         apps_dir: Some(apps),
         management_kubeconfig: Some(sim.kubeconfig.clone()),
         probe_interval: Duration::from_secs(3600),
+        // `--approval-ttl 1s`
+        pipeline: Options {
+            approval_ttl: Some(Duration::from_secs(1)),
+            ..Options::default()
+        },
         ..ServeOptions::default()
     };
     std::fs::create_dir_all(&options.data_dir).unwrap();
     let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
         .await
         .unwrap();
+    let runner = std::sync::Arc::clone(server.runner());
     let base = format!("http://{}", server.addr);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(server.run(async move {
@@ -677,6 +685,28 @@ async fn apps_of_the_same_name_are_told_apart_by_namespace() {
     );
     let (status, _) = get("/api/v1/apps/local/web/diff?namespace=nope").await;
     assert_eq!(status, 404);
+
+    // The server's approval lifetime applies: a plan Held for longer is refused and Held afresh.
+    for _ in 0..600 {
+        if runner.status("team-a/web").and_then(|s| s.phase) == Some(Phase::Held) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let response = http
+        .post(format!(
+            "{base}/api/v1/apps/local/web/approve?namespace=team-a"
+        ))
+        .header("cookie", &cookie)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let code = response.status();
+    let text = response.text().await.unwrap();
+    assert_eq!(code, 409, "{text}");
+    assert!(text.contains("expired"), "{text}");
 
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();

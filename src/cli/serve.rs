@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::clusters::seal::Sealer;
+use crate::reconcile::pipeline::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::server::role::{Operator, OperatorOptions, Role};
 use crate::server::{ServeError, ServeOptions, Server};
@@ -55,8 +56,16 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = crate::reconcile::upkeep::DEFAULT_WORKERS,
         value_parser = workers)]
     pub workers: usize,
+    /// How long a Held plan may be approved after it was Held (later approvals are refused
+    /// and the plan Held afresh), e.g. 24h, 30m; `0s`: approvals never expire.
+    #[arg(long, default_value = "24h", value_parser = crate::sources::spec::parse_duration)]
+    pub approval_ttl: Duration,
+    /// How long a pass waits for applied objects to become healthy before the App is
+    /// Degraded, e.g. 5m.
+    #[arg(long, default_value = "5m", value_parser = at_least_a_second)]
+    pub health_timeout: Duration,
     /// Every App is reconciled at least this often (±10 %), e.g. 90s, 3m, 1h.
-    #[arg(long, default_value = "3m", value_parser = resync_interval)]
+    #[arg(long, default_value = "3m", value_parser = at_least_a_second)]
     pub resync_interval: Duration,
     /// Sustained API requests per second to one destination cluster.
     #[arg(long, default_value_t = crate::clusters::throttle::DEFAULT_QPS, value_parser = cluster_qps)]
@@ -67,8 +76,8 @@ pub struct ServeArgs {
     pub cluster_burst: u32,
 }
 
-/// `--resync-interval`: a duration of at least one second.
-fn resync_interval(text: &str) -> Result<Duration, String> {
+/// `--resync-interval`, `--health-timeout`: a duration of at least one second.
+fn at_least_a_second(text: &str) -> Result<Duration, String> {
     let d = crate::sources::spec::parse_duration(text)?;
     if d.is_zero() {
         return Err("must be at least 1s".into());
@@ -112,6 +121,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     }
     let sealer = Sealer::from_env()?;
     let scheduling = scheduling(&args);
+    let pipeline = pipeline(&args);
     let options = ServeOptions {
         listen: args.listen,
         data_dir: args.data_dir,
@@ -127,6 +137,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         probe_interval: Duration::from_secs(args.probe_interval.max(1)),
         probe_timeout: Duration::from_secs(args.probe_timeout.max(1)),
         scheduling,
+        pipeline,
     };
     let server = Server::bind(options, sealer).await?;
     if let Some(password) = &server.generated_admin_password {
@@ -135,6 +146,15 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     }
     println!("wardn: listening on http://{}", server.addr);
     server.run(shutdown_signal()).await
+}
+
+/// The pass settings of `args` (`--approval-ttl`, `--health-timeout`).
+fn pipeline(args: &ServeArgs) -> Options {
+    Options {
+        health_timeout: args.health_timeout,
+        approval_ttl: (!args.approval_ttl.is_zero()).then_some(args.approval_ttl),
+        ..Options::default()
+    }
 }
 
 /// The scheduling settings of `args`.
@@ -151,6 +171,7 @@ fn scheduling(args: &ServeArgs) -> Scheduling {
 /// `--role operator`: reconciles `--apps` with clusters resolved through `--server`.
 async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
     let scheduling = scheduling(&args);
+    let pipeline = pipeline(&args);
     let options = OperatorOptions {
         listen: args.listen,
         data_dir: args.data_dir,
@@ -162,6 +183,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         cache_ttl: Duration::from_secs(args.cluster_cache_ttl.max(1)),
         timeout: Duration::from_secs(args.probe_timeout.max(1)),
         scheduling,
+        pipeline,
     };
     let operator = Operator::bind(options).await?;
     println!("wardn operator: health on http://{}", operator.addr);
@@ -209,6 +231,9 @@ mod tests {
         assert_eq!(d.resync_interval, Duration::from_secs(180));
         assert_eq!((d.cluster_qps, d.cluster_burst), (50.0, 100));
         assert_eq!(d.workers, 16);
+        let p = pipeline(&d);
+        assert_eq!(p.approval_ttl, Some(Duration::from_secs(24 * 3600)));
+        assert_eq!(p.health_timeout, Duration::from_secs(300));
         let s = Cli::try_parse_from([
             "wardn",
             "--resync-interval",
@@ -219,12 +244,19 @@ mod tests {
             "7",
             "--workers",
             "3",
+            "--approval-ttl",
+            "0s",
+            "--health-timeout",
+            "90s",
         ])
         .unwrap()
         .serve;
         assert_eq!(s.resync_interval, Duration::from_secs(5400));
         assert_eq!((s.cluster_qps, s.cluster_burst), (2.5, 7));
         assert_eq!(s.workers, 3);
+        let p = pipeline(&s);
+        assert_eq!(p.approval_ttl, None, "0s: approvals never expire");
+        assert_eq!(p.health_timeout, Duration::from_secs(90));
         for bad in [
             ["--resync-interval", "0s"],
             ["--resync-interval", "soon"],
@@ -232,6 +264,8 @@ mod tests {
             ["--cluster-qps", "NaN"],
             ["--cluster-burst", "0"],
             ["--workers", "0"],
+            ["--health-timeout", "0s"],
+            ["--approval-ttl", "a day"],
             ["--workers", "5000"],
         ] {
             let err = Cli::try_parse_from(["wardn", bad[0], bad[1]]).err();

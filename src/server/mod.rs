@@ -367,6 +367,8 @@ pub struct ServeOptions {
     pub probe_timeout: Duration,
     /// Resync interval, per-cluster rate limits and retry backoff.
     pub scheduling: Scheduling,
+    /// Health and CRD timeouts of a pass, and how long a Held plan may be approved.
+    pub pipeline: Options,
 }
 
 /// Local defaults: 127.0.0.1:8080, `.data`, SQLite, no Apps, no management cluster, probes
@@ -388,6 +390,7 @@ impl Default for ServeOptions {
             probe_interval: Duration::from_secs(30),
             probe_timeout: Duration::from_secs(10),
             scheduling: Scheduling::default(),
+            pipeline: Options::default(),
         }
     }
 }
@@ -525,7 +528,7 @@ impl Server {
         }
         let runner = Runner::new(
             resolver,
-            Options::default(),
+            options.pipeline.clone(),
             poller.clone(),
             Some(registry.store().clone()),
             options.scheduling.clone(),

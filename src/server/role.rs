@@ -84,6 +84,8 @@ pub struct OperatorOptions {
     pub timeout: Duration,
     /// Resync interval, per-cluster rate limits and retry backoff.
     pub scheduling: Scheduling,
+    /// Health and CRD timeouts of a pass, and how long a Held plan may be approved.
+    pub pipeline: Options,
 }
 
 /// A bound operator: the App runner and the health listener.
@@ -132,7 +134,7 @@ impl Operator {
         // No store: an operator's statuses live in memory (and in App resources' status).
         let runner = Runner::new(
             resolver,
-            Options::default(),
+            options.pipeline.clone(),
             poller.clone(),
             None,
             options.scheduling.clone(),
