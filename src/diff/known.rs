@@ -5,8 +5,11 @@
 //! when a watch of the cluster ([`LiveStates`]) shows the live object with the same desired
 //! state and the rendered object is the same, the dry-run would find it unchanged again, and
 //! is skipped. A live object the watch knows to be absent skips the read before the dry-run.
+//! An agreement is trusted for [`TRUST_FOR`] at most, so every object is still dry-run
+//! against the cluster periodically, whatever the watches say.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use super::digest::Digest;
 use crate::apply::inventory::ObjectRef;
@@ -33,11 +36,16 @@ pub trait LiveStates: Send + Sync {
     fn state(&self, object: &ObjectRef) -> LiveState;
 }
 
-/// A rendered object and the live desired state it was seen to agree with.
+/// How long an agreement is trusted: after that, the object is dry-run again even if the
+/// watches show no change (a safety net for watches that silently miss events).
+pub const TRUST_FOR: Duration = Duration::from_secs(3600);
+
+/// A rendered object and the live desired state it was seen to agree with, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Agreement {
     rendered: Digest,
     live: Digest,
+    seen: Instant,
 }
 
 /// Per object, the rendered and live digests of the last time they were seen to agree.
@@ -50,18 +58,38 @@ impl Verified {
     /// Records that the rendered object with digest `rendered` agreed with the live object of
     /// digest `live`.
     pub fn record(&mut self, object: ObjectRef, rendered: Digest, live: Digest) {
-        self.agreements.insert(object, Agreement { rendered, live });
+        let seen = Instant::now();
+        self.agreements.insert(
+            object,
+            Agreement {
+                rendered,
+                live,
+                seen,
+            },
+        );
     }
 
     /// Whether `object`, rendered as `rendered`, was seen to agree with a live object of
-    /// digest `live`.
+    /// digest `live`, less than [`TRUST_FOR`] ago.
     pub fn agrees(&self, object: &ObjectRef, rendered: &Digest, live: &Digest) -> bool {
-        self.agreements
-            .get(object)
-            .is_some_and(|a| a.rendered == *rendered && a.live == *live)
+        self.agrees_at(object, rendered, live, Instant::now())
     }
 
-    /// Copies `object`'s agreement from `earlier`, if it has one.
+    fn agrees_at(
+        &self,
+        object: &ObjectRef,
+        rendered: &Digest,
+        live: &Digest,
+        now: Instant,
+    ) -> bool {
+        self.agreements.get(object).is_some_and(|a| {
+            a.rendered == *rendered
+                && a.live == *live
+                && now.saturating_duration_since(a.seen) < TRUST_FOR
+        })
+    }
+
+    /// Copies `object`'s agreement from `earlier` (with its age), if it has one.
     pub fn carry(&mut self, earlier: &Verified, object: &ObjectRef) {
         if let Some(a) = earlier.agreements.get(object) {
             self.agreements.insert(object.clone(), *a);
@@ -109,6 +137,11 @@ mod tests {
         assert!(!v.agrees(&cm("a"), &[9; 32], &[2; 32]), "rendered changed");
         assert!(!v.agrees(&cm("a"), &[1; 32], &[9; 32]), "live changed");
         assert!(!v.agrees(&cm("b"), &[1; 32], &[2; 32]), "another object");
+        let later = Instant::now() + TRUST_FOR;
+        assert!(
+            !v.agrees_at(&cm("a"), &[1; 32], &[2; 32], later),
+            "an old agreement is checked again"
+        );
         let mut next = Verified::default();
         next.carry(&v, &cm("a"));
         next.carry(&v, &cm("b"));
