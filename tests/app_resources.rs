@@ -1,6 +1,7 @@
 //! App custom resources on kubesim: `wardn crd | kubectl apply -f -`, then `kubectl apply` an
 //! App → wardn deploys it and writes its status subresource (`kubectl get apps -A` shows
-//! Synced); editing the spec redeploys; a Held App is approved; Events are recorded; an invalid
+//! Synced); editing the spec redeploys; a Held App is approved; Events are recorded (and shown by
+//! `kubectl describe` through the core API); an invalid
 //! resource is reported Failed; deleting the resource stops reconciling it (its objects stay).
 
 mod common;
@@ -195,6 +196,14 @@ async fn app_resources_are_deployed_updated_approved_and_removed() {
             .all(|e| seen.iter().any(|s| s == e))
     })
     .await;
+    // The same Events through the core API, where `kubectl describe` looks for them.
+    let described = sim.kubectl(&["describe", "app", "gated", "-n", "team"], None);
+    assert!(
+        described.contains("Approved") && described.contains("wardn"),
+        "{described}"
+    );
+    let core = sim.kubectl(&["get", "events", "-n", "team", "-o", "json"], None);
+    assert!(core.contains("\"involvedObject\""), "{core}");
 
     // An invalid resource is reported on its status.
     let invalid = app_cr("broken", &work.path().join("missing"), false);

@@ -8,6 +8,7 @@ mod cluster;
 pub mod defaults;
 mod discovery;
 mod error;
+mod event_versions;
 mod faults;
 mod handlers;
 mod hooks;

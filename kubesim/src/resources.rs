@@ -56,8 +56,12 @@ impl ResourceInfo {
         }
     }
 
-    /// The store key shared by every version of the resource: `apps/deployments`.
+    /// The store key shared by every version of the resource: `apps/deployments`. The
+    /// `events.k8s.io` Events share the core Events' (see [`crate::event_versions`]).
     pub fn store_key(&self) -> String {
+        if crate::event_versions::is_events_view(self) {
+            return "/events".to_string();
+        }
         format!("{}/{}", self.group, self.plural)
     }
 

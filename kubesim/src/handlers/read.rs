@@ -9,8 +9,12 @@ use crate::resources::ResourceInfo;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 
-/// The object as served at the requested version.
+/// The object as served at the requested version (an Event through `events.k8s.io` in that
+/// group's form).
 pub fn present(info: &ResourceInfo, obj: &Value) -> Value {
+    if crate::event_versions::is_events_view(info) {
+        return crate::event_versions::to_events_view(obj);
+    }
     let mut out = obj.clone();
     out["apiVersion"] = Value::String(info.api_version());
     out

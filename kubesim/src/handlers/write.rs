@@ -141,6 +141,7 @@ pub fn insert_new(
     hooks::on_create(req.state, &info, &mut obj);
     lifecycle::admit_new(&info, &mut obj, &req.state.ip_seq, &req.state.port_seq);
     let obj = lifecycle::finish(&info, None, obj, manager, None, now);
+    let obj = crate::event_versions::storage_form(&info, obj);
     if req.query.dry_run() {
         return Ok((201, present(&info, &obj)));
     }
@@ -259,6 +260,7 @@ pub fn commit_update(
         hooks::on_update(&info, old, &mut new);
     }
     let new = lifecycle::finish(&info, Some(old), new, manager, sub, &now);
+    let new = crate::event_versions::storage_form(&info, new);
     if same_ignoring_bookkeeping(old, &new) {
         return Ok(present(&info, old));
     }
