@@ -121,6 +121,27 @@ async fn app_resources_are_deployed_updated_approved_and_removed() {
         None,
     );
     assert_eq!(listed, "Synced");
+    // The CRD's printer columns, as `kubectl get` prints them from the server's Table.
+    let table = sim.kubectl(&["get", "apps", "-A"], None);
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAMESPACE", "NAME", "CLUSTER", "PHASE", "REVISION", "AGE"],
+        "{table}"
+    );
+    let row: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..2], ["team", "web"], "{table}");
+    assert!(row.contains(&"Synced"), "{table}");
+    assert!(row.last().is_some_and(|age| age.ends_with('s')), "{table}");
     let managers: Vec<&str> = web["metadata"]["managedFields"]
         .as_array()
         .unwrap()

@@ -25,6 +25,7 @@ mod sim;
 mod state;
 mod status;
 mod store;
+mod table;
 mod tls;
 mod util;
 mod validate;

@@ -33,6 +33,53 @@ pub struct ResourceInfo {
     pub create_only: bool,
     /// The CRD's openAPIV3Schema for this version, for custom resources.
     pub schema: Option<Value>,
+    /// The CRD's `additionalPrinterColumns` for this version (custom resources only; empty:
+    /// Name and Age), for Table answers (see [`crate::table`]).
+    pub printer_columns: Option<Vec<PrinterColumn>>,
+}
+
+/// One `additionalPrinterColumns` entry of a CRD version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrinterColumn {
+    /// Column header.
+    pub name: String,
+    /// OpenAPI type: string, integer, number, boolean or date.
+    pub type_: String,
+    /// OpenAPI format, if any.
+    pub format: String,
+    /// Column description.
+    pub description: String,
+    /// 0: shown by default; higher: only with `-o wide`.
+    pub priority: i64,
+    /// The JSONPath of the value, e.g. `.status.phase`.
+    pub json_path: String,
+}
+
+/// The printer columns of a CRD version.
+fn printer_columns(version: &Value) -> Vec<PrinterColumn> {
+    let text = |c: &Value, key: &str| {
+        c.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    version
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .map(|columns| {
+            columns
+                .iter()
+                .map(|c| PrinterColumn {
+                    name: text(c, "name"),
+                    type_: text(c, "type"),
+                    format: text(c, "format"),
+                    description: text(c, "description"),
+                    priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                    json_path: text(c, "jsonPath"),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Where a scalable resource keeps its replica counts and selector.
@@ -479,6 +526,7 @@ pub fn builtins() -> Vec<Arc<ResourceInfo>> {
                     }),
                     create_only: group == "authorization.k8s.io",
                     schema: None,
+                    printer_columns: None,
                 })
             },
         )
@@ -566,6 +614,7 @@ pub fn from_crd(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                         .cloned()
                         .unwrap_or(Value::Object(Default::default())),
                 ),
+                printer_columns: Some(printer_columns(v)),
             }))
         })
         .collect()

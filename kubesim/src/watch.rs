@@ -42,9 +42,11 @@ fn bookmark(info: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
     line("BOOKMARK", &obj)
 }
 
-/// What a watch filters on.
+/// What a watch filters on, and how it shows objects.
 struct Filter {
     info: Arc<ResourceInfo>,
+    /// `Some(includeObject)` when the watch asked for Table rows.
+    table: Option<Option<String>>,
     namespace: Option<String>,
     name: Option<String>,
     labels: LabelSelector,
@@ -78,10 +80,21 @@ impl Filter {
         }
     }
 
+    /// An object as this watch shows it: at its version, as a one-row Table when asked for
+    /// (custom resources).
+    fn show(&self, obj: &Value) -> Value {
+        let shown = present(&self.info, obj);
+        match &self.table {
+            Some(include) => {
+                crate::table::of(&self.info, &shown, include.as_deref()).unwrap_or(shown)
+            }
+            None => shown,
+        }
+    }
+
     /// The watch line for a change, if this watch sees it.
     fn line(&self, ev: &Event) -> Option<Bytes> {
-        self.event_type(ev)
-            .map(|t| line(t, &present(&self.info, &ev.object)))
+        self.event_type(ev).map(|t| line(t, &self.show(&ev.object)))
     }
 }
 
@@ -91,6 +104,8 @@ pub fn watch(req: &Req<'_>) -> Result<Response<Body>, ApiError> {
     let info = req.target.info.clone();
     let filter = Filter {
         info: info.clone(),
+        table: (req.as_table && req.target.subresource.is_none())
+            .then(|| req.query.get("includeObject").map(String::from)),
         namespace: req.target.namespace.clone(),
         name: req.target.name.clone(),
         labels,
@@ -140,7 +155,7 @@ pub fn watch(req: &Req<'_>) -> Result<Response<Body>, ApiError> {
                                     == Some(n.as_str())
                             })
                     })
-                    .map(|o| present(&info, o))
+                    .map(|o| filter.show(o))
                     .collect();
                 Ok((initial, Vec::new(), store.subscribe(), current))
             }

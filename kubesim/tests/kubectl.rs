@@ -495,3 +495,79 @@ async fn imperative_create_sends_protobuf() {
     assert_ne!(refused.code, 0);
     assert!(refused.stderr.contains("unknown format"), "{refused:?}");
 }
+
+const WIDGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    - {name: Owner, type: string, priority: 1, jsonPath: .spec.owner}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+"#;
+
+const WIDGET: &str = r#"apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1}
+spec: {size: 3, owner: team-a}
+status:
+  conditions: [{type: Other, status: "False"}, {type: Ready, status: "True"}]
+"#;
+
+/// `kubectl get` of a custom resource prints the CRD's printer columns from the server's
+/// Table (JSONPath filters included, priority-1 columns only with `-o wide`); a watch streams
+/// Table rows too.
+#[tokio::test]
+async fn custom_resources_print_their_printer_columns() {
+    let env = Env::start().await;
+    let crd = env.write("crd.yaml", WIDGET_CRD);
+    env.kubectl(&["apply", "-f", crd.to_str().unwrap()])
+        .await
+        .ok();
+    let widget = env.write("w.yaml", WIDGET);
+    let mut applied = None;
+    for _ in 0..50 {
+        let out = env
+            .kubectl(&["apply", "-f", widget.to_str().unwrap()])
+            .await;
+        if out.code == 0 {
+            applied = Some(out);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(applied.is_some(), "the Widget kind was never served");
+    let rows = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| l.split_whitespace().map(String::from).collect())
+            .collect()
+    };
+    let out = env.kubectl(&["get", "widgets"]).await.ok();
+    let table = rows(&out.stdout);
+    assert_eq!(table[0], ["NAME", "SIZE", "READY", "AGE"], "{}", out.stdout);
+    assert_eq!(table[1][..3], ["w1", "3", "True"], "{}", out.stdout);
+    let wide = env.kubectl(&["get", "widgets", "-o", "wide"]).await.ok();
+    assert_eq!(
+        rows(&wide.stdout)[0],
+        ["NAME", "SIZE", "READY", "OWNER", "AGE"],
+        "{}",
+        wide.stdout
+    );
+    let watched = env
+        .kubectl(&["get", "widgets", "--watch", "--request-timeout=2s"])
+        .await;
+    assert!(
+        watched.stdout.contains("SIZE") && watched.stdout.contains("w1"),
+        "{watched:?}"
+    );
+}

@@ -120,6 +120,20 @@ pub struct Req<'a> {
     pub identity: Identity,
     /// The default field manager (the User-Agent's program name).
     pub user_agent: String,
+    /// Whether the `Accept` header asks for a Table (server-side printing).
+    pub as_table: bool,
+}
+
+impl Req<'_> {
+    /// `object` as this request receives it: a one-row Table for custom resources when one
+    /// was asked for (see [`crate::table`]), else the object itself.
+    pub fn printed(&self, object: Value) -> Value {
+        if !self.as_table || self.target.subresource.is_some() {
+            return object;
+        }
+        crate::table::of(&self.target.info, &object, self.query.get("includeObject"))
+            .unwrap_or(object)
+    }
 }
 
 impl Req<'_> {
@@ -318,6 +332,7 @@ pub async fn route(
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
+    let as_table = crate::table::wanted(&header(hyper::header::ACCEPT));
     let user_agent = header(hyper::header::USER_AGENT)
         .split('/')
         .next()
@@ -332,11 +347,14 @@ pub async fn route(
         body,
         identity,
         user_agent,
+        as_table,
     };
     let reply = |(code, v): (u16, Value)| json_reply(code, &v);
+    // `kubectl get` asks for a Table; custom resources answer one (built-ins: plain JSON).
+    let printed = |(code, v): (u16, Value)| json_reply(code, &req.printed(v));
     match verb {
-        "get" => read::get(&req).map(reply),
-        "list" => read::list(&req).map(reply),
+        "get" => read::get(&req).map(printed),
+        "list" => read::list(&req).map(printed),
         "watch" => crate::watch::watch(&req),
         "create" => write::create(&req).map(reply),
         "update" => write::update(&req).map(reply),
