@@ -56,14 +56,14 @@ fn feed(h: &mut Sha256, value: &Value) {
             }
         }
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
             h.update(b"{");
-            h.update((keys.len() as u64).to_le_bytes());
-            for key in keys {
+            h.update((entries.len() as u64).to_le_bytes());
+            for (key, value) in entries {
                 h.update((key.len() as u64).to_le_bytes());
                 h.update(key.as_bytes());
-                feed(h, &map[key]);
+                feed(h, value);
             }
         }
     }
