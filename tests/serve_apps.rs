@@ -1,7 +1,8 @@
 //! `wardn serve --apps` end to end: kubesim as the management cluster, Directory Apps loaded
 //! from an apps directory, the server started in-process; an automated App becomes Synced and
 //! its ConfigMap exists, an App requiring approval is Held and applies nothing until it is
-//! approved through the API; a Git App syncs and a signed webhook deploys its next commit.
+//! approved through the API; a Git App syncs, a signed webhook deploys its next commit and a hard
+//! refresh the one after.
 
 mod common;
 mod support;
@@ -12,6 +13,7 @@ use serde_json::{Value, json};
 use wardn::app::Phase;
 use wardn::clusters::seal::Sealer;
 use wardn::reconcile::pipeline::Options;
+use wardn::runner::Operation;
 use wardn::server::{ServeOptions, Server};
 
 const PASSWORD: &str = "correct horse battery staple";
@@ -221,7 +223,7 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_git_app_syncs_and_a_signed_webhook_deploys_the_next_commit() {
+async fn a_git_app_syncs_a_signed_webhook_deploys_the_next_commit_and_a_refresh_the_one_after() {
     let sim = common::start(&["staging"]).await;
     let work = tempfile::tempdir().unwrap();
     let upstream = support::Upstream::init(&work.path().join("upstream"));
@@ -270,6 +272,7 @@ async fn a_git_app_syncs_and_a_signed_webhook_deploys_the_next_commit() {
         .await
         .unwrap();
     let base = format!("http://{}", server.addr);
+    let runner = std::sync::Arc::clone(server.runner());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(server.run(async move {
         let _ = stopped.await;
@@ -311,6 +314,19 @@ async fn a_git_app_syncs_and_a_signed_webhook_deploys_the_next_commit() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(seen, Some(json!("v2")));
+
+    // A hard refresh fetches the source at once (no webhook, the next poll an hour away).
+    upstream.commit(&[("deploy/configmap.yaml", &configmap("v3"))], "third");
+    let key = runner.keys().into_iter().next().unwrap();
+    runner.operate(&key, Operation::Refresh).await.unwrap();
+    for _ in 0..600 {
+        seen = value();
+        if seen == Some(json!("v3")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, Some(json!("v3")));
 
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
