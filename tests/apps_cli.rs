@@ -128,14 +128,7 @@ async fn apps_cli_lists_shows_diffs_syncs_approves_and_rejects() {
     let plan_hash = runner.status("wardn/held").unwrap().plan_hash.unwrap();
 
     let http = reqwest::Client::new();
-    let login = http
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&json!({"username": "admin", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    let cookie = login.headers()["set-cookie"].to_str().unwrap();
-    let cookie = cookie.split(';').next().unwrap().to_string();
+    let cookie = support::server::login(&base, PASSWORD).await;
     let token: Value = http
         .post(format!("{base}/api/v1/tokens"))
         .header("cookie", &cookie)

@@ -312,19 +312,7 @@ async fn debug_logs_of_a_served_registration_hold_no_credentials() {
     })
     .await;
     let http = reqwest::Client::new();
-    let login = http
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&serde_json::json!({"username": "admin", "password": ADMIN_PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    let cookie = login.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
+    let cookie = support::server::login(&base, ADMIN_PASSWORD).await;
     let created = http
         .post(format!("{base}/api/v1/clusters"))
         .header("cookie", &cookie)

@@ -93,14 +93,7 @@ async fn a_private_repo_syncs_once_credentials_are_registered_and_its_webhook_se
         let _ = stopped.await;
     }));
     let http = reqwest::Client::new();
-    let login = http
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&json!({"username": "admin", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    let cookie = login.headers()["set-cookie"].to_str().unwrap();
-    let cookie = cookie.split(';').next().unwrap().to_string();
+    let cookie = support::server::login(&base, PASSWORD).await;
 
     // Without credentials: Failed, the reason in the message and a SourceReady=False condition.
     let mut failed = None;

@@ -73,16 +73,9 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
         probe_timeout: Duration::from_secs(5),
         ..ServeOptions::default()
     };
-    std::fs::create_dir_all(&options.data_dir).unwrap();
-    let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
-        .await
-        .unwrap();
-    let runner = std::sync::Arc::clone(server.runner());
-    let base = format!("http://{}", server.addr);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = Running::start_with(options).await;
+    let runner = std::sync::Arc::clone(&running.runner);
+    let base = running.base.clone();
 
     let phase = |key: &str| runner.status(key).and_then(|s| s.phase);
     let mut settled = false;
@@ -115,15 +108,7 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
 
     // The API answers from the same statuses.
     let http = reqwest::Client::new();
-    let login = http
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&json!({"username": "admin", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(login.status(), 200);
-    let cookie = login.headers()["set-cookie"].to_str().unwrap();
-    let cookie = cookie.split(';').next().unwrap().to_string();
+    let cookie = support::server::login(&base, PASSWORD).await;
     let get = |path: String| {
         let request = http.get(format!("{base}{path}")).header("cookie", &cookie);
         async move {
@@ -218,8 +203,7 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
         "{text}"
     );
 
-    stop.send(()).unwrap();
-    task.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -267,16 +251,9 @@ async fn a_git_app_syncs_a_signed_webhook_deploys_the_next_commit_and_a_refresh_
         probe_timeout: Duration::from_secs(5),
         ..ServeOptions::default()
     };
-    std::fs::create_dir_all(&options.data_dir).unwrap();
-    let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
-        .await
-        .unwrap();
-    let base = format!("http://{}", server.addr);
-    let runner = std::sync::Arc::clone(server.runner());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = Running::start_with(options).await;
+    let runner = std::sync::Arc::clone(&running.runner);
+    let base = running.base.clone();
 
     let value = || {
         sim.cluster
@@ -328,8 +305,7 @@ async fn a_git_app_syncs_a_signed_webhook_deploys_the_next_commit_and_a_refresh_
     }
     assert_eq!(seen, Some(json!("v3")));
 
-    stop.send(()).unwrap();
-    task.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 /// Polls `check` until it holds (a minute at most).
@@ -351,25 +327,9 @@ async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_fil
     std::fs::create_dir_all(&apps).unwrap();
     let one = write_source(work.path(), "one");
     let two = write_source(work.path(), "two");
-    let options = ServeOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        data_dir: work.path().join("data"),
-        admin_password: Some(PASSWORD.into()),
-        apps_dir: Some(apps.clone()),
-        management_kubeconfig: Some(sim.kubeconfig.clone()),
-        probe_interval: Duration::from_secs(3600),
-        probe_timeout: Duration::from_secs(5),
-        ..ServeOptions::default()
-    };
-    let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
-        .await
-        .unwrap();
-    let runner = std::sync::Arc::clone(server.runner());
+    let running = Running::start(&sim, &work.path().join("data"), &apps).await;
+    let runner = std::sync::Arc::clone(&running.runner);
     assert!(runner.keys().is_empty());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server.run(async move {
-        let _ = stopped.await;
-    }));
     let exists = |name: &str| {
         sim.cluster
             .get_object("v1", "ConfigMap", Some("staging"), name)
@@ -419,13 +379,14 @@ async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_fil
     assert_eq!(runner.status("wardn/watched"), None);
     assert!(exists("two-config"));
 
-    stop.send(()).unwrap();
-    task.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 /// A server running in this process until [`Running::stop`].
 struct Running {
     runner: std::sync::Arc<wardn::runner::Runner>,
+    /// `http://127.0.0.1:PORT`.
+    base: String,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<Result<(), wardn::server::ServeError>>,
 }
@@ -433,7 +394,7 @@ struct Running {
 impl Running {
     /// Binds and runs a server on `data` with the Apps of `apps` and `sim` as management cluster.
     async fn start(sim: &common::Sim, data: &std::path::Path, apps: &std::path::Path) -> Running {
-        let options = ServeOptions {
+        Running::start_with(ServeOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: data.to_path_buf(),
             admin_password: Some(PASSWORD.into()),
@@ -442,16 +403,28 @@ impl Running {
             probe_interval: Duration::from_secs(3600),
             probe_timeout: Duration::from_secs(5),
             ..ServeOptions::default()
-        };
+        })
+        .await
+    }
+
+    /// Binds and runs a server with `options` (creating its data directory).
+    async fn start_with(options: ServeOptions) -> Running {
+        std::fs::create_dir_all(&options.data_dir).unwrap();
         let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
             .await
             .unwrap();
         let runner = std::sync::Arc::clone(server.runner());
+        let base = format!("http://{}", server.addr);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {
             let _ = stopped.await;
         }));
-        Running { runner, stop, task }
+        Running {
+            runner,
+            base,
+            stop,
+            task,
+        }
     }
 
     /// Stops the server as a shutdown signal does (passes in flight are cancelled).
@@ -659,25 +632,11 @@ async fn apps_of_the_same_name_are_told_apart_by_namespace() {
         },
         ..ServeOptions::default()
     };
-    std::fs::create_dir_all(&options.data_dir).unwrap();
-    let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
-        .await
-        .unwrap();
-    let runner = std::sync::Arc::clone(server.runner());
-    let base = format!("http://{}", server.addr);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = Running::start_with(options).await;
+    let runner = std::sync::Arc::clone(&running.runner);
+    let base = running.base.clone();
     let http = reqwest::Client::new();
-    let login = http
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&json!({"username": "admin", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    let cookie = login.headers()["set-cookie"].to_str().unwrap();
-    let cookie = cookie.split(';').next().unwrap().to_string();
+    let cookie = support::server::login(&base, PASSWORD).await;
     let get = |path: &str| {
         let request = http.get(format!("{base}{path}")).header("cookie", &cookie);
         async move {
@@ -724,6 +683,5 @@ async fn apps_of_the_same_name_are_told_apart_by_namespace() {
     assert_eq!(code, 409, "{text}");
     assert!(text.contains("expired"), "{text}");
 
-    stop.send(()).unwrap();
-    task.await.unwrap().unwrap();
+    running.stop().await;
 }

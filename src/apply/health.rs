@@ -159,8 +159,9 @@ pub async fn wait(
         let mut waiting = Vec::new();
         let mut still = Vec::new();
         for id in pending {
+            let fetched;
             let live = match seen.get(id).filter(|_| first) {
-                Some(live) => live.clone(),
+                Some(live) => live,
                 None => {
                     let Some(resolved) = resolver.resolve(&id.api_version, &id.kind).await? else {
                         continue;
@@ -171,10 +172,11 @@ pub async fn wait(
                         still.push(id);
                         continue;
                     };
-                    serde_json::to_value(live).map_err(kube::Error::SerdeError)?
+                    fetched = serde_json::to_value(live).map_err(kube::Error::SerdeError)?;
+                    &fetched
                 }
             };
-            match assess(&live) {
+            match assess(live) {
                 Health::Healthy => {}
                 Health::Progressing(why) => {
                     waiting.push(format!("{id}: {why}"));

@@ -145,15 +145,7 @@ impl DriftWatches {
             .is_some_and(|used| used != client.credentials);
         if rotated {
             tracing::info!(cluster = %cluster, "cluster credentials changed: restarting its drift watches");
-            let live = &self.live;
-            index.watches.retain(|key, task| {
-                let other = key.cluster != cluster;
-                if !other {
-                    task.abort();
-                    live.forget(key);
-                }
-                other
-            });
+            self.stop_watches(&mut index, |key, _| key.cluster != cluster);
         }
         // Most passes change nothing: then the watches are already right (unless one ended),
         // and rebuilding the whole index after every pass would cost O(all inventories).
@@ -188,16 +180,23 @@ impl DriftWatches {
         lock(&self.index).watches.keys().cloned().collect()
     }
 
-    fn reconcile_watches(&self, index: &mut Index, client: Option<(&str, WatchClient<'_>)>) {
-        index.rebuild_owners();
-        let wanted = index.wanted();
+    /// Stops the watches `keep` refuses, dropping their live views.
+    fn stop_watches(&self, index: &mut Index, keep: impl Fn(&WatchKey, &JoinHandle<()>) -> bool) {
         index.watches.retain(|key, task| {
-            let keep = wanted.contains(key) && !task.is_finished();
-            if !keep {
+            let kept = keep(key, task);
+            if !kept {
                 task.abort();
                 self.live.forget(key);
             }
-            keep
+            kept
+        });
+    }
+
+    fn reconcile_watches(&self, index: &mut Index, client: Option<(&str, WatchClient<'_>)>) {
+        index.rebuild_owners();
+        let wanted = index.wanted();
+        self.stop_watches(index, |key, task| {
+            wanted.contains(key) && !task.is_finished()
         });
         let Some((cluster, client)) = client else {
             return;
