@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use serde_json::{Value, json};
 use wardn::app::{AppSpec, AppStatus, Destination, SyncPolicy};
-use wardn::apply::inventory::ObjectRef;
+use wardn::object::ObjectRef;
 use wardn::diff::compare;
 use wardn::reconcile::allowlist::Allowlist;
 use wardn::reconcile::decide::Trigger;

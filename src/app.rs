@@ -6,7 +6,7 @@ use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::apply::inventory::ObjectRef;
+use crate::object::ObjectRef;
 use crate::sources::spec::SourceSpec;
 
 /// The URL segment that names the management cluster (an App with an empty

@@ -6,6 +6,7 @@ pub mod apply;
 pub mod cli;
 pub mod clusters;
 pub mod diff;
+pub mod object;
 pub mod reconcile;
 pub mod render;
 pub mod runner;

@@ -19,10 +19,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::app::{App, AppStatus};
-use crate::apply::inventory::ObjectRef;
+use crate::object::ObjectRef;
 use crate::clusters::resolve::Resolver;
 use crate::diff::known::{Known, Verified};
-use crate::diff::resolve::KindCache;
+use crate::object::kinds::KindCache;
 use crate::reconcile::allowlist::Allowlist;
 use crate::reconcile::apps_dir::{AppsDir, AppsDirError};
 use crate::reconcile::decide::Trigger;
@@ -47,7 +47,6 @@ use crate::store::{Store, StoreError};
 mod publish;
 mod resources;
 
-pub use publish::FIELD_MANAGER;
 use publish::{Change, Publisher};
 
 /// Why the runner could not start an App's source.

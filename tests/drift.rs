@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 use tokio::sync::mpsc;
-use wardn::apply::inventory::ObjectRef;
+use wardn::object::ObjectRef;
 use wardn::clusters::connect::client_from_kubeconfig;
 use wardn::clusters::connect::throttled_client_from_kubeconfig;
 use wardn::clusters::throttle::Throttles;

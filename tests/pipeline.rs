@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use wardn::app::{
     AppSpec, AppStatus, Destination, HealthState, Phase, SyncPolicy, SyncWindow, WindowKind,
 };
-use wardn::apply::inventory::ObjectRef;
+use wardn::object::ObjectRef;
 use wardn::clusters::throttle::Throttles;
 use wardn::diff::digest;
 use wardn::diff::known::{Known, LiveState, LiveStates, Verified};
@@ -219,7 +219,7 @@ async fn create_update_noop_prune() {
     let manual = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "manual", "namespace": "staging"}, "data": {"k": "v"}}"#;
     sim.kubectl(&["create", "-f", "-"], Some(manual));
     let mut prev = o3.status.clone();
-    prev.inventory.push(wardn::apply::inventory::ObjectRef {
+    prev.inventory.push(wardn::object::ObjectRef {
         api_version: "v1".into(),
         kind: "ConfigMap".into(),
         namespace: Some(NS.into()),

@@ -590,7 +590,7 @@ async fn a_restart_during_an_apply_converges_without_orphans() {
     for object in &objects {
         let name = object["metadata"]["name"].as_str().unwrap();
         assert_eq!(
-            object["metadata"]["annotations"][wardn::apply::OWNER_ANNOTATION],
+            object["metadata"]["annotations"][wardn::object::owner::OWNER_ANNOTATION],
             key,
             "{object}"
         );

@@ -5,7 +5,7 @@ mod support;
 use support::postgres::Postgres;
 use support::{Backend, TestDb, execute};
 use wardn::app::{AppStatus, Phase};
-use wardn::apply::inventory::ObjectRef;
+use wardn::object::ObjectRef;
 use wardn::store::apps::AppStatusRecord;
 use wardn::store::audit::{self, ChainError, NewEntry};
 use wardn::store::clusters::ClusterRecord;

@@ -1,7 +1,7 @@
 //! The prune guard: deletions that are too large or too dangerous to run unattended. A plan
 //! the guard refuses is Held with the reason, even when the App is automated.
 
-use super::inventory::ObjectRef;
+use crate::object::ObjectRef;
 
 /// Kinds whose deletion takes data or other objects with it: never pruned without approval.
 const PROTECTED: &[(&str, &str)] = &[

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::inventory::ObjectRef;
+use crate::object::ObjectRef;
 use crate::app::HealthState;
-use crate::diff::resolve::Resolver;
+use crate::object::kinds::Resolver;
 
 /// The health of one object.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,14 +10,6 @@ pub mod stage;
 
 use std::time::Duration;
 
-/// The server-side apply field manager wardn applies (and dry-runs) with.
-pub const FIELD_MANAGER: &str = "wardn";
-
-/// The annotation wardn stamps on every object it applies, naming the App
-/// (`namespace/name`). Prune only deletes objects that carry it with the pruning App's name
-/// (and wardn's field manager), so one App never deletes another's objects.
-pub const OWNER_ANNOTATION: &str = "cd.wardn.space/app";
-
 /// Why an apply or prune failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {

@@ -2,8 +2,8 @@
 //! what uses them (CRDs, Namespaces, identities and RBAC, configuration, Services, workloads,
 //! then everything else; custom resources last). Prune runs the same order in reverse.
 
-use super::inventory::ObjectRef;
-use crate::diff::scope::is_builtin_group;
+use crate::object::ObjectRef;
+use crate::object::scope::is_builtin_group;
 
 /// The stages, in apply order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -4,9 +4,10 @@
 use kube::api::DeleteParams;
 
 use super::ApplyError;
-use super::inventory::{ObjectRef, prunable};
+use crate::object::ObjectRef;
+use crate::object::owner::prunable;
 use super::order::sort_for_prune;
-use crate::diff::resolve::Resolver;
+use crate::object::kinds::Resolver;
 
 /// What prune did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

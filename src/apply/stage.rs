@@ -8,10 +8,11 @@ use futures_util::{StreamExt, TryStreamExt, stream};
 use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 
-use super::inventory::ObjectRef;
+use crate::object::ObjectRef;
 use super::order::{Stage, sort_for_apply, stage};
-use super::{ApplyError, FIELD_MANAGER};
-use crate::diff::resolve::Resolver;
+use super::ApplyError;
+use crate::object::owner::FIELD_MANAGER;
+use crate::object::kinds::Resolver;
 
 /// How many applies of one stage are in flight at once.
 const CONCURRENCY: usize = 8;

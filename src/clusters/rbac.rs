@@ -5,7 +5,7 @@
 //! kinds, read access to Nodes for probing, and a token Secret.
 //!
 //! Kinds become resources offline from the facts the reconciler already uses: the built-in
-//! scope table ([`crate::diff::scope`]), the CRDs rendered by the same Apps, and kube's
+//! scope table ([`crate::object::scope`]), the CRDs rendered by the same Apps, and kube's
 //! kind → plural rule (which matches every built-in kind).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::api::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
-use crate::diff::scope;
+use crate::object::scope;
 
 /// Verbs granted on each kind: what server-side apply, diff, prune, health and drift watches need.
 pub const VERBS: &[&str] = &[
@@ -75,7 +75,7 @@ fn rendered_crd_plurals(objects: &[Value]) -> BTreeMap<(String, String), String>
 pub fn offline_grant(api_version: &str, kind: &str, objects: &[Value]) -> Option<Grant> {
     let crds = scope::rendered_crd_scopes(objects);
     let namespaced = scope::static_scope(api_version, kind, &crds)?;
-    let group = scope::group_of(api_version).to_string();
+    let group = crate::object::group_of(api_version).to_string();
     let resource = match rendered_crd_plurals(objects).remove(&(group.clone(), kind.to_string())) {
         Some(plural) => plural,
         None => {

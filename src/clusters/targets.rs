@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::rbac::{self, Grant};
 use crate::app::App;
-use crate::apply::inventory::ObjectRef;
-use crate::diff::scope;
+use crate::object::ObjectRef;
+use crate::object::scope;
 use crate::reconcile::allowlist;
 use crate::reconcile::apps_dir::{AppsDirError, load_dir_with_files};
 use crate::render;

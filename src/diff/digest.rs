@@ -8,7 +8,8 @@
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::{managed_by_wardn, normalize};
+use super::normalize;
+use crate::object::owner::managed_by_wardn;
 
 /// A sha256 content digest.
 pub type Digest = [u8; 32];

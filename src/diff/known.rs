@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::digest::Digest;
-use crate::apply::inventory::ObjectRef;
+use crate::object::ObjectRef;
 
 /// An object's live state as a watch of the cluster last reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,15 +8,13 @@ pub mod dryrun;
 pub mod known;
 pub mod mask;
 pub mod normalize;
-pub mod resolve;
-pub mod scope;
 pub mod text;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::apply::FIELD_MANAGER;
-use crate::apply::inventory::ObjectRef;
+use crate::object::ObjectRef;
+use crate::object::owner::{FIELD_MANAGER, managed_by_wardn};
 use changes::Change;
 
 /// What a plan does with one rendered object.
@@ -58,19 +56,6 @@ impl ObjectDiff {
             text: String::new(),
         }
     }
-}
-
-/// Whether `live` carries a server-side apply entry of wardn's field manager, i.e. wardn has
-/// applied this object before.
-pub fn managed_by_wardn(live: &Value) -> bool {
-    live.pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-        .is_some_and(|entries| {
-            entries.iter().any(|e| {
-                e.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
-                    && e.get("operation").and_then(Value::as_str) == Some("Apply")
-            })
-        })
 }
 
 /// Compares the live object (none: absent) with the server's prediction of it after the

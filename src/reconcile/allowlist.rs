@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::apply::inventory::{IdentityError, ObjectRef};
+use crate::object::{IdentityError, ObjectRef};
 
 /// The namespaces (and whether cluster-scoped objects) an App may deploy to on one cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]

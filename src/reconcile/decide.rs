@@ -100,7 +100,7 @@ pub fn decide(
 mod tests {
     use super::*;
     use crate::app::{SyncWindow, WindowKind};
-    use crate::apply::inventory::ObjectRef;
+    use crate::object::ObjectRef;
     use crate::diff::{Action, ObjectDiff};
     use crate::reconcile::window::parse_all;
 

@@ -18,8 +18,8 @@ use kube::runtime::watcher::{self, Event};
 use tokio::task::JoinHandle;
 
 use super::live::{ClusterLive, LiveCache};
-use crate::apply::FIELD_MANAGER;
-use crate::apply::inventory::ObjectRef;
+use crate::object::owner::FIELD_MANAGER;
+use crate::object::ObjectRef;
 
 /// How long to wait before retrying discovery of a watched kind.
 const DISCOVERY_RETRY: Duration = Duration::from_secs(30);

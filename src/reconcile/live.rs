@@ -13,7 +13,7 @@ use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
 
 use super::drift::WatchKey;
-use crate::apply::inventory::ObjectRef;
+use crate::object::ObjectRef;
 use crate::diff::digest::{self, Digest};
 use crate::diff::known::{LiveState, LiveStates};
 

@@ -198,7 +198,7 @@ fn label(cluster: &str) -> String {
 mod tests {
     use super::*;
     use crate::app::{AppStatus, Phase};
-    use crate::apply::inventory::ObjectRef;
+    use crate::object::ObjectRef;
     use crate::apply::prune::PruneReport;
     use crate::diff::{Action, ObjectDiff};
     use crate::reconcile::plan::Plan;

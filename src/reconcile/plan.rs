@@ -6,7 +6,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::app::PlanSummary;
-use crate::apply::inventory::ObjectRef;
+use crate::object::ObjectRef;
 use crate::diff::{Action, ObjectDiff};
 
 /// An object of the previous inventory that the plan deletes.

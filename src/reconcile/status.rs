@@ -5,7 +5,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::plan::Plan;
 use crate::app::{AppStatus, Condition, HealthState, Phase};
-use crate::apply::inventory::ObjectRef;
+use crate::object::ObjectRef;
 
 /// Formats a time as status does (RFC 3339, seconds, `Z`).
 pub fn timestamp(t: DateTime<Utc>) -> String {

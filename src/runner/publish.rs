@@ -16,11 +16,10 @@ use tokio::task::JoinHandle;
 use super::Origin;
 use crate::app::{App, AppStatus, Phase};
 use crate::reconcile::status::timestamp;
+use crate::object::owner::FIELD_MANAGER;
 use crate::store::Store;
 use crate::store::apps::AppStatusRecord;
 
-/// The field manager (and Event reporter) wardn writes App statuses as.
-pub const FIELD_MANAGER: &str = "wardn";
 
 /// One change to publish.
 pub(super) enum Change {

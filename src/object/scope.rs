@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::group_of;
+
 /// Built-in cluster-scoped kinds as `(group, kind)`; every other built-in kind is namespaced.
 const CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("", "Namespace"),
@@ -45,11 +47,6 @@ const CLUSTER_SCOPED: &[(&str, &str)] = &[
 /// a dot (`apps`, `batch`, `policy`, `autoscaling`) and the `*.k8s.io` groups.
 pub fn is_builtin_group(group: &str) -> bool {
     !group.contains('.') || (group.ends_with(".k8s.io") && !group.ends_with(".x-k8s.io"))
-}
-
-/// Splits `group/version` (`v1` → core group).
-pub fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
 }
 
 /// The scopes of the kinds defined by CRDs among `objects`: `(group, kind) → namespaced`.
