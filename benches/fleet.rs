@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use futures_util::{StreamExt, stream};
 use wardn::app::Phase;
 use wardn::clusters::registry::{RegisterRequest, Registry};
-use wardn::clusters::seal::Sealer;
 use wardn::reconcile::decide::Trigger;
 use wardn::runner::{Completed, Operation, Runner};
+use wardn::seal::Sealer;
 use wardn::server::{ServeOptions, Server};
 use wardn::store::Store;
 

@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod apply;
+pub mod backoff;
 pub mod cli;
 pub mod clusters;
 pub mod diff;
@@ -10,7 +11,9 @@ pub mod object;
 pub mod reconcile;
 pub mod render;
 pub mod runner;
+pub mod seal;
 pub mod server;
 pub mod sources;
 pub mod store;
 pub mod telemetry;
+pub mod time;

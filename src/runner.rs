@@ -19,9 +19,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::app::{App, AppStatus};
-use crate::object::ObjectRef;
 use crate::clusters::resolve::Resolver;
 use crate::diff::known::{Known, Verified};
+use crate::object::ObjectRef;
 use crate::object::kinds::KindCache;
 use crate::reconcile::allowlist::Allowlist;
 use crate::reconcile::apps_dir::{AppsDir, AppsDirError};

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use wardn::app::Phase;
-use wardn::clusters::seal::Sealer;
 use wardn::runner::{Completed, Operation};
+use wardn::seal::Sealer;
 use wardn::server::{ServeOptions, Server};
 
 fn write_source(root: &std::path::Path, dir: &str, name: &str) -> std::path::PathBuf {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::Timelike;
 use serde_json::{Value, json};
 use wardn::app::Phase;
-use wardn::clusters::seal::Sealer;
+use wardn::seal::Sealer;
 use wardn::server::{ServeOptions, Server};
 
 const WARDN: &str = env!("CARGO_BIN_EXE_wardn");

@@ -12,10 +12,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 use tokio::sync::mpsc;
-use wardn::object::ObjectRef;
 use wardn::clusters::connect::client_from_kubeconfig;
 use wardn::clusters::connect::throttled_client_from_kubeconfig;
 use wardn::clusters::throttle::Throttles;
+use wardn::object::ObjectRef;
 use wardn::reconcile::drift::{DriftWatches, WatchClient};
 
 const NS: &str = "staging";

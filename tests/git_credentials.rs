@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use support::https_git::{Auth, HttpsGitServer};
 use support::{Upstream, git};
 use wardn::app::Phase;
-use wardn::clusters::seal::Sealer;
+use wardn::seal::Sealer;
 use wardn::server::{ServeOptions, Server};
 use wardn::sources::webhook::sign;
 

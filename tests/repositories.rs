@@ -123,7 +123,7 @@ async fn repositories_are_registered_validated_listed_rotated_and_removed() {
     // The provider hands out the plain credentials; rotation applies at once.
     let repositories = Repositories::new(
         server.registry.store().clone(),
-        wardn::clusters::seal::Sealer::new(&support::server::KEY, None),
+        wardn::seal::Sealer::new(&support::server::KEY, None),
     );
     let key = parse_repo_url("https://git.example.com/org/app")
         .unwrap()
@@ -256,7 +256,7 @@ async fn the_repos_cli_reads_secrets_from_stdin() {
     assert!(out.status.success(), "{out:?}");
     let repositories = Repositories::new(
         server.registry.store().clone(),
-        wardn::clusters::seal::Sealer::new(&support::server::KEY, None),
+        wardn::seal::Sealer::new(&support::server::KEY, None),
     );
     let key = parse_repo_url("https://git.example.com/org/cli")
         .unwrap()

@@ -11,7 +11,7 @@ use reqwest::Client;
 use serde_json::{Value, json};
 use support::postgres::Postgres;
 use support::server::{ADMIN_PASSWORD, INTERNAL_TOKEN, KEY, TestServer, kubeconfig};
-use wardn::clusters::seal::Sealer;
+use wardn::seal::Sealer;
 use wardn::sources::credentials::{Credentials, CredentialsProvider};
 use wardn::sources::repositories::Repositories;
 use wardn::sources::url::parse_repo_url;

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wardn::app::Phase;
-use wardn::clusters::seal::Sealer;
 use wardn::reconcile::pipeline::Options;
 use wardn::runner::Operation;
+use wardn::seal::Sealer;
 use wardn::server::{ServeOptions, Server};
 
 const PASSWORD: &str = "correct horse battery staple";

@@ -11,10 +11,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use wardn::app::Phase;
-use wardn::clusters::seal::Sealer;
 use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::upkeep::Scheduling;
 use wardn::runner::{Completed, Operation};
+use wardn::seal::Sealer;
 use wardn::server::{ServeOptions, Server};
 
 const NS: &str = "staging";

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::object::ObjectRef;
 use crate::app::HealthState;
+use crate::object::ObjectRef;
 use crate::object::kinds::Resolver;
 
 /// The health of one object.

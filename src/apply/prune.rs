@@ -4,10 +4,10 @@
 use kube::api::DeleteParams;
 
 use super::ApplyError;
-use crate::object::ObjectRef;
-use crate::object::owner::prunable;
 use super::order::sort_for_prune;
+use crate::object::ObjectRef;
 use crate::object::kinds::Resolver;
+use crate::object::owner::prunable;
 
 /// What prune did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -8,11 +8,11 @@ use futures_util::{StreamExt, TryStreamExt, stream};
 use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 
-use crate::object::ObjectRef;
-use super::order::{Stage, sort_for_apply, stage};
 use super::ApplyError;
-use crate::object::owner::FIELD_MANAGER;
+use super::order::{Stage, sort_for_apply, stage};
+use crate::object::ObjectRef;
 use crate::object::kinds::Resolver;
+use crate::object::owner::FIELD_MANAGER;
 
 /// How many applies of one stage are in flight at once.
 const CONCURRENCY: usize = 8;

@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::clusters::seal::Sealer;
 use crate::reconcile::pipeline::Options;
 use crate::reconcile::upkeep::Scheduling;
+use crate::seal::Sealer;
 use crate::server::role::{Operator, OperatorOptions, Role};
 use crate::server::{ServeError, ServeOptions, Server};
 

@@ -11,7 +11,7 @@ pub mod kubeconfig;
 pub mod rbac;
 pub mod registry;
 pub mod resolve;
-pub mod seal;
+
 pub mod targets;
 pub mod throttle;
 pub mod validate;

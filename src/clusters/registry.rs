@@ -14,10 +14,12 @@ use super::cache::{CachedCluster, ClientCache};
 use super::connect::{self, ConnectError, ProbeReport};
 use super::expiry::credential_expiry;
 use super::kubeconfig::{self, ValidationError};
-use super::seal::{SealError, Sealer};
+
 use super::throttle::Throttles;
+use crate::seal::{SealError, Sealer};
 use crate::store::clusters::ClusterRecord;
 use crate::store::{Store, StoreError};
+use crate::time::{now_rfc3339, rfc3339};
 
 /// How many clusters a probe round contacts at once (a dead cluster holds one slot until its
 /// timeout; the rest proceed).
@@ -164,16 +166,6 @@ pub enum RegistryError {
     /// The store failed (500).
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// Current time as RFC 3339 with second precision.
-pub fn now_rfc3339() -> String {
-    rfc3339(Timestamp::now())
-}
-
-/// A timestamp as RFC 3339 in UTC with second precision, the form the store and API use.
-pub fn rfc3339(at: Timestamp) -> String {
-    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// The parts of a registration the API shows (no credentials), kept in memory so listing never

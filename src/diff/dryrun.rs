@@ -5,10 +5,10 @@ use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 
 use super::digest::{self, Digest};
-use crate::object::kinds::{Resolved, Resolver};
 use super::{Action, ObjectDiff, compare};
-use crate::object::owner::FIELD_MANAGER;
 use crate::object::ObjectRef;
+use crate::object::kinds::{Resolved, Resolver};
+use crate::object::owner::FIELD_MANAGER;
 
 /// The result of one dry-run.
 #[derive(Debug, Clone)]

@@ -176,8 +176,15 @@ mod tests {
         assert_eq!(old.cmp(&new), Ordering::Equal);
         let set: std::collections::HashSet<_> = [old.clone(), new].into_iter().collect();
         assert_eq!(set.len(), 1);
-        assert_ne!(old, gadget("other.com/v1"), "the group is part of the identity");
+        assert_ne!(
+            old,
+            gadget("other.com/v1"),
+            "the group is part of the identity"
+        );
         let serialized = serde_json::to_value(&old).unwrap();
-        assert_eq!(serialized["apiVersion"], "ex.com/v1alpha1", "stored beside it");
+        assert_eq!(
+            serialized["apiVersion"], "ex.com/v1alpha1",
+            "stored beside it"
+        );
     }
 }

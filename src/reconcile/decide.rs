@@ -100,8 +100,8 @@ pub fn decide(
 mod tests {
     use super::*;
     use crate::app::{SyncWindow, WindowKind};
-    use crate::object::ObjectRef;
     use crate::diff::{Action, ObjectDiff};
+    use crate::object::ObjectRef;
     use crate::reconcile::window::parse_all;
 
     fn plan(action: Action) -> Plan {

@@ -18,8 +18,8 @@ use kube::runtime::watcher::{self, Event};
 use tokio::task::JoinHandle;
 
 use super::live::{ClusterLive, LiveCache};
-use crate::object::owner::FIELD_MANAGER;
 use crate::object::ObjectRef;
+use crate::object::owner::FIELD_MANAGER;
 
 /// How long to wait before retrying discovery of a watched kind.
 const DISCOVERY_RETRY: Duration = Duration::from_secs(30);

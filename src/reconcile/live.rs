@@ -13,9 +13,9 @@ use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
 
 use super::drift::WatchKey;
-use crate::object::ObjectRef;
 use crate::diff::digest::{self, Digest};
 use crate::diff::known::{LiveState, LiveStates};
+use crate::object::ObjectRef;
 
 /// One object as last seen.
 #[derive(Debug, Clone)]

@@ -198,9 +198,9 @@ fn label(cluster: &str) -> String {
 mod tests {
     use super::*;
     use crate::app::{AppStatus, Phase};
-    use crate::object::ObjectRef;
     use crate::apply::prune::PruneReport;
     use crate::diff::{Action, ObjectDiff};
+    use crate::object::ObjectRef;
     use crate::reconcile::plan::Plan;
 
     fn outcome(phase: Phase, applied: bool) -> Outcome {

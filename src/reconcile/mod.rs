@@ -4,13 +4,13 @@
 
 pub mod allowlist;
 pub mod apps_dir;
-pub mod backoff;
 pub mod decide;
 pub mod drift;
 pub mod live;
 pub mod metrics;
 pub mod pipeline;
 pub mod plan;
+pub mod retry;
 pub mod scheduler;
 pub mod status;
 pub mod upkeep;

@@ -17,15 +17,15 @@ use super::status;
 use super::window::{WindowError, parse_all};
 use crate::app::{AppSpec, AppStatus, HealthState, Phase};
 use crate::apply::inventory::orphans;
-use crate::object::ObjectRef;
-use crate::object::owner::{prunable, stamp};
 use crate::apply::prune::{PruneReport, prune};
 use crate::apply::{ApplyError, guard, health, stage};
 use crate::diff::digest::{self, Digest};
 use crate::diff::dryrun::dry_run;
 use crate::diff::known::{Known, LiveState, Verified};
-use crate::object::kinds::{KindCache, Resolver};
 use crate::diff::{Action, ObjectDiff};
+use crate::object::ObjectRef;
+use crate::object::kinds::{KindCache, Resolver};
+use crate::object::owner::{prunable, stamp};
 use crate::object::scope;
 
 /// How many dry-runs are in flight at once.

@@ -6,8 +6,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::app::PlanSummary;
-use crate::object::ObjectRef;
 use crate::diff::{Action, ObjectDiff};
+use crate::object::ObjectRef;
 
 /// An object of the previous inventory that the plan deletes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,12 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::backoff::{self, Backoff};
 use super::drift::{DriftWatches, WatchClient};
 use super::live::ClusterLive;
 use super::metrics::Metrics;
 use super::pipeline::{Outcome, ReconcileError};
+use super::retry;
 use super::scheduler::Scheduler;
+use crate::backoff::{self, Backoff};
 use crate::clusters::throttle::{DEFAULT_BURST, DEFAULT_QPS, Throttles};
 
 /// How many passes run at once by default. Passes mostly wait on the clusters (dry-runs,
@@ -47,8 +48,8 @@ impl Default for Scheduling {
             resync_interval: Duration::from_secs(180),
             cluster_qps: DEFAULT_QPS,
             cluster_burst: DEFAULT_BURST,
-            backoff_base: backoff::DEFAULT_BASE,
-            backoff_max: backoff::DEFAULT_MAX,
+            backoff_base: retry::DEFAULT_BASE,
+            backoff_max: retry::DEFAULT_MAX,
             drift_debounce: Duration::from_secs(1),
         }
     }
@@ -123,7 +124,7 @@ impl Upkeep {
                         }
                         None
                     }
-                    Err(e) if backoff::transient(e) => Some(backoff::status_retry_after(e)),
+                    Err(e) if retry::transient(e) => Some(retry::status_retry_after(e)),
                     Err(_) => None,
                 }
             }

@@ -15,11 +15,10 @@ use tokio::task::JoinHandle;
 
 use super::Origin;
 use crate::app::{App, AppStatus, Phase};
-use crate::reconcile::status::timestamp;
 use crate::object::owner::FIELD_MANAGER;
+use crate::reconcile::status::timestamp;
 use crate::store::Store;
 use crate::store::apps::AppStatusRecord;
-
 
 /// One change to publish.
 pub(super) enum Change {

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use super::AppState;
 use super::body::JsonBody;
 use super::error::ApiError;
-use crate::clusters::registry::now_rfc3339;
+use crate::time::now_rfc3339;
 
 /// The administrator's user name.
 pub const ADMIN_USER: &str = "admin";

@@ -24,19 +24,20 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 
-use crate::clusters::registry::{Registry, now_rfc3339};
+use crate::clusters::registry::Registry;
 use crate::clusters::resolve::{ClusterSource, Resolver};
-use crate::clusters::seal::{SealError, Sealer};
 use crate::clusters::throttle::Throttles;
 use crate::reconcile::apps_dir::AppsDirError;
 use crate::reconcile::pipeline::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::runner::Runner;
+use crate::seal::{SealError, Sealer};
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
 use crate::sources::repositories::Repositories;
 use crate::sources::webhook::{self, WebhookSecrets, WebhookState};
 use crate::store::{Store, StoreError};
+use crate::time::now_rfc3339;
 
 /// Largest request body accepted (bigger bodies get 413).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

@@ -24,7 +24,7 @@ use super::snapshot::Snapshot;
 use super::spec::{DEFAULT_INTERVAL, GitRef, GitSource};
 use super::status::{Reason, SourceStatus, SourceUpdate, reason_for, reason_for_change};
 use super::url::{SourceKey, parse_repo_url};
-use crate::reconcile::backoff;
+use crate::backoff;
 
 /// Scheduler settings.
 #[derive(Debug, Clone)]

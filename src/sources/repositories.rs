@@ -1,6 +1,6 @@
 //! The repository registry: Git credentials and per-repository webhook secrets registered
 //! through the API (`/api/v1/repositories`), validated, sealed with the kubeconfig key
-//! ([`crate::clusters::seal::Sealer`]), audited as `repository.add|update|remove`, and handed
+//! ([`crate::seal::Sealer`]), audited as `repository.add|update|remove`, and handed
 //! to the poller and the webhook through [`CredentialsProvider`] at each fetch or delivery.
 //!
 //! A repository is identified by its normalised URL ([`super::url`]): `…/repo`, `…/repo.git`
@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::credentials::{Credentials, CredentialsProvider, LookupError};
 use super::url::{RepoUrl, SourceKey, parse_repo_url};
-use crate::clusters::registry::now_rfc3339;
-use crate::clusters::seal::{SealError, Sealer};
+use crate::seal::{SealError, Sealer};
 use crate::store::repositories::RepositoryRecord;
 use crate::store::{Store, StoreError};
+use crate::time::now_rfc3339;
 
 /// `POST /api/v1/repositories` body.
 #[derive(Clone, Deserialize)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wardn::clusters::registry::Registry;
-use wardn::clusters::seal::Sealer;
+use wardn::seal::Sealer;
 use wardn::server::{ServeOptions, Server};
 
 /// The admin password the test servers use.

@@ -1,20 +1,11 @@
-//! Retry backoff of failed passes: a pass that fails with a transient cluster error (429, 5xx,
-//! timeouts, refused or dropped connections) is retried after a per-App exponential backoff
-//! (jittered, reset by a success), or after the `Retry-After` the cluster asked for when that
-//! is longer. Other failures (invalid spec, allowlist refusals) wait for a change instead.
+//! Backoff arithmetic shared by everything in wardn that retries: exponential delays with
+//! "equal jitter", per-key retry counts, ±10 % spreading of periodic work, and which Kubernetes
+//! client errors are worth retrying at all. Used by the Git poller and the pass retries.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::Duration;
-
-use super::pipeline::ReconcileError;
-use crate::apply::ApplyError;
-
-/// The first retry delay.
-pub const DEFAULT_BASE: Duration = Duration::from_secs(1);
-/// The longest retry delay.
-pub const DEFAULT_MAX: Duration = Duration::from_secs(300);
 
 /// Whether a client error is worth retrying: 429, 5xx, or no answer at all (connection
 /// refused or reset, timeouts, a dropped stream).
@@ -24,32 +15,6 @@ pub fn kube_transient(err: &kube::Error) -> bool {
         kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => true,
         _ => false,
     }
-}
-
-/// Whether a failed pass should be retried with backoff.
-pub fn transient(err: &ReconcileError) -> bool {
-    match err {
-        ReconcileError::Kube(e) | ReconcileError::Apply(ApplyError::Kube { source: e, .. }) => {
-            kube_transient(e)
-        }
-        ReconcileError::Apply(ApplyError::CrdNotEstablished { .. }) => true,
-        _ => false,
-    }
-}
-
-/// The delay the cluster asked for in the failed request's Status (`details.retryAfterSeconds`),
-/// if any.
-pub fn status_retry_after(err: &ReconcileError) -> Option<Duration> {
-    let (ReconcileError::Kube(kube::Error::Api(status))
-    | ReconcileError::Apply(ApplyError::Kube {
-        source: kube::Error::Api(status),
-        ..
-    })) = err
-    else {
-        return None;
-    };
-    let secs = status.details.as_ref()?.retry_after_seconds;
-    (secs > 0).then(|| Duration::from_secs(u64::from(secs)))
 }
 
 /// The delay before retry number `attempt` (1 for the first): `base · 2^(attempt-1)` capped
@@ -122,13 +87,6 @@ impl<K: Eq + Hash + Clone> Backoff<K> {
 mod tests {
     use super::*;
 
-    fn api(code: u16, retry_after_seconds: u32) -> kube::Error {
-        let status = serde_json::json!({
-            "code": code, "details": {"retryAfterSeconds": retry_after_seconds}
-        });
-        kube::Error::Api(Box::new(serde_json::from_value(status).unwrap()))
-    }
-
     #[test]
     fn doubles_from_base_to_max_with_equal_jitter() {
         let (base, max) = (Duration::from_secs(1), Duration::from_secs(300));
@@ -165,27 +123,5 @@ mod tests {
             b.failure(&"a", None) <= Duration::from_secs(1),
             "reset starts over"
         );
-    }
-
-    #[test]
-    fn classifies_transient_errors_and_reads_retry_after() {
-        assert!(transient(&ReconcileError::Kube(api(429, 0))));
-        assert!(transient(&ReconcileError::Kube(api(503, 0))));
-        assert!(transient(&ReconcileError::Apply(ApplyError::Kube {
-            object: "ConfigMap n/c".into(),
-            source: api(500, 0),
-        })));
-        assert!(!transient(&ReconcileError::Kube(api(403, 0))));
-        assert!(!transient(&ReconcileError::Kube(api(422, 0))));
-        assert!(!transient(&ReconcileError::NothingHeld));
-        assert!(transient(&ReconcileError::Kube(kube::Error::Service(
-            "connection refused".into()
-        ))));
-        assert_eq!(
-            status_retry_after(&ReconcileError::Kube(api(429, 7))),
-            Some(Duration::from_secs(7))
-        );
-        assert_eq!(status_retry_after(&ReconcileError::Kube(api(429, 0))), None);
-        assert_eq!(status_retry_after(&ReconcileError::NothingHeld), None);
     }
 }
