@@ -246,7 +246,7 @@ async fn audit_chain(db: TestDb) {
     store.close().await;
 }
 
-fn app_status_record(key: &str, phase: Phase, plan_hash: &str) -> AppStatusRecord {
+fn app_status_record(key: &str, phase: Phase, plan_hash: &str) -> AppStatusRecord<AppStatus> {
     AppStatusRecord {
         key: key.to_string(),
         cluster: "staging".to_string(),
@@ -269,7 +269,7 @@ fn app_status_record(key: &str, phase: Phase, plan_hash: &str) -> AppStatusRecor
 
 async fn app_statuses(db: TestDb) {
     let store = Store::connect(&db.url).await.unwrap();
-    assert!(store.app_statuses().await.unwrap().is_empty());
+    assert!(store.app_statuses::<AppStatus>().await.unwrap().is_empty());
     let held = app_status_record("team/web", Phase::Held, "abc");
     store.put_app_status(&held).await.unwrap();
     store
@@ -279,7 +279,7 @@ async fn app_statuses(db: TestDb) {
     let replaced = app_status_record("team/api", Phase::Failed, "ghi");
     store.put_app_status(&replaced).await.unwrap();
     assert_eq!(
-        store.app_statuses().await.unwrap(),
+        store.app_statuses::<AppStatus>().await.unwrap(),
         [replaced.clone(), held.clone()]
     );
     assert!(store.delete_app_status("team/api").await.unwrap());
@@ -288,9 +288,9 @@ async fn app_statuses(db: TestDb) {
 
     // A reopened store has the statuses; a corrupt one is an error naming the column.
     let again = Store::connect(&db.url).await.unwrap();
-    assert_eq!(again.app_statuses().await.unwrap(), [held]);
+    assert_eq!(again.app_statuses::<AppStatus>().await.unwrap(), [held]);
     execute(&db.url, "UPDATE app_status SET status = 'nope'").await;
-    let e = again.app_statuses().await.unwrap_err().to_string();
+    let e = again.app_statuses::<AppStatus>().await.unwrap_err().to_string();
     assert!(e.contains("app_status.status"), "{e}");
     again.close().await;
 }

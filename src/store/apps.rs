@@ -1,15 +1,17 @@
 //! App statuses as stored: one row per App key (`namespace/name`), with the destination
-//! cluster segment and name for lookups, and the status as JSON.
+//! cluster segment and name for lookups, and the status as JSON. The store does not know the
+//! status type (it belongs to the App module, above the store): any serde type round-trips.
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{Store, StoreError};
-use crate::app::AppStatus;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// The stored status of one App.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AppStatusRecord {
+pub struct AppStatusRecord<S> {
     /// The App's key, `namespace/name`.
     pub key: String,
     /// The destination cluster segment (`local`: the management cluster).
@@ -17,12 +19,12 @@ pub struct AppStatusRecord {
     /// The App's name.
     pub name: String,
     /// The App's status.
-    pub status: AppStatus,
+    pub status: S,
     /// When the status was written (RFC 3339).
     pub updated_at: String,
 }
 
-fn from_row(row: &AnyRow) -> Result<AppStatusRecord, StoreError> {
+fn from_row<S: DeserializeOwned>(row: &AnyRow) -> Result<AppStatusRecord<S>, StoreError> {
     let status: String = row.try_get("status")?;
     let status = serde_json::from_str(&status).map_err(|err| StoreError::Corrupt {
         field: "app_status.status",
@@ -39,7 +41,10 @@ fn from_row(row: &AnyRow) -> Result<AppStatusRecord, StoreError> {
 
 impl Store {
     /// Inserts or replaces the status of App `record.key`.
-    pub async fn put_app_status(&self, record: &AppStatusRecord) -> Result<(), StoreError> {
+    pub async fn put_app_status<S: Serialize>(
+        &self,
+        record: &AppStatusRecord<S>,
+    ) -> Result<(), StoreError> {
         let status = serde_json::to_string(&record.status).map_err(|err| StoreError::Corrupt {
             field: "app_status.status",
             reason: err.to_string(),
@@ -61,7 +66,9 @@ impl Store {
     }
 
     /// Every stored App status, ordered by key.
-    pub async fn app_statuses(&self) -> Result<Vec<AppStatusRecord>, StoreError> {
+    pub async fn app_statuses<S: DeserializeOwned>(
+        &self,
+    ) -> Result<Vec<AppStatusRecord<S>>, StoreError> {
         let rows = sqlx::query(
             "SELECT app_key, cluster, name, status, updated_at FROM app_status ORDER BY app_key",
         )
