@@ -18,13 +18,14 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::app::files::{AppsDir, AppsDirError};
+use crate::app::key::app_key;
 use crate::app::{App, AppStatus};
+use crate::clusters::allowlist::Allowlist;
 use crate::clusters::resolve::Resolver;
 use crate::diff::known::{Known, Verified};
 use crate::object::ObjectRef;
 use crate::object::kinds::KindCache;
-use crate::reconcile::allowlist::Allowlist;
-use crate::reconcile::apps_dir::{AppsDir, AppsDirError};
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::drift::WatchClient;
 use crate::reconcile::live::ClusterLive;
@@ -161,15 +162,6 @@ fn source_key(app: &str, source: &Source) -> Result<SourceKey, RunnerError> {
             })
         }
     }
-}
-
-/// The key of an App: `namespace/name`, as stamped on the objects it applies.
-pub fn app_key(app: &App) -> String {
-    format!(
-        "{}/{}",
-        app.metadata.namespace.as_deref().unwrap_or("default"),
-        app.metadata.name.as_deref().unwrap_or_default()
-    )
 }
 
 impl Runner {

@@ -12,11 +12,11 @@ use sha2::{Digest, Sha256};
 use wardn::app::{
     AppSpec, AppStatus, Destination, HealthState, Phase, SyncPolicy, SyncWindow, WindowKind,
 };
+use wardn::clusters::allowlist::Allowlist;
 use wardn::clusters::throttle::Throttles;
 use wardn::diff::digest;
 use wardn::diff::known::{Known, LiveState, LiveStates, Verified};
 use wardn::object::ObjectRef;
-use wardn::reconcile::allowlist::Allowlist;
 use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::pipeline::{self, Manifests, Options, Outcome, Pass, ReconcileError, Target};
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use wardn::app::files::validate;
 use wardn::app::{App, Phase};
 use wardn::clusters::connect::client_from_kubeconfig;
 use wardn::clusters::registry::Registry;
 use wardn::clusters::resolve::{ClusterSource, Resolver};
-use wardn::reconcile::apps_dir::validate;
 use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::pipeline::Options;
 use wardn::runner::{FindError, Operation, OperationError, Origin, Runner, Upserted};

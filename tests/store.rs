@@ -290,7 +290,11 @@ async fn app_statuses(db: TestDb) {
     let again = Store::connect(&db.url).await.unwrap();
     assert_eq!(again.app_statuses::<AppStatus>().await.unwrap(), [held]);
     execute(&db.url, "UPDATE app_status SET status = 'nope'").await;
-    let e = again.app_statuses::<AppStatus>().await.unwrap_err().to_string();
+    let e = again
+        .app_statuses::<AppStatus>()
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("app_status.status"), "{e}");
     again.close().await;
 }

@@ -10,11 +10,11 @@ use serde_json::Value;
 
 use super::client::{ApiClient, CliError};
 use crate::app::LOCAL_CLUSTER;
+use crate::cli::offline::targets::{self, ClusterNeeds, RenderedApp};
+use crate::cli::offline::validate;
 use crate::clusters::access::{CheckReport, CheckRequest, ResourceCheck};
 use crate::clusters::rbac::{self, IdentityPlan, VERBS};
 use crate::clusters::registry::{ClusterView, Connectivity};
-use crate::clusters::targets::{self, ClusterNeeds, RenderedApp};
-use crate::clusters::validate;
 
 /// Loads and renders the Apps of `dir` off the async runtime; Git sources are fetched into a
 /// temporary directory removed afterwards.

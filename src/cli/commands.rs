@@ -13,9 +13,9 @@ use super::client::{
 use super::cluster_apps;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use crate::cli::offline::targets;
 use crate::clusters::bootstrap::{self, BootstrapPlan};
 use crate::clusters::registry::{ClusterView, Connectivity, Status};
-use crate::clusters::targets;
 use crate::store::audit::{self, Entry, Head};
 
 /// Arguments of `wardn login`.

@@ -5,6 +5,7 @@ pub mod apps;
 pub mod client;
 pub mod cluster_apps;
 pub mod commands;
+pub mod offline;
 pub mod repos;
 pub mod serve;
 pub mod table;

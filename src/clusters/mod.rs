@@ -3,6 +3,7 @@
 //! per-cluster request throttles.
 
 pub mod access;
+pub mod allowlist;
 pub mod bootstrap;
 pub mod cache;
 pub mod connect;
@@ -12,6 +13,4 @@ pub mod rbac;
 pub mod registry;
 pub mod resolve;
 
-pub mod targets;
 pub mod throttle;
-pub mod validate;

@@ -4,7 +4,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::plan::Plan;
-use super::window::{Window, is_open, next_opening};
+use crate::app::window::{Window, is_open, next_opening};
 use crate::app::{AppStatus, SyncPolicy};
 
 /// What started a reconcile pass.
@@ -99,10 +99,10 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::window::parse_all;
     use crate::app::{SyncWindow, WindowKind};
     use crate::diff::{Action, ObjectDiff};
     use crate::object::ObjectRef;
-    use crate::reconcile::window::parse_all;
 
     fn plan(action: Action) -> Plan {
         let d = ObjectDiff {

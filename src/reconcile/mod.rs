@@ -2,8 +2,6 @@
 //! and their approval, sync windows. The pure stages are plain functions; I/O sits in
 //! [`pipeline`].
 
-pub mod allowlist;
-pub mod apps_dir;
 pub mod decide;
 pub mod drift;
 pub mod live;
@@ -14,4 +12,3 @@ pub mod retry;
 pub mod scheduler;
 pub mod status;
 pub mod upkeep;
-pub mod window;

@@ -10,15 +10,15 @@ use futures_util::{StreamExt, TryStreamExt, stream};
 use kube::Client;
 use serde_json::Value;
 
-use super::allowlist::{self, Allowlist, Forbidden, PlaceError};
 use super::decide::{Decision, Trigger, decide};
 use super::plan::{Plan, Prune};
 use super::status;
-use super::window::{WindowError, parse_all};
+use crate::app::window::{WindowError, parse_all};
 use crate::app::{AppSpec, AppStatus, HealthState, Phase};
 use crate::apply::inventory::orphans;
 use crate::apply::prune::{PruneReport, prune};
 use crate::apply::{ApplyError, guard, health, stage};
+use crate::clusters::allowlist::{self, Allowlist, Forbidden, PlaceError};
 use crate::diff::digest::{self, Digest};
 use crate::diff::dryrun::dry_run;
 use crate::diff::known::{Known, LiveState, Verified};

@@ -13,8 +13,9 @@ use kube::api::{Api, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
-use super::{Origin, Runner, app_key};
+use super::{Origin, Runner};
 use crate::app::App;
+use crate::app::key::app_key;
 
 /// How often the CRD's presence is checked again while it is missing.
 const RETRY: Duration = Duration::from_secs(15);

@@ -24,10 +24,10 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 
+use crate::app::files::AppsDirError;
 use crate::clusters::registry::Registry;
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::throttle::Throttles;
-use crate::reconcile::apps_dir::AppsDirError;
 use crate::reconcile::pipeline::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::runner::Runner;

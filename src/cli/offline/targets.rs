@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::rbac::{self, Grant};
 use crate::app::App;
+use crate::app::files::{AppsDirError, load_dir_with_files};
+use crate::app::key::app_key;
+use crate::clusters::allowlist;
+use crate::clusters::rbac::{self, Grant};
 use crate::object::ObjectRef;
 use crate::object::scope;
-use crate::reconcile::allowlist;
-use crate::reconcile::apps_dir::{AppsDirError, load_dir_with_files};
 use crate::render;
-use crate::runner::app_key;
 use crate::sources::credentials::Credentials;
 use crate::sources::directory::snapshot_directory;
 use crate::sources::git::{GitSettings, Mirror};

@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use super::registry::ClusterView;
 use super::targets::RenderedApp;
-use crate::reconcile::allowlist::{self, Allowlist};
+use crate::clusters::allowlist::{self, Allowlist};
+use crate::clusters::registry::ClusterView;
 
 /// One problem found in an App file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,11 @@
 //! The App custom resource (`cd.wardn.space/v1alpha1`, kind `App`): what to deploy
 //! (`spec.source`), where (`spec.destination`), how (`spec.syncPolicy`), and what wardn last
-//! did (`status`). `wardn crd` prints its CustomResourceDefinition.
+//! did (`status`). `wardn crd` prints its CustomResourceDefinition. Beside it: the App's key
+//! ([`key`]), its sync windows ([`window`]) and App files (`--apps DIR`, [`files`]).
+
+pub mod files;
+pub mod key;
+pub mod window;
 
 use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
