@@ -22,10 +22,11 @@ use std::time::{Duration, Instant};
 use futures_util::{StreamExt, stream};
 use wardn::app::Phase;
 use wardn::clusters::registry::{RegisterRequest, Registry};
+use wardn::daemon::ServeOptions;
+use wardn::daemon::runner::{Completed, Operation, Runner};
 use wardn::reconcile::decide::Trigger;
-use wardn::runner::{Completed, Operation, Runner};
 use wardn::seal::Sealer;
-use wardn::server::{ServeOptions, Server};
+use wardn::server::Server;
 use wardn::store::Store;
 
 const KEY: [u8; 32] = [9u8; 32];

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 use wardn::app::Phase;
-use wardn::runner::{Completed, Operation};
+use wardn::daemon::ServeOptions;
+use wardn::daemon::runner::{Completed, Operation};
 use wardn::seal::Sealer;
-use wardn::server::{ServeOptions, Server};
+use wardn::server::Server;
 
 fn write_source(root: &std::path::Path, dir: &str, name: &str) -> std::path::PathBuf {
     let path = root.join(dir);

@@ -13,8 +13,9 @@ use std::time::Duration;
 use chrono::Timelike;
 use serde_json::{Value, json};
 use wardn::app::Phase;
+use wardn::daemon::ServeOptions;
 use wardn::seal::Sealer;
-use wardn::server::{ServeOptions, Server};
+use wardn::server::Server;
 
 const WARDN: &str = env!("CARGO_BIN_EXE_wardn");
 const PASSWORD: &str = "correct horse battery staple";

@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 use support::https_git::{Auth, HttpsGitServer};
 use support::{Upstream, git};
 use wardn::app::Phase;
+use wardn::daemon::ServeOptions;
 use wardn::seal::Sealer;
-use wardn::server::{ServeOptions, Server};
+use wardn::server::Server;
 use wardn::sources::webhook::sign;
 
 const PASSWORD: &str = "correct horse battery staple";

@@ -14,8 +14,9 @@ use std::time::Duration;
 use support::server::{INTERNAL_TOKEN, TestServer};
 use wardn::app::Phase;
 use wardn::clusters::registry::RegisterRequest;
-use wardn::runner::Runner;
-use wardn::server::role::{Operator, OperatorOptions};
+use wardn::daemon::operator::OperatorOptions;
+use wardn::daemon::runner::Runner;
+use wardn::server::OperatorServer;
 
 fn write_app(root: &Path) -> std::path::PathBuf {
     let source = root.join("source");
@@ -47,7 +48,7 @@ async fn start_operator(
     apps: &Path,
     data: &Path,
 ) -> (Arc<Runner>, String, tokio::sync::oneshot::Sender<()>) {
-    let operator = Operator::bind(OperatorOptions {
+    let operator = OperatorServer::bind(OperatorOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: data.to_path_buf(),
         apps_dir: Some(apps.to_path_buf()),
@@ -155,9 +156,9 @@ async fn operator_settings_are_checked() {
         scheduling: Default::default(),
         pipeline: Default::default(),
     };
-    let err = Operator::bind(options.clone()).await.err().unwrap();
+    let err = OperatorServer::bind(options.clone()).await.err().unwrap();
     assert!(err.to_string().contains("--server URL"), "{err}");
-    let err = Operator::bind(OperatorOptions {
+    let err = OperatorServer::bind(OperatorOptions {
         server: "http://127.0.0.1:1".into(),
         internal_token: String::new(),
         ..options

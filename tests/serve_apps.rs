@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wardn::app::Phase;
+use wardn::daemon::ServeOptions;
+use wardn::daemon::runner::Operation;
 use wardn::reconcile::pipeline::Options;
-use wardn::runner::Operation;
 use wardn::seal::Sealer;
-use wardn::server::{ServeOptions, Server};
+use wardn::server::Server;
 
 const PASSWORD: &str = "correct horse battery staple";
 
@@ -384,7 +385,7 @@ async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_fil
 
 /// A server running in this process until [`Running::stop`].
 struct Running {
-    runner: std::sync::Arc<wardn::runner::Runner>,
+    runner: std::sync::Arc<wardn::daemon::runner::Runner>,
     /// `http://127.0.0.1:PORT`.
     base: String,
     stop: tokio::sync::oneshot::Sender<()>,
@@ -464,14 +465,14 @@ async fn a_held_plan_survives_a_restart_and_is_applied_once_on_approval() {
     for _ in 0..600 {
         match second
             .runner
-            .operate(key, wardn::runner::Operation::Plan)
+            .operate(key, wardn::daemon::runner::Operation::Plan)
             .await
         {
-            Ok(wardn::runner::Completed::Plan(plan)) => {
+            Ok(wardn::daemon::runner::Completed::Plan(plan)) => {
                 planned = Some(plan);
                 break;
             }
-            Err(wardn::runner::OperationError::NotRendered(_)) => {
+            Err(wardn::daemon::runner::OperationError::NotRendered(_)) => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             other => panic!("{other:?}"),
@@ -495,11 +496,11 @@ async fn a_held_plan_survives_a_restart_and_is_applied_once_on_approval() {
         .runner
         .operate(
             key,
-            wardn::runner::Operation::Approve(held.plan_hash.clone()),
+            wardn::daemon::runner::Operation::Approve(held.plan_hash.clone()),
         )
         .await
         .unwrap();
-    let wardn::runner::Completed::Status(approved) = approved else {
+    let wardn::daemon::runner::Completed::Status(approved) = approved else {
         panic!("a status")
     };
     assert_eq!(approved.phase, Some(Phase::Synced), "{approved:?}");
@@ -520,7 +521,7 @@ async fn a_held_plan_survives_a_restart_and_is_applied_once_on_approval() {
         .runner
         .operate(
             key,
-            wardn::runner::Operation::Pass(wardn::reconcile::decide::Trigger::Automatic),
+            wardn::daemon::runner::Operation::Pass(wardn::reconcile::decide::Trigger::Automatic),
         )
         .await
         .unwrap();

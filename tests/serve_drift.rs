@@ -11,11 +11,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use wardn::app::Phase;
+use wardn::daemon::ServeOptions;
+use wardn::daemon::runner::{Completed, Operation};
 use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::upkeep::Scheduling;
-use wardn::runner::{Completed, Operation};
 use wardn::seal::Sealer;
-use wardn::server::{ServeOptions, Server};
+use wardn::server::Server;
 
 const NS: &str = "staging";
 

@@ -5,11 +5,30 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::daemon::operator::OperatorOptions;
+use crate::daemon::{DaemonError, ServeOptions};
 use crate::reconcile::pipeline::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::seal::Sealer;
-use crate::server::role::{Operator, OperatorOptions, Role};
-use crate::server::{ServeError, ServeOptions, Server};
+use crate::server::{OperatorServer, ServeError, Server};
+
+/// Which parts of wardn a process runs (`--role`):
+/// - `all` (default): API, store, probing and App reconciliation in one process.
+/// - `server`: API, store and probing; no App is reconciled (`--apps` is refused), so the Apps
+///   API answers empty lists. Operators fetch cluster credentials from it.
+/// - `operator`: reconciles Apps, resolving registered clusters through the server's
+///   `GET /internal/clusters/{name}/kubeconfig` with `WARDN_INTERNAL_TOKEN`; no store and no
+///   user API (its listener serves `/api/v1/health` only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Role {
+    /// API, store, probing and reconciliation.
+    #[default]
+    All,
+    /// API, store and probing; no reconciliation.
+    Server,
+    /// Reconciliation only, with clusters resolved through a server.
+    Operator,
+}
 
 /// Arguments of `wardn serve`.
 #[derive(Debug, clap::Args)]
@@ -112,14 +131,14 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     match args.role {
         Role::Operator => return run_operator(args).await,
         Role::Server if args.apps.is_some() => {
-            return Err(ServeError::Role(
+            return Err(ServeError::Daemon(DaemonError::Role(
                 "--role server reconciles no Apps: drop --apps, or run --role all or operator"
                     .into(),
-            ));
+            )));
         }
         Role::All | Role::Server => {}
     }
-    let sealer = Sealer::from_env()?;
+    let sealer = Sealer::from_env().map_err(DaemonError::from)?;
     let scheduling = scheduling(&args);
     let pipeline = pipeline(&args);
     let options = ServeOptions {
@@ -185,7 +204,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         scheduling,
         pipeline,
     };
-    let operator = Operator::bind(options).await?;
+    let operator = OperatorServer::bind(options).await?;
     println!("wardn operator: health on http://{}", operator.addr);
     operator.run(shutdown_signal()).await
 }

@@ -16,8 +16,8 @@ use super::AppState;
 use super::auth::Actor;
 use super::error::ApiError;
 use crate::app::{App, AppStatus, Phase};
+use crate::daemon::runner::{Completed, FindError, Operation, OperationError};
 use crate::reconcile::decide::Trigger;
-use crate::runner::{Completed, FindError, Operation, OperationError};
 use crate::time::now_rfc3339;
 
 impl From<OperationError> for ApiError {

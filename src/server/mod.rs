@@ -11,12 +11,9 @@ pub mod error;
 pub mod login_limit;
 pub mod metrics;
 pub mod repositories;
-pub mod role;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::Method;
@@ -24,16 +21,11 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 
-use crate::app::files::AppsDirError;
 use crate::clusters::registry::Registry;
-use crate::clusters::resolve::{ClusterSource, Resolver};
-use crate::clusters::throttle::Throttles;
-use crate::reconcile::pipeline::Options;
-use crate::reconcile::upkeep::Scheduling;
-use crate::runner::Runner;
-use crate::seal::{SealError, Sealer};
-use crate::sources::git::GitSettings;
-use crate::sources::poller::{Poller, PollerConfig};
+use crate::daemon::operator::{Operator, OperatorOptions};
+use crate::daemon::runner::Runner;
+use crate::daemon::{Daemon, DaemonError, ServeOptions};
+use crate::seal::Sealer;
 use crate::sources::repositories::Repositories;
 use crate::sources::webhook::{self, WebhookSecrets, WebhookState};
 use crate::store::{Store, StoreError};
@@ -333,103 +325,18 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Settings of `wardn serve`.
-#[derive(Debug, Clone)]
-pub struct ServeOptions {
-    /// Address to listen on.
-    pub listen: SocketAddr,
-    /// Data directory (holds the SQLite file).
-    pub data_dir: PathBuf,
-    /// PostgreSQL URL; SQLite in `data_dir` when absent.
-    pub database_url: Option<String>,
-    /// Admin password to set (`WARDN_ADMIN_PASSWORD`); generated and printed once if absent
-    /// and no admin exists yet.
-    pub admin_password: Option<String>,
-    /// `WARDN_INTERNAL_TOKEN`; `/internal` is disabled without it.
-    pub internal_token: Option<String>,
-    /// `WARDN_WEBHOOK_SECRET`; the Git webhook rejects every request without it.
-    pub webhook_secret: Option<String>,
-    /// Directory of App YAML files to reconcile (`--apps`); no Apps when absent.
-    pub apps_dir: Option<PathBuf>,
-    /// Kubeconfig of the management cluster (`destination.cluster: ""`); inferred from the
-    /// environment (in-cluster, `KUBECONFIG`, `~/.kube/config`) when absent.
-    pub management_kubeconfig: Option<PathBuf>,
-    /// Extra CA certificates (PEM file) trusted for `https://` Git remotes, on top of the
-    /// platform's roots (`--git-ca-file`).
-    pub git_ca_file: Option<PathBuf>,
-    /// Namespaces whose App resources are reconciled (`--namespaces`); empty: all.
-    pub app_namespaces: Vec<String>,
-    /// Whether this process reconciles Apps (`--role all`); `--role server` only serves the
-    /// API, so neither App resources nor `--apps` are watched.
-    pub reconcile_apps: bool,
-    /// Time between background probe rounds.
-    pub probe_interval: Duration,
-    /// Time limit of one connection attempt or probe.
-    pub probe_timeout: Duration,
-    /// Resync interval, per-cluster rate limits and retry backoff.
-    pub scheduling: Scheduling,
-    /// Health and CRD timeouts of a pass, and how long a Held plan may be approved.
-    pub pipeline: Options,
-}
-
-/// Local defaults: 127.0.0.1:8080, `.data`, SQLite, no Apps, no management cluster, probes
-/// every 30 s with a 10 s limit.
-impl Default for ServeOptions {
-    fn default() -> Self {
-        ServeOptions {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            data_dir: PathBuf::from(".data"),
-            database_url: None,
-            admin_password: None,
-            internal_token: None,
-            webhook_secret: None,
-            apps_dir: None,
-            management_kubeconfig: None,
-            git_ca_file: None,
-            app_namespaces: Vec::new(),
-            reconcile_apps: true,
-            probe_interval: Duration::from_secs(30),
-            probe_timeout: Duration::from_secs(10),
-            scheduling: Scheduling::default(),
-            pipeline: Options::default(),
-        }
-    }
-}
-
-/// Errors starting or running the server.
+/// Why the server could not start or serve.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// The credentials key is missing or invalid.
+    /// The daemon behind the API could not start.
     #[error(transparent)]
-    Key(#[from] SealError),
-    /// The store cannot be opened.
+    Daemon(#[from] DaemonError),
+    /// The store failed while setting up the admin user.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The admin password cannot be set.
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
-    /// The Apps directory cannot be read or watched.
-    #[error(transparent)]
-    Apps(#[from] AppsDirError),
-    /// The Git CA file cannot be read.
-    #[error("--git-ca-file {path}: {source}")]
-    GitCa {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The management cluster's kubeconfig is unusable.
-    #[error("management kubeconfig {path}: {message}")]
-    Kubeconfig {
-        /// The kubeconfig file.
-        path: PathBuf,
-        /// The reason.
-        message: String,
-    },
-    /// The `--role` settings are inconsistent (e.g. an operator without `--server`).
-    #[error("{0}")]
-    Role(String),
     /// Binding or serving failed.
     #[error("cannot serve on {addr}: {source}")]
     Io {
@@ -440,11 +347,19 @@ pub enum ServeError {
     },
 }
 
-/// A bound, ready server.
+/// Binds `addr` and reports the address actually bound (useful with port 0).
+async fn listen(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), ServeError> {
+    let io = |source| ServeError::Io { addr, source };
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(io)?;
+    let bound = listener.local_addr().map_err(io)?;
+    Ok((listener, bound))
+}
+
+/// A bound, ready server: the daemon and the API over it.
 pub struct Server {
     listener: tokio::net::TcpListener,
     state: AppState,
-    probe_interval: Duration,
+    daemon: Daemon,
     /// The address actually bound (useful with port 0).
     pub addr: SocketAddr,
     /// The admin password, if it was generated at this start (print it once).
@@ -475,103 +390,31 @@ pub async fn ensure_admin(
     Ok(Some(generated))
 }
 
-/// The extra Git CA roots of `options`, read once at start.
-fn git_ca(options: &ServeOptions) -> Result<Option<Arc<Vec<u8>>>, ServeError> {
-    options
-        .git_ca_file
-        .as_ref()
-        .map(|path| {
-            std::fs::read(path)
-                .map(Arc::new)
-                .map_err(|source| ServeError::GitCa {
-                    path: path.clone(),
-                    source,
-                })
-        })
-        .transpose()
-}
-
 impl Server {
-    /// Opens the store, sets up the admin user and binds the listener.
+    /// Binds the listener, starts the daemon ([`Daemon::start`]) and sets up the admin user.
     pub async fn bind(options: ServeOptions, sealer: Sealer) -> Result<Server, ServeError> {
-        let store = Store::open(&options.data_dir, options.database_url.as_deref()).await?;
+        let (listener, addr) = listen(options.listen).await?;
+        let daemon = Daemon::start(&options, sealer).await?;
         let generated_admin_password =
-            ensure_admin(&store, options.admin_password.as_deref()).await?;
-        let throttles = Arc::new(Throttles::new(
-            options.scheduling.cluster_qps,
-            options.scheduling.cluster_burst,
-        ));
-        let repositories = Arc::new(Repositories::new(store.clone(), sealer.clone()));
-        let registry = Arc::new(
-            Registry::new(store, sealer, options.probe_timeout)
-                .with_throttles(Arc::clone(&throttles)),
-        );
-        // Git mirrors live under the data directory; fetches use the registered credentials.
-        let (poller, updates) = Poller::with_provider(
-            PollerConfig::new(GitSettings {
-                data_dir: options.data_dir.clone(),
-                extra_roots_pem: git_ca(&options)?,
-            }),
-            repositories.clone(),
-        );
-        let mut resolver = Resolver::new(
-            ClusterSource::Local(Arc::clone(&registry)),
-            options.probe_timeout,
-        )
-        .with_throttles(throttles);
-        let management = role::management_client(
-            options.management_kubeconfig.as_deref(),
-            options.probe_timeout,
-        )
-        .await?;
-        if let Some(client) = &management {
-            resolver = resolver.with_management(client.clone());
-        }
-        let runner = Runner::new(
-            resolver,
-            options.pipeline.clone(),
-            poller.clone(),
-            Some(registry.store().clone()),
-            options.scheduling.clone(),
-        );
-        runner.restore().await?;
-        if options.reconcile_apps {
-            if let Some(client) = management {
-                runner.watch_resources(client, options.app_namespaces.clone());
-            }
-            if let Some(dir) = &options.apps_dir {
-                runner.watch_apps_dir(dir).await?;
-            }
-        }
+            ensure_admin(daemon.store(), options.admin_password.as_deref()).await?;
         let webhook = WebhookState {
-            poller,
+            poller: daemon.poller().clone(),
             secrets: Arc::new(
                 WebhookSecrets::new(options.webhook_secret.as_deref())
-                    .with_provider(repositories.clone()),
+                    .with_provider(daemon.repositories().clone()),
             ),
         };
         let state = AppState::new(
-            registry,
+            Arc::clone(daemon.registry()),
             options.internal_token.as_deref(),
-            webhook.clone(),
-            Arc::clone(&runner),
-            repositories,
+            webhook,
+            Arc::clone(daemon.runner()),
+            Arc::clone(daemon.repositories()),
         );
-        let listener = tokio::net::TcpListener::bind(options.listen)
-            .await
-            .map_err(|source| ServeError::Io {
-                addr: options.listen,
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| ServeError::Io {
-            addr: options.listen,
-            source,
-        })?;
-        runner.start(updates);
         Ok(Server {
             listener,
             state,
-            probe_interval: options.probe_interval,
+            daemon,
             addr,
             generated_admin_password,
         })
@@ -579,28 +422,68 @@ impl Server {
 
     /// The registry behind the server (for in-process consumers such as the reconciler).
     pub fn registry(&self) -> &Arc<Registry> {
-        self.state.registry()
+        self.daemon.registry()
     }
 
     /// The App runner (statuses of the Apps loaded from `--apps`).
     pub fn runner(&self) -> &Arc<Runner> {
-        self.state.runner()
+        self.daemon.runner()
     }
 
-    /// Serves until `shutdown` completes, probing clusters in the background.
+    /// Serves until `shutdown` completes, then shuts the daemon down.
     pub async fn run(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
-        let prober =
-            tokio::spawn(Arc::clone(self.state.registry()).probe_loop(self.probe_interval));
         tracing::info!(addr = %self.addr, "wardn API listening");
-        let result = axum::serve(self.listener, router(self.state.clone()))
+        let result = axum::serve(self.listener, router(self.state))
             .with_graceful_shutdown(shutdown)
             .await;
-        prober.abort();
-        self.state.runner().shutdown().await;
-        self.state.store().close().await;
+        self.daemon.shutdown().await;
+        result.map_err(|source| ServeError::Io {
+            addr: self.addr,
+            source,
+        })
+    }
+}
+
+/// `--role operator`: the operator ([`Operator`]) and its listener, which serves
+/// `/api/v1/health` only.
+pub struct OperatorServer {
+    listener: tokio::net::TcpListener,
+    operator: Operator,
+    /// The address actually bound.
+    pub addr: SocketAddr,
+}
+
+impl OperatorServer {
+    /// Binds the health listener and starts the operator ([`Operator::start`]).
+    pub async fn bind(options: OperatorOptions) -> Result<OperatorServer, ServeError> {
+        let (listener, addr) = listen(options.listen).await?;
+        let operator = Operator::start(&options).await?;
+        Ok(OperatorServer {
+            listener,
+            operator,
+            addr,
+        })
+    }
+
+    /// The App runner (statuses of the reconciled Apps).
+    pub fn runner(&self) -> &Arc<Runner> {
+        self.operator.runner()
+    }
+
+    /// Serves `/api/v1/health` until `shutdown` completes, then stops the operator.
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        tracing::info!(addr = %self.addr, "wardn operator listening (health only)");
+        let router = Router::new().route("/api/v1/health", get(health));
+        let result = axum::serve(self.listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        self.operator.shutdown().await;
         result.map_err(|source| ServeError::Io {
             addr: self.addr,
             source,

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wardn::clusters::registry::Registry;
+use wardn::daemon::ServeOptions;
 use wardn::seal::Sealer;
-use wardn::server::{ServeOptions, Server};
+use wardn::server::Server;
 
 /// The admin password the test servers use.
 pub const ADMIN_PASSWORD: &str = "correct horse battery staple";

@@ -13,7 +13,8 @@ use kube::api::{Api, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
-use super::{Origin, Runner};
+use super::publish::Change;
+use super::{Origin, Runner, lock};
 use crate::app::App;
 use crate::app::key::app_key;
 
@@ -30,8 +31,19 @@ async fn crd_installed(client: &Client) -> Result<bool, kube::Error> {
     }
 }
 
+impl Runner {
+    /// Reconciles the App resources of the management cluster reached by `client`, in
+    /// `namespaces` (all when empty), and writes their status subresource and Events from now
+    /// on. Resources win over `--apps` files defining the same App.
+    pub fn watch_resources(self: &Arc<Self>, client: Client, namespaces: Vec<String>) {
+        self.publisher.send(Change::Resources(client.clone()));
+        let task = tokio::spawn(follow(Arc::clone(self), client, namespaces));
+        lock(&self.tasks).push(task);
+    }
+}
+
 /// Follows the App resources of `namespaces` (all when empty) until the task is aborted.
-pub(super) async fn follow(runner: Arc<Runner>, client: Client, namespaces: Vec<String>) {
+async fn follow(runner: Arc<Runner>, client: Client, namespaces: Vec<String>) {
     let mut warned = false;
     loop {
         match crd_installed(&client).await {

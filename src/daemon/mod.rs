@@ -1,0 +1,248 @@
+//! The daemon: the long-running parts of `wardn serve` and how one process wires them. The
+//! store, the cluster registry with its background probes, the Git repository registry and
+//! poller, the cluster resolver, and the App runner ([`runner`]) that drives every App from its
+//! source to its cluster. [`Daemon::start`] wires them for `--role all|server`;
+//! [`operator::Operator`] for `--role operator`, which resolves clusters through a server.
+//! The HTTP API on top of them lives in `crate::server`.
+
+pub mod management;
+pub mod operator;
+pub mod runner;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use crate::app::files::AppsDirError;
+use crate::clusters::registry::Registry;
+use crate::clusters::resolve::{ClusterSource, Resolver};
+use crate::clusters::throttle::Throttles;
+use crate::reconcile::pipeline::Options;
+use crate::reconcile::upkeep::Scheduling;
+use crate::seal::{SealError, Sealer};
+use crate::sources::git::GitSettings;
+use crate::sources::poller::{Poller, PollerConfig};
+use crate::sources::repositories::Repositories;
+use crate::store::{Store, StoreError};
+use runner::Runner;
+
+/// Settings of `wardn serve`: the daemon's, and the API listener's that `crate::server` reads.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Data directory (holds the SQLite file).
+    pub data_dir: PathBuf,
+    /// PostgreSQL URL; SQLite in `data_dir` when absent.
+    pub database_url: Option<String>,
+    /// Admin password to set (`WARDN_ADMIN_PASSWORD`); generated and printed once if absent
+    /// and no admin exists yet.
+    pub admin_password: Option<String>,
+    /// `WARDN_INTERNAL_TOKEN`; `/internal` is disabled without it.
+    pub internal_token: Option<String>,
+    /// `WARDN_WEBHOOK_SECRET`; the Git webhook rejects every request without it.
+    pub webhook_secret: Option<String>,
+    /// Directory of App YAML files to reconcile (`--apps`); no Apps when absent.
+    pub apps_dir: Option<PathBuf>,
+    /// Kubeconfig of the management cluster (`destination.cluster: ""`); inferred from the
+    /// environment (in-cluster, `KUBECONFIG`, `~/.kube/config`) when absent.
+    pub management_kubeconfig: Option<PathBuf>,
+    /// Extra CA certificates (PEM file) trusted for `https://` Git remotes, on top of the
+    /// platform's roots (`--git-ca-file`).
+    pub git_ca_file: Option<PathBuf>,
+    /// Namespaces whose App resources are reconciled (`--namespaces`); empty: all.
+    pub app_namespaces: Vec<String>,
+    /// Whether this process reconciles Apps (`--role all`); `--role server` only serves the
+    /// API, so neither App resources nor `--apps` are watched.
+    pub reconcile_apps: bool,
+    /// Time between background probe rounds.
+    pub probe_interval: Duration,
+    /// Time limit of one connection attempt or probe.
+    pub probe_timeout: Duration,
+    /// Resync interval, per-cluster rate limits and retry backoff.
+    pub scheduling: Scheduling,
+    /// Health and CRD timeouts of a pass, and how long a Held plan may be approved.
+    pub pipeline: Options,
+}
+
+/// Local defaults: 127.0.0.1:8080, `.data`, SQLite, no Apps, no management cluster, probes
+/// every 30 s with a 10 s limit.
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from(".data"),
+            database_url: None,
+            admin_password: None,
+            internal_token: None,
+            webhook_secret: None,
+            apps_dir: None,
+            management_kubeconfig: None,
+            git_ca_file: None,
+            app_namespaces: Vec::new(),
+            reconcile_apps: true,
+            probe_interval: Duration::from_secs(30),
+            probe_timeout: Duration::from_secs(10),
+            scheduling: Scheduling::default(),
+            pipeline: Options::default(),
+        }
+    }
+}
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The credentials key is missing or invalid.
+    #[error(transparent)]
+    Key(#[from] SealError),
+    /// The store cannot be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The Apps directory cannot be read or watched.
+    #[error(transparent)]
+    Apps(#[from] AppsDirError),
+    /// The Git CA file cannot be read.
+    #[error("--git-ca-file {path}: {source}")]
+    GitCa {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The management cluster's kubeconfig is unusable.
+    #[error("management kubeconfig {path}: {message}")]
+    Kubeconfig {
+        /// The kubeconfig file.
+        path: PathBuf,
+        /// The reason.
+        message: String,
+    },
+    /// The `--role` settings are inconsistent (e.g. an operator without `--server`).
+    #[error("{0}")]
+    Role(String),
+}
+
+/// The running daemon of `--role all|server`: its registries, poller and App runner.
+pub struct Daemon {
+    registry: Arc<Registry>,
+    repositories: Arc<Repositories>,
+    poller: Poller,
+    runner: Arc<Runner>,
+    prober: JoinHandle<()>,
+}
+
+/// The extra Git CA roots of `options`, read once at start.
+fn git_ca(options: &ServeOptions) -> Result<Option<Arc<Vec<u8>>>, DaemonError> {
+    options
+        .git_ca_file
+        .as_ref()
+        .map(|path| {
+            std::fs::read(path)
+                .map(Arc::new)
+                .map_err(|source| DaemonError::GitCa {
+                    path: path.clone(),
+                    source,
+                })
+        })
+        .transpose()
+}
+
+impl Daemon {
+    /// Opens the store, builds the registries, the Git poller and the cluster resolver,
+    /// restores the stored App statuses, loads the Apps (`--role all`) and starts reconciling
+    /// them and probing the registered clusters every `probe_interval`.
+    pub async fn start(options: &ServeOptions, sealer: Sealer) -> Result<Daemon, DaemonError> {
+        let store = Store::open(&options.data_dir, options.database_url.as_deref()).await?;
+        let throttles = Arc::new(Throttles::new(
+            options.scheduling.cluster_qps,
+            options.scheduling.cluster_burst,
+        ));
+        let repositories = Arc::new(Repositories::new(store.clone(), sealer.clone()));
+        let registry = Arc::new(
+            Registry::new(store, sealer, options.probe_timeout)
+                .with_throttles(Arc::clone(&throttles)),
+        );
+        // Git mirrors live under the data directory; fetches use the registered credentials.
+        let (poller, updates) = Poller::with_provider(
+            PollerConfig::new(GitSettings {
+                data_dir: options.data_dir.clone(),
+                extra_roots_pem: git_ca(options)?,
+            }),
+            repositories.clone(),
+        );
+        let mut resolver = Resolver::new(
+            ClusterSource::Local(Arc::clone(&registry)),
+            options.probe_timeout,
+        )
+        .with_throttles(throttles);
+        let management = management::client(
+            options.management_kubeconfig.as_deref(),
+            options.probe_timeout,
+        )
+        .await?;
+        if let Some(client) = &management {
+            resolver = resolver.with_management(client.clone());
+        }
+        let runner = Runner::new(
+            resolver,
+            options.pipeline.clone(),
+            poller.clone(),
+            Some(registry.store().clone()),
+            options.scheduling.clone(),
+        );
+        runner.restore().await?;
+        if options.reconcile_apps {
+            if let Some(client) = management {
+                runner.watch_resources(client, options.app_namespaces.clone());
+            }
+            if let Some(dir) = &options.apps_dir {
+                runner.watch_apps_dir(dir).await?;
+            }
+        }
+        runner.start(updates);
+        let prober = tokio::spawn(Arc::clone(&registry).probe_loop(options.probe_interval));
+        Ok(Daemon {
+            registry,
+            repositories,
+            poller,
+            runner,
+            prober,
+        })
+    }
+
+    /// The cluster registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The Git repository registry (credentials, webhook secrets).
+    pub fn repositories(&self) -> &Arc<Repositories> {
+        &self.repositories
+    }
+
+    /// The Git poller (webhooks trigger its polls).
+    pub fn poller(&self) -> &Poller {
+        &self.poller
+    }
+
+    /// The App runner.
+    pub fn runner(&self) -> &Arc<Runner> {
+        &self.runner
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        self.registry.store()
+    }
+
+    /// Stops probing and reconciling, waits until every App status is stored, and closes the
+    /// store.
+    pub async fn shutdown(&self) {
+        self.prober.abort();
+        self.runner.shutdown().await;
+        self.registry.store().close().await;
+    }
+}

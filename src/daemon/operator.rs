@@ -1,0 +1,119 @@
+//! `wardn serve --role operator`: reconciles the Apps of `--apps` (and App resources),
+//! resolving registered clusters through a wardn server's
+//! `GET /internal/clusters/{name}/kubeconfig` with `WARDN_INTERNAL_TOKEN`. No store: its
+//! statuses live in memory and in the App resources' status. Its listener (health only) is
+//! served by `crate::server`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::DaemonError;
+use super::management;
+use super::runner::Runner;
+use crate::clusters::resolve::Resolver;
+use crate::clusters::throttle::Throttles;
+use crate::reconcile::pipeline::Options;
+use crate::reconcile::upkeep::Scheduling;
+use crate::sources::git::GitSettings;
+use crate::sources::poller::{Poller, PollerConfig};
+
+/// Settings of `wardn serve --role operator`.
+#[derive(Debug, Clone)]
+pub struct OperatorOptions {
+    /// Address of the health listener.
+    pub listen: SocketAddr,
+    /// Data directory (Git mirrors).
+    pub data_dir: PathBuf,
+    /// Directory of App YAML files to reconcile.
+    pub apps_dir: Option<PathBuf>,
+    /// Base URL of the wardn server, e.g. `http://wardn:8080`.
+    pub server: String,
+    /// `WARDN_INTERNAL_TOKEN`, shared with the server.
+    pub internal_token: String,
+    /// Kubeconfig of the management cluster.
+    pub management_kubeconfig: Option<PathBuf>,
+    /// Namespaces whose App resources are reconciled (`--namespaces`); empty: all.
+    pub app_namespaces: Vec<String>,
+    /// How long a fetched kubeconfig's client is reused before it is fetched again.
+    pub cache_ttl: Duration,
+    /// Time limit of connecting to a cluster or the server.
+    pub timeout: Duration,
+    /// Resync interval, per-cluster rate limits and retry backoff.
+    pub scheduling: Scheduling,
+    /// Health and CRD timeouts of a pass, and how long a Held plan may be approved.
+    pub pipeline: Options,
+}
+
+/// A running operator: the App runner and the Git poller feeding it.
+pub struct Operator {
+    runner: Arc<Runner>,
+    // Held so the poller's update channel lives as long as the operator.
+    _poller: Poller,
+}
+
+impl Operator {
+    /// Checks the settings, loads the Apps and starts reconciling them.
+    pub async fn start(options: &OperatorOptions) -> Result<Operator, DaemonError> {
+        if options.server.trim().is_empty() {
+            return Err(DaemonError::Role(
+                "--role operator needs --server URL (the wardn server holding the clusters)".into(),
+            ));
+        }
+        if options.internal_token.is_empty() {
+            return Err(DaemonError::Role(
+                "--role operator needs WARDN_INTERNAL_TOKEN (the server's internal token)".into(),
+            ));
+        }
+        let throttles = Arc::new(Throttles::new(
+            options.scheduling.cluster_qps,
+            options.scheduling.cluster_burst,
+        ));
+        let mut resolver = Resolver::remote(
+            &options.server,
+            &options.internal_token,
+            options.cache_ttl,
+            options.timeout,
+        )
+        .with_throttles(throttles);
+        let management =
+            management::client(options.management_kubeconfig.as_deref(), options.timeout).await?;
+        if let Some(client) = &management {
+            resolver = resolver.with_management(client.clone());
+        }
+        let (poller, updates) = Poller::new(PollerConfig::new(GitSettings {
+            data_dir: options.data_dir.clone(),
+            extra_roots_pem: None,
+        }));
+        // No store: an operator's statuses live in memory (and in App resources' status).
+        let runner = Runner::new(
+            resolver,
+            options.pipeline.clone(),
+            poller.clone(),
+            None,
+            options.scheduling.clone(),
+        );
+        if let Some(client) = management {
+            runner.watch_resources(client, options.app_namespaces.clone());
+        }
+        if let Some(dir) = &options.apps_dir {
+            runner.watch_apps_dir(dir).await?;
+        }
+        runner.start(updates);
+        Ok(Operator {
+            runner,
+            _poller: poller,
+        })
+    }
+
+    /// The App runner (statuses of the reconciled Apps).
+    pub fn runner(&self) -> &Arc<Runner> {
+        &self.runner
+    }
+
+    /// Stops reconciling and waits until every status change is published.
+    pub async fn shutdown(&self) {
+        self.runner.shutdown().await;
+    }
+}

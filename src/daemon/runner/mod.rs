@@ -1,0 +1,292 @@
+//! The App runner of `wardn serve`: manages a dynamic set of Apps (from `--apps` files and App
+//! custom resources), subscribes each App's source (Git through the poller, directories through
+//! a watch), renders every new snapshot through the render cache, and reconciles the App on its
+//! destination cluster through the scheduler, one pass per App at a time.
+//!
+//! Everything the runner keeps about one App is one [`AppRecord`], in one map. By concern:
+//! - [`app_set`]: the App set and source subscriptions ([`Runner::upsert`] adds an App or
+//!   applies a new version of it; [`Runner::remove`] stops managing it: its source is
+//!   unsubscribed and its status dropped, while the objects it applied stay on the cluster, as
+//!   Argo CD does for an Application deleted without its finalizer);
+//! - [`files`] and [`resources`]: where Apps come from (`--apps DIR`, App custom resources);
+//! - [`intake`]: source updates, rendered through the render cache;
+//! - [`operations`]: passes, plans, refreshes, approvals and rejections;
+//! - [`publish`]: statuses to the store, App resources' status and Events.
+
+mod app_set;
+mod files;
+mod intake;
+mod operations;
+mod publish;
+mod resources;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::app::{App, AppStatus};
+use crate::clusters::resolve::Resolver;
+use crate::diff::known::Verified;
+use crate::object::ObjectRef;
+use crate::object::kinds::KindCache;
+use crate::reconcile::pipeline::{Manifests, Options};
+use crate::reconcile::scheduler::Scheduler;
+use crate::reconcile::upkeep::{Scheduling, Upkeep};
+use crate::sources::directory::DirectoryWatch;
+use crate::sources::poller::Poller;
+use crate::sources::render_cache::RenderCache;
+use crate::sources::status::SourceUpdate;
+use crate::sources::url::SourceKey;
+use crate::store::{Store, StoreError};
+pub use app_set::{FindError, RunnerError, Upserted};
+pub use operations::{Completed, Operation, OperationError};
+use publish::{Change, Publisher};
+
+/// Where an App comes from. When a file and a custom resource define the same
+/// `namespace/name`, the custom resource wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A file in `--apps DIR`.
+    File,
+    /// An App custom resource in the management cluster.
+    Resource,
+}
+
+/// Everything the runner keeps about one managed App.
+struct AppRecord {
+    /// The App's latest version.
+    app: App,
+    origin: Origin,
+    /// The source the App is subscribed to; updates of any other source are stale.
+    source_key: SourceKey,
+    /// The directory watch of a Directory source (dropping it stops the watch).
+    watch: Option<DirectoryWatch>,
+    status: AppStatus,
+    /// The manifests of the latest rendered revision. Shared with the passes that use them:
+    /// cloning the rendered objects for every pass showed up as a tenth of a no-op pass's CPU.
+    manifests: Option<Arc<Manifests>>,
+    /// The objects earlier passes saw agree with their rendered form (lets automatic passes
+    /// skip their dry-runs while the drift watches show them unchanged).
+    verified: Arc<Verified>,
+    /// Serialises the App's passes, approvals and rejections.
+    operation: Arc<tokio::sync::Mutex<()>>,
+    /// Set when the App is removed: cancels an operation in flight.
+    removed: watch::Sender<bool>,
+}
+
+/// Drives a dynamic set of Apps from their sources to their clusters.
+pub struct Runner {
+    apps: Mutex<BTreeMap<String, AppRecord>>,
+    /// Statuses stored by a previous run, taken by their App when it is added.
+    restored: Mutex<HashMap<String, AppStatus>>,
+    cache: RenderCache,
+    resolver: Resolver,
+    scheduler: Scheduler<String>,
+    upkeep: Upkeep,
+    options: Options,
+    poller: Poller,
+    /// Resolved kinds per destination cluster, shared by the Apps deploying there.
+    kinds: Mutex<HashMap<String, KindCache>>,
+    /// How many passes run at once.
+    workers: usize,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    stopping: watch::Sender<bool>,
+    file_errors: Mutex<Vec<String>>,
+    store: Option<Store>,
+    publisher: Publisher,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Runner {
+    /// An empty runner deploying through `resolver` with the pipeline `options`; Git sources
+    /// are polled by `poller`, and directory watches send into its channel. Statuses are
+    /// written to `store` on every change (see [`Runner::restore`]). Resyncs, retries and
+    /// drift watches follow `scheduling`. Must be called inside a tokio runtime.
+    pub fn new(
+        resolver: Resolver,
+        options: Options,
+        poller: Poller,
+        store: Option<Store>,
+        scheduling: Scheduling,
+    ) -> Arc<Runner> {
+        let scheduler = Scheduler::new();
+        let workers = scheduling.workers.max(1);
+        let upkeep = Upkeep::new(
+            scheduler.clone(),
+            Arc::clone(resolver.throttles()),
+            scheduling,
+        );
+        Arc::new(Runner {
+            apps: Mutex::new(BTreeMap::new()),
+            restored: Mutex::new(HashMap::new()),
+            cache: RenderCache::new(),
+            resolver,
+            scheduler,
+            upkeep,
+            options,
+            poller,
+            kinds: Mutex::new(HashMap::new()),
+            workers,
+            tasks: Mutex::new(Vec::new()),
+            stopping: watch::Sender::new(false),
+            file_errors: Mutex::new(Vec::new()),
+            publisher: Publisher::start(store.clone()),
+            store,
+        })
+    }
+
+    /// Starts the update loop (reading `updates`, the poller's channel) and the workers.
+    pub fn start(self: &Arc<Self>, updates: tokio::sync::mpsc::UnboundedReceiver<SourceUpdate>) {
+        let this = Arc::clone(self);
+        let update_loop = tokio::spawn(async move { this.receive(updates).await });
+        let this = Arc::clone(self);
+        let workers = tokio::spawn(async move {
+            let runner = Arc::clone(&this);
+            this.scheduler
+                .run(this.workers, move |key| {
+                    let runner = Arc::clone(&runner);
+                    runner.reconcile(key)
+                })
+                .await;
+        });
+        lock(&self.tasks).extend([update_loop, workers]);
+    }
+
+    /// Loads the statuses stored by a previous run, so the API answers with them and a Held
+    /// plan stays Held (with its plan hash) until approved. Call before adding Apps; returns
+    /// how many were loaded.
+    pub async fn restore(&self) -> Result<usize, StoreError> {
+        let Some(store) = &self.store else {
+            return Ok(0);
+        };
+        let records = store.app_statuses::<AppStatus>().await?;
+        let count = records.len();
+        let mut restored = lock(&self.restored);
+        for record in records {
+            restored.insert(record.key, record.status);
+        }
+        Ok(count)
+    }
+
+    /// Stops like [`Runner::stop`], then waits until every status change is stored.
+    pub async fn shutdown(&self) {
+        self.stop();
+        self.publisher.flush().await;
+    }
+
+    /// Stops the workers, the update loop and the source subscriptions, and cancels the
+    /// operations in flight at their next await point (as a process exit would).
+    pub fn stop(&self) {
+        self.stopping.send_replace(true);
+        self.scheduler.close();
+        for task in lock(&self.tasks).drain(..) {
+            task.abort();
+        }
+        let keys: Vec<String> = lock(&self.apps).keys().cloned().collect();
+        for key in &keys {
+            self.poller.unsubscribe(key);
+        }
+        lock(&self.apps).clear();
+    }
+
+    /// The Prometheus text of `/metrics`: passes, retries, drift, queue depth, cluster requests.
+    pub fn metrics_text(&self) -> String {
+        self.upkeep.metrics_text()
+    }
+
+    /// The problems of the last `--apps` reload (invalid files, duplicates, sources that
+    /// could not be started), for the API.
+    pub fn file_errors(&self) -> Vec<String> {
+        lock(&self.file_errors).clone()
+    }
+
+    /// The keys (`namespace/name`) of the managed Apps, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        lock(&self.apps).keys().cloned().collect()
+    }
+
+    /// The managed Apps, by `namespace/name` (a snapshot).
+    pub fn apps(&self) -> BTreeMap<String, App> {
+        lock(&self.apps)
+            .iter()
+            .map(|(k, r)| (k.clone(), r.app.clone()))
+            .collect()
+    }
+
+    /// The latest version of App `key`.
+    pub fn app(&self, key: &str) -> Option<App> {
+        lock(&self.apps).get(key).map(|r| r.app.clone())
+    }
+
+    /// Where App `key` comes from.
+    pub fn origin(&self, key: &str) -> Option<Origin> {
+        lock(&self.apps).get(key).map(|r| r.origin)
+    }
+
+    /// The status of App `key` (`namespace/name`).
+    pub fn status(&self, key: &str) -> Option<AppStatus> {
+        lock(&self.apps).get(key).map(|r| r.status.clone())
+    }
+
+    /// The objects App `key` manages (its status inventory).
+    pub fn inventory(&self, key: &str) -> Vec<ObjectRef> {
+        lock(&self.apps)
+            .get(key)
+            .map(|r| r.status.inventory.clone())
+            .unwrap_or_default()
+    }
+
+    /// Records `status` for `key` (if the App is still managed), logging a phase change and
+    /// publishing any change.
+    fn record(&self, key: &str, mut status: AppStatus) {
+        let mut apps = lock(&self.apps);
+        let Some(record) = apps.get_mut(key) else {
+            return;
+        };
+        status.observed_generation = match record.origin {
+            Origin::Resource => record.app.metadata.generation,
+            Origin::File => None,
+        };
+        if record.status == status {
+            return;
+        }
+        self.publisher.send(Change::Status {
+            key: key.to_string(),
+            app: Box::new(record.app.clone()),
+            origin: record.origin,
+            previous: record.status.phase,
+            status: Box::new(status.clone()),
+            managed: true,
+        });
+        if record.status.phase != status.phase {
+            tracing::info!(
+                app = %key,
+                from = ?record.status.phase,
+                to = ?status.phase,
+                message = status.message.as_deref().unwrap_or(""),
+                "App phase changed"
+            );
+        }
+        record.status = status;
+    }
+
+    /// Publishes an Event-worthy note about App `key` (App resources only get Events).
+    fn note(&self, key: &str, warning: bool, reason: &'static str, note: String) {
+        let Some((app, origin)) = lock(&self.apps).get(key).map(|r| (r.app.clone(), r.origin))
+        else {
+            return;
+        };
+        self.publisher.send(Change::Note {
+            app: Box::new(app),
+            origin,
+            warning,
+            reason,
+            note,
+        });
+    }
+}

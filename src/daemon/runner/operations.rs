@@ -1,0 +1,374 @@
+//! Operations on one App, each serialised with the App's others and cancelled when the App is
+//! removed or the runner stops: a reconcile pass, a plan (`…/diff`), a hard refresh, and the
+//! approval or rejection of a Held plan.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::{Runner, lock};
+use crate::app::{App, AppStatus};
+use crate::clusters::allowlist::Allowlist;
+use crate::diff::known::{Known, Verified};
+use crate::reconcile::decide::Trigger;
+use crate::reconcile::drift::WatchClient;
+use crate::reconcile::live::ClusterLive;
+use crate::reconcile::pipeline::{self, Manifests, Pass, ReconcileError, Target};
+use crate::reconcile::plan::Plan;
+use crate::reconcile::status;
+use crate::reconcile::upkeep::PassEnd;
+
+impl Runner {
+    /// The destination of `app` as a pipeline target, and the identity of the credentials its
+    /// client uses.
+    async fn target(&self, app: &App) -> Result<(Target, u64), String> {
+        let cluster = &app.spec.destination.cluster;
+        let destination = self
+            .resolver
+            .destination(cluster)
+            .await
+            .map_err(|e| e.to_string())?;
+        let kinds = lock(&self.kinds)
+            .entry(cluster.clone())
+            .or_default()
+            .clone();
+        let target = Target {
+            cluster: app.spec.destination.cluster_segment().to_string(),
+            client: destination.client,
+            kinds,
+            allowlist: destination
+                .namespaces
+                .map(Allowlist::namespaces)
+                .unwrap_or_else(Allowlist::unrestricted),
+        };
+        Ok((target, destination.credentials))
+    }
+
+    /// What a pass over App `key` needs: the App, its status, its manifests and its target.
+    async fn prepare(&self, key: &str) -> Result<Prepared, OperationError> {
+        let app = self
+            .app(key)
+            .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
+        let (previous, manifests, verified) = {
+            let apps = lock(&self.apps);
+            let record = apps.get(key);
+            let manifests = record
+                .and_then(|r| r.manifests.clone())
+                .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
+            (
+                record.map(|r| r.status.clone()).unwrap_or_default(),
+                manifests,
+                record.map(|r| Arc::clone(&r.verified)).unwrap_or_default(),
+            )
+        };
+        let (target, credentials) = match self.target(&app).await {
+            Ok(found) => found,
+            Err(message) => {
+                self.record(key, status::failed(&previous, &message, Utc::now()));
+                return Err(OperationError::Destination(message));
+            }
+        };
+        let live = self.upkeep.live(&app.spec.destination.cluster);
+        Ok(Prepared {
+            app,
+            previous,
+            manifests,
+            target,
+            credentials,
+            verified,
+            live,
+        })
+    }
+
+    /// Performs `operation` on App `key`, as its own task (a caller that goes away, such as a
+    /// closed HTTP connection, does not cut a pass short); a stopping runner, or the App's
+    /// removal, cancels it at its next await.
+    pub async fn operate(
+        self: &Arc<Self>,
+        key: &str,
+        operation: Operation,
+    ) -> Result<Completed, OperationError> {
+        let mut removed = lock(&self.apps)
+            .get(key)
+            .map(|record| record.removed.subscribe())
+            .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
+        let this = Arc::clone(self);
+        let key = key.to_string();
+        let mut stopping = self.stopping.subscribe();
+        tokio::spawn(async move {
+            let work = async {
+                match operation {
+                    Operation::Plan => this.plan(&key).await.map(Completed::Plan),
+                    Operation::Pass(trigger) => this
+                        .run_pass(&key, &trigger, false)
+                        .await
+                        .map(Completed::Status),
+                    Operation::Refresh => this.refresh(&key).await.map(Completed::Status),
+                    Operation::Approve(hash) => this
+                        .approve(&key, hash.as_deref())
+                        .await
+                        .map(Completed::Status),
+                    Operation::Reject => this.reject(&key).await.map(Completed::Status),
+                }
+            };
+            tokio::select! {
+                done = work => done,
+                _ = stopping.wait_for(|stopped| *stopped) => Err(OperationError::Stopped),
+                _ = removed.wait_for(|gone| *gone) => Err(OperationError::Removed(key.clone())),
+            }
+        })
+        .await
+        .map_err(|e| OperationError::Task(e.to_string()))?
+    }
+
+    /// Plans App `key` without deciding or applying (`…/diff`).
+    async fn plan(&self, key: &str) -> Result<Plan, OperationError> {
+        let p = self.prepare(key).await?;
+        Ok(pipeline::plan(p.pass(key, None)).await?)
+    }
+
+    /// Runs one pass of App `key` with `trigger` and records the resulting status. Automatic
+    /// passes rely on what earlier passes verified unless `verify_all`; manual ones dry-run
+    /// every object.
+    async fn run_pass(
+        &self,
+        key: &str,
+        trigger: &Trigger,
+        verify_all: bool,
+    ) -> Result<AppStatus, OperationError> {
+        let _guard = self.lock_app(key).await?;
+        let p = self.prepare_followed(key).await?;
+        let known = (!verify_all && matches!(trigger, Trigger::Automatic)).then(|| p.known());
+        let now = Utc::now();
+        let started = std::time::Instant::now();
+        let mut progress = |s: &AppStatus| self.record(key, s.clone());
+        let result = pipeline::reconcile(
+            p.pass(key, known),
+            trigger,
+            &self.options,
+            now,
+            &mut progress,
+        )
+        .await;
+        self.follow_up(key, &p, &result, started);
+        self.settle(key, &p.previous, now, result.map(|o| o.status))
+    }
+
+    /// A hard refresh of App `key`: its source is fetched now (a new revision starts another
+    /// pass), and an automatic pass dry-runs every object, trusting nothing earlier passes
+    /// verified.
+    async fn refresh(&self, key: &str) -> Result<AppStatus, OperationError> {
+        if let Some(source_key) = lock(&self.apps).get(key).map(|r| r.source_key.clone()) {
+            self.poller.trigger(&source_key);
+        }
+        self.run_pass(key, &Trigger::Automatic, true).await
+    }
+
+    /// [`Runner::prepare`]; an unreachable destination is retried with backoff.
+    async fn prepare_followed(&self, key: &str) -> Result<Prepared, OperationError> {
+        let prepared = self.prepare(key).await;
+        if let (Err(OperationError::Destination(_)), Some(app)) = (&prepared, self.app(key)) {
+            let cluster = &app.spec.destination.cluster;
+            let unreachable = PassEnd::Unreachable;
+            self.upkeep
+                .after_pass(key, cluster, None, unreachable, Duration::ZERO);
+        }
+        prepared
+    }
+
+    /// Counts a pass, schedules the next one and points the drift watches at the inventory.
+    fn follow_up(
+        &self,
+        key: &str,
+        p: &Prepared,
+        result: &Result<pipeline::Outcome, ReconcileError>,
+        started: std::time::Instant,
+    ) {
+        if let Ok(outcome) = result
+            && let Some(record) = lock(&self.apps).get_mut(key)
+        {
+            record.verified = Arc::new(outcome.verified.clone());
+        }
+        self.upkeep.after_pass(
+            key,
+            &p.app.spec.destination.cluster,
+            Some(WatchClient {
+                client: &p.target.client,
+                credentials: p.credentials,
+            }),
+            PassEnd::Ran(result),
+            started.elapsed(),
+        );
+    }
+
+    /// Approves App `key`'s Held plan (when `plan_hash` is given it must name it).
+    async fn approve(
+        &self,
+        key: &str,
+        plan_hash: Option<&str>,
+    ) -> Result<AppStatus, OperationError> {
+        let _guard = self.lock_app(key).await?;
+        let p = self.prepare_followed(key).await?;
+        let now = Utc::now();
+        let started = std::time::Instant::now();
+        let mut progress = |s: &AppStatus| self.record(key, s.clone());
+        let result = pipeline::approve(
+            p.pass(key, None),
+            plan_hash,
+            &self.options,
+            now,
+            &mut progress,
+        )
+        .await;
+        self.follow_up(key, &p, &result, started);
+        let held = p.previous.plan_hash.clone().unwrap_or_default();
+        match &result {
+            Ok(_) => self.note(key, false, "Approved", format!("plan {held} approved")),
+            Err(e) => self.note(key, true, "ApprovalRefused", format!("plan {held}: {e}")),
+        }
+        self.settle(key, &p.previous, now, result.map(|o| o.status))
+    }
+
+    /// Rejects App `key`'s Held plan.
+    async fn reject(&self, key: &str) -> Result<AppStatus, OperationError> {
+        let _guard = self.lock_app(key).await?;
+        let previous = self
+            .status(key)
+            .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
+        let now = Utc::now();
+        let result = pipeline::reject(&previous, now);
+        if let Ok(status) = &result {
+            let message = status.message.clone().unwrap_or_default();
+            self.note(key, false, "Rejected", message);
+        }
+        self.settle(key, &previous, now, result)
+    }
+
+    /// Takes the per-App lock serialising passes, approvals and rejections of App `key`.
+    async fn lock_app(
+        &self,
+        key: &str,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>, OperationError> {
+        let operation = lock(&self.apps)
+            .get(key)
+            .map(|record| Arc::clone(&record.operation));
+        match operation {
+            Some(operation) => Ok(operation.lock_owned().await),
+            None => Err(OperationError::NotFound(key.to_string())),
+        }
+    }
+
+    /// Records the status a pass ended with (the error's status on failure).
+    fn settle(
+        &self,
+        key: &str,
+        previous: &AppStatus,
+        now: chrono::DateTime<Utc>,
+        result: Result<AppStatus, ReconcileError>,
+    ) -> Result<AppStatus, OperationError> {
+        match result {
+            Ok(status) => {
+                self.record(key, status.clone());
+                Ok(status)
+            }
+            Err(e) => {
+                self.record(key, e.status(previous, now));
+                Err(OperationError::Reconcile(e))
+            }
+        }
+    }
+
+    /// The scheduler's work: an automatic pass (errors are in the recorded status).
+    pub(super) async fn reconcile(self: Arc<Self>, key: String) {
+        if let Err(e) = self
+            .operate(&key, Operation::Pass(Trigger::Automatic))
+            .await
+        {
+            tracing::debug!(app = %key, error = %e, "reconcile pass did not complete");
+        }
+    }
+}
+
+/// The inputs of one pass over an App.
+struct Prepared {
+    app: App,
+    previous: AppStatus,
+    manifests: Arc<Manifests>,
+    target: Target,
+    /// Which credentials `target.client` uses.
+    credentials: u64,
+    verified: Arc<Verified>,
+    live: ClusterLive,
+}
+
+impl Prepared {
+    fn pass<'p>(&'p self, key: &'p str, known: Option<Known<'p>>) -> Pass<'p> {
+        Pass {
+            app: key,
+            spec: &self.app.spec,
+            previous: &self.previous,
+            target: &self.target,
+            manifests: &self.manifests,
+            known,
+        }
+    }
+
+    /// What earlier passes verified and the drift watches see, for an automatic pass.
+    fn known(&self) -> Known<'_> {
+        Known {
+            verified: &self.verified,
+            live: &self.live,
+        }
+    }
+}
+
+/// Why an operation on an App failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OperationError {
+    /// No such App.
+    #[error("no App {0}")]
+    NotFound(String),
+    /// The App's source has not produced a rendered revision yet.
+    #[error("App {0} has no rendered revision yet")]
+    NotRendered(String),
+    /// The destination cluster cannot be resolved.
+    #[error("destination: {0}")]
+    Destination(String),
+    /// The pipeline failed.
+    #[error(transparent)]
+    Reconcile(#[from] ReconcileError),
+    /// The task running the operation panicked or was cancelled.
+    #[error("operation task failed: {0}")]
+    Task(String),
+    /// The runner is stopping; the operation was cancelled.
+    #[error("wardn is shutting down")]
+    Stopped,
+    /// The App was removed while the operation ran; it was cancelled.
+    #[error("App {0} was removed; the operation was cancelled")]
+    Removed(String),
+}
+
+/// Something to do with an App (see [`Runner::operate`]).
+#[derive(Debug, Clone)]
+pub enum Operation {
+    /// Plan without deciding or applying (`…/diff`).
+    Plan,
+    /// One reconcile pass with this trigger.
+    Pass(Trigger),
+    /// A hard refresh: fetch the source now and dry-run every object (`…/refresh`).
+    Refresh,
+    /// Approve the Held plan (checking the hash when given).
+    Approve(Option<String>),
+    /// Reject the Held plan.
+    Reject,
+}
+
+/// What an [`Operation`] produced.
+#[derive(Debug)]
+pub enum Completed {
+    /// The App's new status.
+    Status(AppStatus),
+    /// The plan.
+    Plan(Plan),
+}
