@@ -15,7 +15,9 @@ use super::fields::{child, default};
 ///   `spec.finalizers` (create-only: later updates may remove it through `/finalize`).
 ///
 /// Steps that need server state stay with the server: uid, generation and timestamps,
-/// [`assign_cluster_ip`], [`assign_node_ports`], [`generate_job_selector`], [`admit_pod`].
+/// [`assign_cluster_ip`](super::assign_cluster_ip),
+/// [`assign_node_ports`](super::assign_node_ports), [`generate_job_selector`],
+/// [`admit_pod`](super::admit_pod).
 pub fn prepare_for_create(api_version: &str, kind: &str, object: &mut Value) {
     apply_defaults(api_version, kind, object);
     let Some(root) = object.as_object_mut() else {

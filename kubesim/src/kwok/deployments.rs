@@ -108,7 +108,7 @@ fn add_hash_label(object: &mut Value, pointer: &str, hash: &str) {
 /// The ReplicaSet the deployment controller creates for a Deployment's current template, at
 /// `revision`: named [`replica_set_name`], labelled and selecting with `pod-template-hash`,
 /// annotated with desired/max replicas and the revision, owned by the Deployment, with the
-/// Deployment's replica count. Its status comes from [`workload_status`].
+/// Deployment's replica count. Its status comes from [`workload_status`](super::workload_status).
 pub fn replica_set_for(deployment: &Value, revision: u64) -> Value {
     let hash = deployment_hash(deployment);
     let replicas = int_at(deployment, "/spec/replicas", 1);

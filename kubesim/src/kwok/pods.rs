@@ -45,7 +45,7 @@ struct PodPlan {
 /// defaults and admission changes, spread round-robin over `nodes` (Node objects), and a
 /// status Running and Ready when `ready` (a Job's Pods Succeeded), else ContainerCreating.
 /// Without nodes the Pods stay Pending and unschedulable. A Deployment's Pods are those of
-/// its ReplicaSet ([`replica_set_for`]). Other kinds own no Pods.
+/// its ReplicaSet ([`replica_set_for`](super::replica_set_for)). Other kinds own no Pods.
 pub fn owned_pods(owner: &Value, ready: bool, nodes: &[Value], now: &str) -> Vec<Value> {
     let name = str_at(owner, "/metadata/name");
     let template = owner
