@@ -2,47 +2,18 @@
 //! authorization (admin: everything; namespaced tokens: their namespace; ServiceAccounts:
 //! RBAC over the stored Roles and bindings, through the `rbac` module).
 
-use std::collections::BTreeMap;
-
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::rbac::{self, Authorizer, Decision, Request, UserInfo};
 use crate::state::State;
 use crate::status::ApiError;
-use crate::util::random_token;
 
 /// The type of Secrets that carry ServiceAccount tokens.
 pub const SA_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 /// The annotation naming a token Secret's ServiceAccount.
 pub const SA_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
-
-/// The bearer tokens of one cluster, as written to `<name>.tokens.json`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Tokens {
-    /// Full access.
-    pub admin: String,
-    /// Per namespace: a token allowed everything inside that namespace and nothing else.
-    pub namespaced: BTreeMap<String, String>,
-    /// A token the server always rejects with 401 (as an expired token).
-    pub expired: String,
-}
-
-impl Tokens {
-    /// Fresh random tokens for the admin, each namespace, and the expired token.
-    pub fn generate(namespaces: &[String]) -> Tokens {
-        Tokens {
-            admin: random_token(),
-            namespaced: namespaces
-                .iter()
-                .map(|ns| (ns.clone(), random_token()))
-                .collect(),
-            expired: random_token(),
-        }
-    }
-}
 
 /// Who a request is from.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,7 +146,8 @@ pub fn check(state: &State, identity: &Identity, request: &Request) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::ClusterConfig;
+    use crate::config::ClusterConfig;
+    use crate::tokens::Tokens;
 
     #[test]
     fn tokens_resolve_and_namespaced_tokens_stay_in_their_namespace() {

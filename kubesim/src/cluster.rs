@@ -10,48 +10,15 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::auth::Tokens;
+use crate::config::ClusterConfig;
 use crate::error::Error;
 use crate::faults::Faults;
 use crate::resources::split_api_version;
 use crate::state::State;
 use crate::store::EventType;
+use crate::tokens::Tokens;
 use crate::util::{new_uid, now_rfc3339};
 use crate::{server, sim, tls};
-
-/// How to start a cluster.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClusterConfig {
-    /// Cluster name (kubeconfig cluster, context and user names derive from it).
-    pub name: String,
-    /// Port on 127.0.0.1; 0 picks an ephemeral one.
-    pub port: u16,
-    /// Number of simulated Nodes.
-    pub nodes: usize,
-    /// Namespaces created at start, each with a namespaced token.
-    pub namespaces: Vec<String>,
-    /// How long simulated workloads take to become ready.
-    pub ready_delay: Duration,
-    /// Whether the kwok-like controllers run (Nodes, ReplicaSets, Pods, workload status).
-    pub simulate: bool,
-    /// How many changes are kept for watches to resume from; older resourceVersions get
-    /// 410 Gone.
-    pub watch_history: usize,
-}
-
-impl Default for ClusterConfig {
-    fn default() -> Self {
-        ClusterConfig {
-            name: "kubesim".to_string(),
-            port: 0,
-            nodes: 1,
-            namespaces: Vec::new(),
-            ready_delay: Duration::from_millis(500),
-            simulate: true,
-            watch_history: 10_000,
-        }
-    }
-}
 
 /// A running (or stopped) in-process cluster.
 pub struct Cluster {

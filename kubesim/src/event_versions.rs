@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::resources::ResourceInfo;
+use crate::resources::{ResourceInfo, is_events_view};
 
 /// `(events.k8s.io/v1 field, core v1 field)`.
 const RENAMED: &[(&str, &str)] = &[
@@ -17,11 +17,6 @@ const RENAMED: &[(&str, &str)] = &[
     ("deprecatedLastTimestamp", "lastTimestamp"),
     ("deprecatedCount", "count"),
 ];
-
-/// Whether `info` is the `events.k8s.io` view of Events.
-pub fn is_events_view(info: &ResourceInfo) -> bool {
-    info.group == "events.k8s.io" && info.plural == "events"
-}
 
 fn renamed(object: &Value, pairs: impl Iterator<Item = (&'static str, &'static str)>) -> Value {
     let mut out = object.clone();

@@ -5,6 +5,7 @@
 
 mod auth;
 mod cluster;
+mod config;
 pub mod defaults;
 mod discovery;
 mod error;
@@ -17,8 +18,8 @@ mod lifecycle;
 mod openapi;
 mod protobuf;
 pub mod rbac;
+mod reply;
 mod resources;
-mod review;
 pub mod selectors;
 mod server;
 mod sim;
@@ -27,12 +28,13 @@ mod status;
 mod store;
 mod table;
 mod tls;
+mod tokens;
 mod util;
 mod validate;
-mod watch;
 
-pub use auth::Tokens;
-pub use cluster::{Cluster, ClusterConfig};
+pub use cluster::Cluster;
+pub use config::ClusterConfig;
 pub use error::Error;
 pub use faults::Faults;
 pub use tls::install_crypto_provider;
+pub use tokens::Tokens;

@@ -93,6 +93,11 @@ pub struct ScalePaths {
     pub label_selector: Option<String>,
 }
 
+/// Whether `info` is the `events.k8s.io` view of Events (see [`crate::event_versions`]).
+pub fn is_events_view(info: &ResourceInfo) -> bool {
+    info.group == "events.k8s.io" && info.plural == "events"
+}
+
 impl ResourceInfo {
     /// `apps/v1` or `v1`.
     pub fn api_version(&self) -> String {
@@ -106,7 +111,7 @@ impl ResourceInfo {
     /// The store key shared by every version of the resource: `apps/deployments`. The
     /// `events.k8s.io` Events share the core Events' (see [`crate::event_versions`]).
     pub fn store_key(&self) -> String {
-        if crate::event_versions::is_events_view(self) {
+        if is_events_view(self) {
             return "/events".to_string();
         }
         format!("{}/{}", self.group, self.plural)

@@ -4,52 +4,23 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{AUTHORIZATION, CONTENT_LENGTH};
+use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
 use crate::auth::authenticate;
+use crate::reply::{Body, error_reply};
 use crate::state::State;
 use crate::status::ApiError;
 
-/// Response bodies: whole JSON documents or watch streams.
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
-
 /// The API server's request body limit (3 MiB); larger bodies get 413.
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
-
-/// A body of the given bytes.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    UnsyncBoxBody::new(Full::new(bytes.into()))
-}
-
-/// A JSON response with the given status.
-pub fn json_reply(code: u16, value: &Value) -> Response<Body> {
-    let bytes = serde_json::to_vec(value).unwrap_or_default();
-    let mut resp = Response::new(full(bytes));
-    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp
-}
-
-/// The Status response for an error (with Retry-After when the error carries one).
-pub fn error_reply(e: &ApiError) -> Response<Body> {
-    let mut resp = json_reply(e.code, &e.to_status());
-    if let Some(secs) = e.retry_after {
-        resp.headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from(secs));
-    }
-    resp
-}
 
 /// Serves HTTPS on the listener until the returned task is aborted; aborting it also closes
 /// every open connection (so a restart can bind the same port).

@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use tokio::sync::watch;
 
-use crate::auth::Tokens;
-use crate::cluster::ClusterConfig;
+use crate::config::ClusterConfig;
 use crate::faults::Faults;
 use crate::resources::Registry;
 use crate::store::Store;
+use crate::tokens::Tokens;
 
 /// Everything the request handlers share.
 pub struct State {

@@ -5,7 +5,9 @@ mod apply;
 mod body;
 mod delete;
 mod patch;
-pub(crate) mod read;
+mod read;
+mod review;
+mod watch;
 mod write;
 
 pub use read::present;
@@ -21,8 +23,8 @@ use serde_json::Value;
 use crate::auth::{Identity, check};
 use crate::discovery;
 use crate::rbac::{Request as AuthzRequest, ResourceAttributes};
+use crate::reply::{Body, full, json_reply};
 use crate::resources::ResourceInfo;
-use crate::server::{Body, full, json_reply};
 use crate::state::State;
 use crate::status::ApiError;
 
@@ -355,7 +357,7 @@ pub async fn route(
     match verb {
         "get" => read::get(&req).map(printed),
         "list" => read::list(&req).map(printed),
-        "watch" => crate::watch::watch(&req),
+        "watch" => watch::watch(&req),
         "create" => write::create(&req).map(reply),
         "update" => write::update(&req).map(reply),
         "patch" => patch::patch(&req).map(reply),

@@ -12,7 +12,7 @@ use crate::status::ApiError;
 /// The object as served at the requested version (an Event through `events.k8s.io` in that
 /// group's form).
 pub fn present(info: &ResourceInfo, obj: &Value) -> Value {
-    if crate::event_versions::is_events_view(info) {
+    if crate::resources::is_events_view(info) {
         return crate::event_versions::to_events_view(obj);
     }
     let mut out = obj.clone();

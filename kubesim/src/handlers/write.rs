@@ -156,7 +156,7 @@ pub fn create(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     let mut obj = parse_object(req)?;
     check_type(&info, &mut obj)?;
     if info.create_only {
-        return crate::review::create(req, obj);
+        return super::review::create(req, obj);
     }
     check_namespace(req, &mut obj)?;
     let now = now_rfc3339();

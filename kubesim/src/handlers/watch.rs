@@ -12,13 +12,14 @@ use hyper::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::handlers::Req;
-use crate::handlers::read::{matches, present, selectors};
+use crate::reply::Body;
 use crate::resources::ResourceInfo;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::Body;
 use crate::status::ApiError;
 use crate::store::Event;
+
+use super::Req;
+use super::read::{matches, present, selectors};
 
 /// How often a watch that allows bookmarks gets one.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(1);

@@ -4,9 +4,10 @@
 use serde_json::Value;
 
 use crate::auth::authorize;
-use crate::handlers::Req;
 use crate::rbac::{access_review_status, review_request};
 use crate::status::ApiError;
+
+use super::Req;
 
 /// POST of an access review: fills in `status` from the authorizer's decision.
 pub fn create(req: &Req<'_>, mut review: Value) -> Result<(u16, Value), ApiError> {

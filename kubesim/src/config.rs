@@ -1,0 +1,37 @@
+//! How to start a cluster: the configuration a cluster is started with and keeps.
+
+use std::time::Duration;
+
+/// How to start a cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterConfig {
+    /// Cluster name (kubeconfig cluster, context and user names derive from it).
+    pub name: String,
+    /// Port on 127.0.0.1; 0 picks an ephemeral one.
+    pub port: u16,
+    /// Number of simulated Nodes.
+    pub nodes: usize,
+    /// Namespaces created at start, each with a namespaced token.
+    pub namespaces: Vec<String>,
+    /// How long simulated workloads take to become ready.
+    pub ready_delay: Duration,
+    /// Whether the kwok-like controllers run (Nodes, ReplicaSets, Pods, workload status).
+    pub simulate: bool,
+    /// How many changes are kept for watches to resume from; older resourceVersions get
+    /// 410 Gone.
+    pub watch_history: usize,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            name: "kubesim".to_string(),
+            port: 0,
+            nodes: 1,
+            namespaces: Vec::new(),
+            ready_delay: Duration::from_millis(500),
+            simulate: true,
+            watch_history: 10_000,
+        }
+    }
+}

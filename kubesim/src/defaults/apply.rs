@@ -1,0 +1,68 @@
+//! The entry point of defaulting: [`apply_defaults`] dispatches on apiVersion and kind to the
+//! defaults of each kind family (and fills the few one-line kinds itself).
+
+use serde_json::{Value, json};
+
+use super::fields::{child, default, default_str};
+use super::other_kinds::{crd, hpa_v2, namespace, persistent_volume_claim};
+use super::pod_spec::{pod, pod_template};
+use super::service::service;
+use super::workloads::{cron_job, daemon_set, deployment, job, replica_set, stateful_set};
+
+/// Applies kube-apiserver v1.32's defaults for `api_version`/`kind` to `object` in place.
+/// Unknown kinds (custom resources) are left unchanged; parts of the object that do not have
+/// the expected JSON type are skipped (validation reports them, not defaulting).
+pub fn apply_defaults(api_version: &str, kind: &str, object: &mut Value) {
+    let Some(root) = object.as_object_mut() else {
+        return;
+    };
+    match (api_version, kind) {
+        ("apps/v1", "Deployment") => deployment(root),
+        ("apps/v1", "StatefulSet") => stateful_set(root),
+        ("apps/v1", "DaemonSet") => daemon_set(root),
+        ("apps/v1", "ReplicaSet") => replica_set(root),
+        ("batch/v1", "Job") => job(root),
+        ("batch/v1", "CronJob") => cron_job(root),
+        ("v1", "Pod") => pod(root),
+        ("v1", "PodTemplate") => {
+            if let Some(template) = child(root, "template") {
+                pod_template(template);
+            }
+        }
+        ("v1", "ReplicationController") => {
+            if let Some(spec) = child(root, "spec") {
+                default(spec, "replicas", json!(1));
+                if let Some(template) = child(spec, "template") {
+                    pod_template(template);
+                }
+            }
+        }
+        ("v1", "Service") => service(root),
+        ("v1", "Secret") => default_str(root, "type", "Opaque"),
+        ("v1", "Namespace") => namespace(root),
+        ("v1", "PersistentVolumeClaim") => persistent_volume_claim(root),
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => hpa_v2(root),
+        ("autoscaling/v1", "HorizontalPodAutoscaler") => {
+            if let Some(spec) = child(root, "spec") {
+                default(spec, "minReplicas", json!(1));
+            }
+            default(
+                root,
+                "status",
+                json!({"currentReplicas": 0, "desiredReplicas": 0}),
+            );
+        }
+        ("networking.k8s.io/v1", "Ingress") => {
+            default(root, "status", json!({"loadBalancer": {}}));
+        }
+        ("policy/v1", "PodDisruptionBudget") => {
+            default(
+                root,
+                "status",
+                json!({"currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0}),
+            );
+        }
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => crd(root),
+        _ => {}
+    }
+}

@@ -1,0 +1,106 @@
+//! Defaults of the remaining core and extension kinds: Namespaces, PersistentVolumeClaims,
+//! HorizontalPodAutoscalers v2 and CustomResourceDefinitions.
+
+use serde_json::{Map, Value, json};
+
+use super::fields::{child, default, default_str, existing};
+
+pub(super) fn namespace(root: &mut Map<String, Value>) {
+    let name = root
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .map(str::to_string);
+    if let Some(name) = name
+        && let Some(labels) = child(root, "metadata").and_then(|m| child(m, "labels"))
+    {
+        labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+    }
+    default(root, "spec", json!({}));
+    if let Some(status) = child(root, "status") {
+        default_str(status, "phase", "Active");
+    }
+}
+
+pub(super) fn persistent_volume_claim(root: &mut Map<String, Value>) {
+    if let Some(spec) = child(root, "spec") {
+        default(spec, "volumeMode", json!("Filesystem"));
+    }
+    if let Some(status) = child(root, "status") {
+        default_str(status, "phase", "Pending");
+    }
+}
+
+pub(super) fn hpa_v2(root: &mut Map<String, Value>) {
+    if let Some(spec) = child(root, "spec") {
+        default(spec, "minReplicas", json!(1));
+        let no_metrics = spec
+            .get("metrics")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+        if no_metrics {
+            spec.insert(
+                "metrics".into(),
+                json!([{
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}
+                }]),
+            );
+        }
+        if let Some(behavior) = existing(spec, "behavior") {
+            scaling_rules(
+                behavior,
+                "scaleUp",
+                Some(0),
+                json!([
+                    {"type": "Pods", "value": 4, "periodSeconds": 15},
+                    {"type": "Percent", "value": 100, "periodSeconds": 15}
+                ]),
+            );
+            scaling_rules(
+                behavior,
+                "scaleDown",
+                None,
+                json!([{"type": "Percent", "value": 100, "periodSeconds": 15}]),
+            );
+        }
+    }
+    default(root, "status", json!({"desiredReplicas": 0}));
+}
+
+/// `GenerateHPAScale{Up,Down}Rules`: fills the unset fields of one direction's rules.
+fn scaling_rules(
+    behavior: &mut Map<String, Value>,
+    key: &str,
+    window: Option<i64>,
+    policies: Value,
+) {
+    if let Some(rules) = child(behavior, key) {
+        default(rules, "selectPolicy", json!("Max"));
+        if let Some(window) = window {
+            default(rules, "stabilizationWindowSeconds", json!(window));
+        }
+        default(rules, "policies", policies);
+    }
+}
+
+pub(super) fn crd(root: &mut Map<String, Value>) {
+    let Some(spec) = child(root, "spec") else {
+        return;
+    };
+    if let Some(names) = existing(spec, "names") {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !kind.is_empty() {
+            default_str(names, "singular", &kind.to_lowercase());
+            default_str(names, "listKind", &format!("{kind}List"));
+        }
+    }
+    if let Some(conversion) = child(spec, "conversion") {
+        default_str(conversion, "strategy", "None");
+    }
+}

@@ -1,0 +1,45 @@
+//! kwok-like simulation of the controllers, kubelets and scheduler of a cluster, as pure
+//! functions the server calls when objects change or a workload's ready delay elapses:
+//!
+//! * [`nodes()`] (`nodes`): the N fake Nodes (`kwok-node-0` …), Ready, with capacity and
+//!   `nodeInfo` reporting kubelet v1.32.
+//! * [`replica_set_for`] (`deployments`): the ReplicaSet the deployment controller creates for
+//!   a Deployment's current template (name `DEPLOYMENT-HASH`, `pod-template-hash` label,
+//!   revision annotations, ownerReference); [`revision`] and [`mark_revision`] read and
+//!   write the revision annotation.
+//! * [`stateful_set_claims`] (`claims`): the PersistentVolumeClaims of a StatefulSet's
+//!   volumeClaimTemplates, Bound.
+//! * [`owned_pods`] (`pods`): the Pods a ReplicaSet, StatefulSet, DaemonSet or Job owns, named
+//!   and labelled like the real controllers name them, spec copied from the template (with
+//!   the Pod defaults and admission changes), scheduled round-robin on the nodes, and a status
+//!   (`pod_status`) that is Running and Ready once the ready delay has elapsed
+//!   (ContainerCreating before), with `containerStatuses[].imageID` as containerd reports it
+//!   (`images`).
+//! * [`workload_status`] (`status`): the status the real controllers write for Deployments,
+//!   StatefulSets, DaemonSets, ReplicaSets and Jobs, including the Deployment conditions
+//!   Available and Progressing with their real reasons and messages.
+//!
+//! Hashes (pod-template-hash, controller-revision-hash, pod name suffixes, container IDs) have
+//! the real format and alphabet and are stable for the same input, but are not bit-identical
+//! to the Go controllers' (which hash Go struct dumps); they live in `names`, and the field
+//! readers and ownerReference the controllers share in `fields`.
+
+mod claims;
+mod deployments;
+mod fields;
+mod images;
+mod names;
+mod nodes;
+mod pod_status;
+mod pods;
+mod status;
+#[cfg(test)]
+mod tests;
+
+pub use claims::stateful_set_claims;
+pub use deployments::{mark_revision, replica_set_for, replica_set_name, revision};
+pub use images::{image_id, normalize_image};
+pub use names::template_hash;
+pub use nodes::{KUBELET_VERSION, node_name, nodes};
+pub use pods::{MAX_SIMULATED_PODS, owned_pods};
+pub use status::workload_status;

@@ -1,0 +1,40 @@
+//! HTTP response bodies and replies shared by the listener and the API handlers: the body
+//! type, whole-document bodies, JSON replies and Status error replies.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http_body_util::{Full, combinators::UnsyncBoxBody};
+use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::{Response, StatusCode};
+use serde_json::Value;
+
+use crate::status::ApiError;
+
+/// Response bodies: whole JSON documents or watch streams.
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// A body of the given bytes.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    UnsyncBoxBody::new(Full::new(bytes.into()))
+}
+
+/// A JSON response with the given status.
+pub fn json_reply(code: u16, value: &Value) -> Response<Body> {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    let mut resp = Response::new(full(bytes));
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// The Status response for an error (with Retry-After when the error carries one).
+pub fn error_reply(e: &ApiError) -> Response<Body> {
+    let mut resp = json_reply(e.code, &e.to_status());
+    if let Some(secs) = e.retry_after {
+        resp.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(secs));
+    }
+    resp
+}
