@@ -8,6 +8,7 @@ pub mod cli;
 pub mod clusters;
 pub mod daemon;
 pub mod diff;
+pub mod kube_error;
 pub mod object;
 pub mod reconcile;
 pub mod render;

@@ -18,7 +18,9 @@ use wardn::diff::digest;
 use wardn::diff::known::{Known, LiveState, LiveStates, Verified};
 use wardn::object::ObjectRef;
 use wardn::reconcile::decide::Trigger;
-use wardn::reconcile::pipeline::{self, Manifests, Options, Outcome, Pass, ReconcileError, Target};
+use wardn::reconcile::pipeline::{
+    self, ErrorClass, Manifests, Options, Outcome, Pass, ReconcileError, Target,
+};
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 
 const NS: &str = "staging";
@@ -342,7 +344,7 @@ async fn allowlist_refuses_before_any_request() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.http_status(), 403, "{err}");
+    assert_eq!(err.class(), ErrorClass::Forbidden, "{err}");
     assert!(
         err.to_string()
             .contains("\"kube-system\" is not in the allowlist of cluster staging"),
@@ -361,7 +363,7 @@ async fn allowlist_refuses_before_any_request() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.http_status(), 403, "{err}");
+    assert_eq!(err.class(), ErrorClass::Forbidden, "{err}");
     sim.cluster.set_faults(kubesim::Faults::default());
     assert!(live(&sim, "ConfigMap", "a").is_none());
 }
@@ -414,7 +416,7 @@ async fn held_plan_is_approved_as_the_exact_change() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.http_status(), 409);
+    assert_eq!(err.class(), ErrorClass::Conflict);
     assert!(matches!(err, ReconcileError::WrongPlan { .. }));
 
     let done = pipeline::approve(
@@ -484,7 +486,7 @@ async fn held_plan_invalidated_by_a_change_is_refused_and_held_again() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.http_status(), 409, "{err}");
+    assert_eq!(err.class(), ErrorClass::Conflict, "{err}");
     let ReconcileError::PlanChanged { outcome, .. } = &err else {
         panic!("{err}")
     };

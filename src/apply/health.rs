@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::ApplyError;
 use crate::app::HealthState;
 use crate::object::ObjectRef;
 use crate::object::kinds::Resolver;
@@ -150,7 +151,7 @@ pub async fn wait(
     seen: &HashMap<ObjectRef, Value>,
     timeout: Duration,
     poll: Duration,
-) -> Result<HealthReport, kube::Error> {
+) -> Result<HealthReport, ApplyError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut pause = FIRST_POLL.min(poll);
     let mut pending: Vec<&ObjectRef> = objects.iter().collect();
@@ -163,16 +164,22 @@ pub async fn wait(
             let live = match seen.get(id).filter(|_| first) {
                 Some(live) => live,
                 None => {
-                    let Some(resolved) = resolver.resolve(&id.api_version, &id.kind).await? else {
+                    let failed = ApplyError::about(id);
+                    let Some(resolved) = resolver
+                        .resolve(&id.api_version, &id.kind)
+                        .await
+                        .map_err(&failed)?
+                    else {
                         continue;
                     };
                     let api = resolver.api(&resolved, id.namespace.as_deref());
-                    let Some(live) = api.get_opt(&id.name).await? else {
+                    let Some(live) = api.get_opt(&id.name).await.map_err(&failed)? else {
                         waiting.push(format!("{id}: not found"));
                         still.push(id);
                         continue;
                     };
-                    fetched = serde_json::to_value(live).map_err(kube::Error::SerdeError)?;
+                    fetched = serde_json::to_value(live)
+                        .map_err(|e| failed(kube::Error::SerdeError(e)))?;
                     &fetched
                 }
             };

@@ -10,17 +10,18 @@ pub mod stage;
 
 use std::time::Duration;
 
+use crate::object::ObjectRef;
+
 /// Why an apply or prune failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// The API server refused or failed a request about `object`.
-    #[error("{object}: {source}")]
+    #[error("{object}: {}", crate::kube_error::describe(error))]
     Kube {
         /// The object the request was about.
         object: String,
-        /// The client error.
-        #[source]
-        source: kube::Error,
+        /// The client error (not a `source`: its text is already in the message).
+        error: kube::Error,
     },
     /// The cluster does not serve the object's kind (no CRD for it).
     #[error("{object}: the cluster does not serve this kind (is its CRD installed?)")]
@@ -36,4 +37,15 @@ pub enum ApplyError {
         /// How long wardn waited.
         timeout: Duration,
     },
+}
+
+impl ApplyError {
+    /// Wraps a client error about `object` (for `map_err`).
+    pub fn about(object: &ObjectRef) -> impl Fn(kube::Error) -> ApplyError + use<> {
+        let object = object.to_string();
+        move |error| ApplyError::Kube {
+            object: object.clone(),
+            error,
+        }
+    }
 }

@@ -29,20 +29,17 @@ pub async fn prune(
     sort_for_prune(&mut ordered);
     let mut report = PruneReport::default();
     for id in ordered {
-        let kube_err = |source| ApplyError::Kube {
-            object: id.to_string(),
-            source,
-        };
+        let kube_err = ApplyError::about(&id);
         let Some(resolved) = resolver
             .resolve(&id.api_version, &id.kind)
             .await
-            .map_err(kube_err)?
+            .map_err(&kube_err)?
         else {
             report.skipped.push((id, "kind no longer served".into()));
             continue;
         };
         let api = resolver.api(&resolved, id.namespace.as_deref());
-        let Some(live) = api.get_opt(&id.name).await.map_err(kube_err)? else {
+        let Some(live) = api.get_opt(&id.name).await.map_err(&kube_err)? else {
             report.skipped.push((id, "already gone".into()));
             continue;
         };

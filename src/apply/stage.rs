@@ -41,10 +41,7 @@ pub async fn apply_staged(
             let resolved = resolver
                 .resolve(&id.api_version, &id.kind)
                 .await
-                .map_err(|source| ApplyError::Kube {
-                    object: id.to_string(),
-                    source,
-                })?
+                .map_err(ApplyError::about(&id))?
                 .ok_or_else(|| ApplyError::UnknownKind {
                     object: id.to_string(),
                 })?;
@@ -57,14 +54,11 @@ pub async fn apply_staged(
             .map(|(api, id, object)| {
                 let params = &params;
                 async move {
-                    let kube_err = |source| ApplyError::Kube {
-                        object: id.to_string(),
-                        source,
-                    };
+                    let kube_err = ApplyError::about(&id);
                     let live = api
                         .patch(&id.name, params, &Patch::Apply(object))
                         .await
-                        .map_err(kube_err)?;
+                        .map_err(&kube_err)?;
                     let live = serde_json::to_value(live)
                         .map_err(|e| kube_err(kube::Error::SerdeError(e)))?;
                     Ok::<_, ApplyError>((id.clone(), live))
@@ -92,21 +86,18 @@ async fn wait_established(
     id: &ObjectRef,
     timeout: Duration,
 ) -> Result<(), ApplyError> {
-    let kube_err = |source| ApplyError::Kube {
-        object: id.to_string(),
-        source,
-    };
+    let kube_err = ApplyError::about(&id);
     let resolved = resolver
         .resolve(&id.api_version, &id.kind)
         .await
-        .map_err(kube_err)?
+        .map_err(&kube_err)?
         .ok_or_else(|| ApplyError::UnknownKind {
             object: id.to_string(),
         })?;
     let api = resolver.api(&resolved, None);
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        if let Some(crd) = api.get_opt(&id.name).await.map_err(kube_err)? {
+        if let Some(crd) = api.get_opt(&id.name).await.map_err(&kube_err)? {
             let established = crd
                 .data
                 .pointer("/status/conditions")

@@ -62,7 +62,7 @@ impl Metrics {
                 .status
                 .phase
                 .map_or("Unknown".to_string(), |p| format!("{p:?}")),
-            Err(e) => format!("error_{}", e.http_status()),
+            Err(e) => format!("error_{}", e.class().as_str()),
         };
         *m.outcomes.entry(outcome).or_default() += 1;
         if m.bucket_counts.is_empty() {

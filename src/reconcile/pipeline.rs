@@ -153,25 +153,83 @@ pub enum ReconcileError {
         /// The pass that Held the fresh plan.
         outcome: Box<Outcome>,
     },
-    /// Discovery or a dry-run failed.
-    #[error("cluster request failed: {0}")]
-    Kube(#[from] kube::Error),
-    /// Apply or prune failed.
+    /// A request about one object failed: the discovery of its kind, its dry-run, or the
+    /// read before pruning it.
+    #[error("{object} {step} failed: {}", crate::kube_error::describe(error))]
+    Object {
+        /// The object, e.g. `ConfigMap staging/x (v1)`.
+        object: String,
+        /// What was asked: `kind lookup`, `dry-run` or `prune lookup`.
+        step: &'static str,
+        /// The client error (not a `source`: its text is already in the message).
+        error: kube::Error,
+    },
+    /// Discovery could not tell where a kind is served.
+    #[error("discovery of {kind} failed: {}", crate::kube_error::describe(error))]
+    Discovery {
+        /// The kind, e.g. `Gadget (ex.com/v1)`.
+        kind: String,
+        /// The client error.
+        error: kube::Error,
+    },
+    /// Apply, prune or the health wait failed.
     #[error(transparent)]
     Apply(#[from] ApplyError),
 }
 
-impl ReconcileError {
-    /// The HTTP status the API answers with.
-    pub fn http_status(&self) -> u16 {
+/// The kinds of [`ReconcileError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The App's spec or rendered objects are invalid.
+    Invalid,
+    /// The namespace allowlist refused objects; nothing was sent.
+    Forbidden,
+    /// An approval or rejection does not match the Held plan.
+    Conflict,
+    /// The cluster refused or failed a request.
+    Cluster,
+}
+
+impl ErrorClass {
+    /// The class as a lowercase word, for metrics and logs.
+    pub fn as_str(self) -> &'static str {
         match self {
-            ReconcileError::Window(_) | ReconcileError::Place(_) => 400,
-            ReconcileError::Forbidden(_) => 403,
+            ErrorClass::Invalid => "invalid",
+            ErrorClass::Forbidden => "forbidden",
+            ErrorClass::Conflict => "conflict",
+            ErrorClass::Cluster => "cluster",
+        }
+    }
+}
+
+impl ReconcileError {
+    /// Wraps a client error of `step` about `object` (for `map_err`).
+    pub fn about(
+        object: &ObjectRef,
+        step: &'static str,
+    ) -> impl Fn(kube::Error) -> ReconcileError + use<> {
+        let object = object.to_string();
+        move |error| ReconcileError::Object {
+            object: object.clone(),
+            step,
+            error,
+        }
+    }
+
+    /// What kind of failure this is: the caller's input, the allowlist, a Held-plan
+    /// conflict, or the cluster. (`crate::server` answers each with its HTTP status; metrics
+    /// count passes by it.)
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ReconcileError::Window(_) | ReconcileError::Place(_) => ErrorClass::Invalid,
+            ReconcileError::Forbidden(_) => ErrorClass::Forbidden,
             ReconcileError::NothingHeld
             | ReconcileError::WrongPlan { .. }
             | ReconcileError::PlanChanged { .. }
-            | ReconcileError::ApprovalExpired { .. } => 409,
-            ReconcileError::Kube(_) | ReconcileError::Apply(_) => 502,
+            | ReconcileError::ApprovalExpired { .. } => ErrorClass::Conflict,
+            ReconcileError::Object { .. }
+            | ReconcileError::Discovery { .. }
+            | ReconcileError::Apply(_) => ErrorClass::Cluster,
         }
     }
 
@@ -221,7 +279,14 @@ async fn place_and_check(
         };
         if scope::static_scope(av, kind, &crds).is_none()
             && !discovered.contains_key(&(av.to_string(), kind.to_string()))
-            && let Some(r) = resolver.resolve(av, kind).await?
+            && let Some(r) =
+                resolver
+                    .resolve(av, kind)
+                    .await
+                    .map_err(|error| ReconcileError::Discovery {
+                        kind: format!("{kind} ({av})"),
+                        error,
+                    })?
         {
             discovered.insert((av.to_string(), kind.to_string()), r.namespaced);
         }
@@ -282,7 +347,10 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
             )));
             continue;
         }
-        let resolved = resolver.resolve(&id.api_version, &id.kind).await?;
+        let resolved = resolver
+            .resolve(&id.api_version, &id.kind)
+            .await
+            .map_err(ReconcileError::about(id, "kind lookup"))?;
         to_check.push((
             diffs.len(),
             id,
@@ -299,8 +367,10 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         .map(|(slot, id, object, resolved, absent)| {
             let resolver = &resolver;
             async move {
-                let run = dry_run(resolver, resolved.as_ref(), id.clone(), object, absent).await?;
-                Ok::<_, kube::Error>((slot, run))
+                let run = dry_run(resolver, resolved.as_ref(), id.clone(), object, absent)
+                    .await
+                    .map_err(ReconcileError::about(id, "dry-run"))?;
+                Ok::<_, ReconcileError>((slot, run))
             }
         })
         .collect();
@@ -322,17 +392,24 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
     let mut kept = Vec::new();
     if spec.sync_policy.prune {
         for id in gone {
-            let Some(r) = resolver.resolve(&id.api_version, &id.kind).await? else {
+            let lookup_failed = ReconcileError::about(&id, "prune lookup");
+            let Some(r) = resolver
+                .resolve(&id.api_version, &id.kind)
+                .await
+                .map_err(&lookup_failed)?
+            else {
                 continue;
             };
             let Some(live) = resolver
                 .api(&r, id.namespace.as_deref())
                 .get_opt(&id.name)
-                .await?
+                .await
+                .map_err(&lookup_failed)?
             else {
                 continue;
             };
-            let live = serde_json::to_value(live).map_err(kube::Error::SerdeError)?;
+            let live = serde_json::to_value(live)
+                .map_err(|e| lookup_failed(kube::Error::SerdeError(e)))?;
             if prunable(&live, app) {
                 let rv = live
                     .pointer("/metadata/resourceVersion")
@@ -599,7 +676,7 @@ mod tests {
             ..held
         };
         let e = reject(&synced, now).unwrap_err();
-        assert_eq!(e.http_status(), 409);
+        assert_eq!(e.class(), ErrorClass::Conflict);
         assert_eq!(
             e.status(&synced, now),
             synced,

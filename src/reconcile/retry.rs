@@ -17,9 +17,8 @@ pub const DEFAULT_MAX: Duration = Duration::from_secs(300);
 /// Whether a failed pass should be retried with backoff.
 pub fn transient(err: &ReconcileError) -> bool {
     match err {
-        ReconcileError::Kube(e) | ReconcileError::Apply(ApplyError::Kube { source: e, .. }) => {
-            kube_transient(e)
-        }
+        ReconcileError::Object { error: e, .. }
+        | ReconcileError::Apply(ApplyError::Kube { error: e, .. }) => kube_transient(e),
         ReconcileError::Apply(ApplyError::CrdNotEstablished { .. }) => true,
         _ => false,
     }
@@ -28,9 +27,12 @@ pub fn transient(err: &ReconcileError) -> bool {
 /// The delay the cluster asked for in the failed request's Status (`details.retryAfterSeconds`),
 /// if any.
 pub fn status_retry_after(err: &ReconcileError) -> Option<Duration> {
-    let (ReconcileError::Kube(kube::Error::Api(status))
+    let (ReconcileError::Object {
+        error: kube::Error::Api(status),
+        ..
+    }
     | ReconcileError::Apply(ApplyError::Kube {
-        source: kube::Error::Api(status),
+        error: kube::Error::Api(status),
         ..
     })) = err
     else {
@@ -51,25 +53,33 @@ mod tests {
         kube::Error::Api(Box::new(serde_json::from_value(status).unwrap()))
     }
 
+    fn dry_run_failed(error: kube::Error) -> ReconcileError {
+        ReconcileError::Object {
+            object: "ConfigMap n/c (v1)".into(),
+            step: "dry-run",
+            error,
+        }
+    }
+
     #[test]
     fn classifies_transient_errors_and_reads_retry_after() {
-        assert!(transient(&ReconcileError::Kube(api(429, 0))));
-        assert!(transient(&ReconcileError::Kube(api(503, 0))));
+        assert!(transient(&dry_run_failed(api(429, 0))));
+        assert!(transient(&dry_run_failed(api(503, 0))));
         assert!(transient(&ReconcileError::Apply(ApplyError::Kube {
             object: "ConfigMap n/c".into(),
-            source: api(500, 0),
+            error: api(500, 0),
         })));
-        assert!(!transient(&ReconcileError::Kube(api(403, 0))));
-        assert!(!transient(&ReconcileError::Kube(api(422, 0))));
+        assert!(!transient(&dry_run_failed(api(403, 0))));
+        assert!(!transient(&dry_run_failed(api(422, 0))));
         assert!(!transient(&ReconcileError::NothingHeld));
-        assert!(transient(&ReconcileError::Kube(kube::Error::Service(
+        assert!(transient(&dry_run_failed(kube::Error::Service(
             "connection refused".into()
         ))));
         assert_eq!(
-            status_retry_after(&ReconcileError::Kube(api(429, 7))),
+            status_retry_after(&dry_run_failed(api(429, 7))),
             Some(Duration::from_secs(7))
         );
-        assert_eq!(status_retry_after(&ReconcileError::Kube(api(429, 0))), None);
+        assert_eq!(status_retry_after(&dry_run_failed(api(429, 0))), None);
         assert_eq!(status_retry_after(&ReconcileError::NothingHeld), None);
     }
 }

@@ -181,10 +181,14 @@ mod tests {
     }
 
     fn unavailable() -> ReconcileError {
-        ReconcileError::Kube(kube::Error::Api(Box::new(kube::core::Status {
-            code: 503,
-            ..Default::default()
-        })))
+        ReconcileError::Object {
+            object: "ConfigMap n/c (v1)".into(),
+            step: "dry-run",
+            error: kube::Error::Api(Box::new(kube::core::Status {
+                code: 503,
+                ..Default::default()
+            })),
+        }
     }
 
     #[tokio::test]

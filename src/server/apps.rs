@@ -16,25 +16,9 @@ use super::AppState;
 use super::auth::Actor;
 use super::error::ApiError;
 use crate::app::{App, AppStatus, Phase};
-use crate::daemon::runner::{Completed, FindError, Operation, OperationError};
+use crate::daemon::runner::{Completed, FindError, Operation};
 use crate::reconcile::decide::Trigger;
 use crate::time::now_rfc3339;
-
-impl From<OperationError> for ApiError {
-    fn from(err: OperationError) -> ApiError {
-        let status = match &err {
-            OperationError::NotFound(_) | OperationError::Removed(_) => StatusCode::NOT_FOUND,
-            OperationError::Task(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            OperationError::Stopped => StatusCode::SERVICE_UNAVAILABLE,
-            OperationError::NotRendered(_) => StatusCode::CONFLICT,
-            OperationError::Destination(_) => StatusCode::BAD_GATEWAY,
-            OperationError::Reconcile(e) => {
-                StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-            }
-        };
-        ApiError::new(status, err.to_string())
-    }
-}
 
 /// Filters of `GET /api/v1/apps`.
 #[derive(Debug, Deserialize)]

@@ -1,10 +1,14 @@
-//! API errors: a status code and a message, answered as `{"error": MESSAGE}`.
+//! API errors: a status code and a message, answered as `{"error": MESSAGE}`. Every mapping of
+//! a domain error to an HTTP status is here, in one place.
 
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::clusters::registry::RegistryError;
+use crate::daemon::runner::OperationError;
+use crate::reconcile::pipeline::ErrorClass;
+use crate::sources::repositories::RepositoryError;
 use crate::store::StoreError;
 
 /// An error answered to an API client.
@@ -66,5 +70,41 @@ impl From<RegistryError> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> ApiError {
         ApiError::internal(&err)
+    }
+}
+
+impl From<OperationError> for ApiError {
+    fn from(err: OperationError) -> ApiError {
+        let status = match &err {
+            OperationError::NotFound(_) | OperationError::Removed(_) => StatusCode::NOT_FOUND,
+            OperationError::Task(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            OperationError::Stopped => StatusCode::SERVICE_UNAVAILABLE,
+            OperationError::NotRendered(_) => StatusCode::CONFLICT,
+            OperationError::Destination(_) => StatusCode::BAD_GATEWAY,
+            OperationError::Reconcile(e) => match e.class() {
+                ErrorClass::Invalid => StatusCode::BAD_REQUEST,
+                ErrorClass::Forbidden => StatusCode::FORBIDDEN,
+                ErrorClass::Conflict => StatusCode::CONFLICT,
+                ErrorClass::Cluster => StatusCode::BAD_GATEWAY,
+            },
+        };
+        ApiError::new(status, err.to_string())
+    }
+}
+
+impl From<RepositoryError> for ApiError {
+    fn from(err: RepositoryError) -> ApiError {
+        match &err {
+            RepositoryError::Invalid { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, err.to_string())
+            }
+            RepositoryError::Duplicate(_) => ApiError::new(StatusCode::CONFLICT, err.to_string()),
+            RepositoryError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, err.to_string()),
+            RepositoryError::Seal(_) => {
+                tracing::error!(error = %err, "sealing failed");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
+            }
+            RepositoryError::Store(_) => ApiError::internal(&err),
+        }
     }
 }

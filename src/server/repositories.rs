@@ -11,24 +11,7 @@ use super::AppState;
 use super::auth::Actor;
 use super::body::JsonBody;
 use super::error::ApiError;
-use crate::sources::repositories::{AddRequest, RepositoryError, RepositoryView, UpdateRequest};
-
-impl From<RepositoryError> for ApiError {
-    fn from(err: RepositoryError) -> ApiError {
-        match &err {
-            RepositoryError::Invalid { .. } => {
-                ApiError::new(StatusCode::BAD_REQUEST, err.to_string())
-            }
-            RepositoryError::Duplicate(_) => ApiError::new(StatusCode::CONFLICT, err.to_string()),
-            RepositoryError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, err.to_string()),
-            RepositoryError::Seal(_) => {
-                tracing::error!(error = %err, "sealing failed");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
-            }
-            RepositoryError::Store(_) => ApiError::internal(&err),
-        }
-    }
-}
+use crate::sources::repositories::{AddRequest, RepositoryView, UpdateRequest};
 
 /// `GET /api/v1/repositories` → `{"repositories": [...]}` (no secrets).
 pub async fn list(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
