@@ -659,6 +659,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cluster_errors_name_the_object_and_read_like_kubectl() {
+        let id = ObjectRef {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("staging".into()),
+            name: "x".into(),
+        };
+        let forbidden = || {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code: 403,
+                reason: "Forbidden".into(),
+                message: "configmaps \"x\" is forbidden: User \"u\" cannot patch resource \"configmaps\" in API group \"\" in the namespace \"staging\"".into(),
+                ..Default::default()
+            }))
+        };
+        let e = ReconcileError::about(&id, "dry-run")(forbidden());
+        assert_eq!(
+            e.to_string(),
+            "ConfigMap staging/x (v1) dry-run failed: configmaps \"x\" is forbidden: User \"u\" cannot patch resource \"configmaps\" in API group \"\" in the namespace \"staging\""
+        );
+        assert_eq!(e.class(), ErrorClass::Cluster);
+        let e = ReconcileError::Apply(ApplyError::about(&id)(forbidden()));
+        assert!(
+            e.to_string()
+                .starts_with("ConfigMap staging/x (v1): configmaps"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("Status {"), "{e}");
+    }
+
+    #[test]
     fn reject_discards_only_a_held_plan() {
         let now = Utc::now();
         let held = AppStatus {
