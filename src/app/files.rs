@@ -60,25 +60,54 @@ pub enum AppsDirError {
     },
 }
 
+/// Why one App document is not a valid App.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidApp {
+    /// Not a `cd.wardn.space/v1alpha1` App.
+    #[error("apiVersion/kind: expected {expected} App, found {api_version:?} {kind:?}")]
+    Kind {
+        /// The App's `apiVersion`.
+        expected: String,
+        /// The document's `apiVersion`.
+        api_version: String,
+        /// The document's `kind`.
+        kind: String,
+    },
+    /// The document does not have the App's structure.
+    #[error("{0}")]
+    Structure(#[from] serde_json::Error),
+    /// A required field is empty.
+    #[error("{0}: required")]
+    Required(&'static str),
+    /// `spec.source` is invalid.
+    #[error(transparent)]
+    Source(#[from] crate::sources::spec::SpecError),
+    /// A sync window is invalid.
+    #[error(transparent)]
+    Window(#[from] super::window::WindowError),
+}
+
 /// Checks one App document beyond its structure: kind and version, name, source and windows.
-pub fn validate(doc: &Value) -> Result<App, String> {
+pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
     let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
-    let want = App::api_version(&());
-    if api_version != want || kind != "App" {
-        return Err(format!(
-            "apiVersion/kind: expected {want} App, found {api_version:?} {kind:?}"
-        ));
+    let expected = App::api_version(&());
+    if api_version != expected || kind != "App" {
+        return Err(InvalidApp::Kind {
+            expected: expected.to_string(),
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+        });
     }
-    let app: App = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
+    let app: App = serde_json::from_value(doc.clone())?;
     if app.metadata.name.as_deref().unwrap_or("").is_empty() {
-        return Err("metadata.name: required".into());
+        return Err(InvalidApp::Required("metadata.name"));
     }
     if app.spec.destination.namespace.is_empty() {
-        return Err("spec.destination.namespace: required".into());
+        return Err(InvalidApp::Required("spec.destination.namespace"));
     }
-    app.spec.source.validate().map_err(|e| e.to_string())?;
-    parse_all(&app.spec.sync_policy.sync_windows).map_err(|e| e.to_string())?;
+    app.spec.source.validate()?;
+    parse_all(&app.spec.sync_policy.sync_windows)?;
     Ok(app)
 }
 
@@ -113,7 +142,7 @@ pub fn load_file(path: &Path) -> Result<Vec<App>, AppsDirError> {
         serde_saphyr::from_multiple(&text).map_err(|e| invalid(1, e.to_string()))?;
     let mut apps = Vec::new();
     for (i, doc) in docs.into_iter().enumerate().filter(|(_, d)| !d.is_null()) {
-        let mut app = validate(&doc).map_err(|r| invalid(i + 1, r))?;
+        let mut app = validate(&doc).map_err(|r| invalid(i + 1, r.to_string()))?;
         app.metadata
             .namespace
             .get_or_insert_with(|| "default".to_string());

@@ -41,7 +41,7 @@ pub async fn apply_staged(
             let resolved = resolver
                 .resolve(&id.api_version, &id.kind)
                 .await
-                .map_err(ApplyError::about(&id))?
+                .map_err(ApplyError::about(id))?
                 .ok_or_else(|| ApplyError::UnknownKind {
                     object: id.to_string(),
                 })?;
@@ -54,7 +54,7 @@ pub async fn apply_staged(
             .map(|(api, id, object)| {
                 let params = &params;
                 async move {
-                    let kube_err = ApplyError::about(&id);
+                    let kube_err = ApplyError::about(id);
                     let live = api
                         .patch(&id.name, params, &Patch::Apply(object))
                         .await
@@ -86,7 +86,7 @@ async fn wait_established(
     id: &ObjectRef,
     timeout: Duration,
 ) -> Result<(), ApplyError> {
-    let kube_err = ApplyError::about(&id);
+    let kube_err = ApplyError::about(id);
     let resolved = resolver
         .resolve(&id.api_version, &id.kind)
         .await

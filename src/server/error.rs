@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::clusters::registry::RegistryError;
+use crate::clusters::resolve::ResolveError;
 use crate::daemon::runner::OperationError;
 use crate::reconcile::pipeline::ErrorClass;
 use crate::sources::repositories::RepositoryError;
@@ -80,6 +81,12 @@ impl From<OperationError> for ApiError {
             OperationError::Task(_) => StatusCode::INTERNAL_SERVER_ERROR,
             OperationError::Stopped => StatusCode::SERVICE_UNAVAILABLE,
             OperationError::NotRendered(_) => StatusCode::CONFLICT,
+            // The App names a cluster that is not (or no longer) registered: the App and the
+            // registry disagree, and the message names the cluster.
+            OperationError::Destination(ResolveError::UnknownCluster(_)) => StatusCode::CONFLICT,
+            OperationError::Destination(ResolveError::NamespaceNotAllowed { .. }) => {
+                StatusCode::FORBIDDEN
+            }
             OperationError::Destination(_) => StatusCode::BAD_GATEWAY,
             OperationError::Reconcile(e) => match e.class() {
                 ErrorClass::Invalid => StatusCode::BAD_REQUEST,

@@ -112,7 +112,7 @@ pub fn parse_repo_url(input: &str) -> Result<RepoUrl, UrlError> {
             Scheme::Ssh => "ssh",
             _ => scheme_lc.as_str(),
         };
-        let key = remote_key(scheme_name, host, port, path).map_err(|r| fail(&r))?;
+        let key = remote_key(scheme_name, host, port, path).map_err(fail)?;
         return Ok(RepoUrl {
             fetch_url: url.to_string(),
             scheme: kind,
@@ -131,7 +131,7 @@ pub fn parse_repo_url(input: &str) -> Result<RepoUrl, UrlError> {
         if host.is_empty() {
             return Err(fail("has no host"));
         }
-        let key = remote_key("ssh", host, None, &format!("/{path}")).map_err(|r| fail(&r))?;
+        let key = remote_key("ssh", host, None, &format!("/{path}")).map_err(fail)?;
         return Ok(RepoUrl {
             fetch_url: url.to_string(),
             scheme: Scheme::Ssh,
@@ -171,10 +171,10 @@ fn remote_key(
     host: &str,
     port: Option<u16>,
     path: &str,
-) -> Result<SourceKey, String> {
+) -> Result<SourceKey, &'static str> {
     let mut segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     if segments.iter().any(|s| *s == "." || *s == "..") {
-        return Err("path must not contain . or .. segments".to_string());
+        return Err("path must not contain . or .. segments");
     }
     if let Some(last) = segments.last_mut() {
         *last = last.strip_suffix(".git").unwrap_or(last);
@@ -183,7 +183,7 @@ fn remote_key(
         }
     }
     if segments.is_empty() {
-        return Err("has no repository path".to_string());
+        return Err("has no repository path");
     }
     let host = host.to_ascii_lowercase();
     let port = port.map(|p| format!(":{p}")).unwrap_or_default();

@@ -10,6 +10,7 @@ use chrono::Utc;
 use super::{Runner, lock};
 use crate::app::{App, AppStatus};
 use crate::clusters::allowlist::Allowlist;
+use crate::clusters::resolve::ResolveError;
 use crate::diff::known::{Known, Verified};
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::drift::WatchClient;
@@ -22,13 +23,9 @@ use crate::reconcile::upkeep::PassEnd;
 impl Runner {
     /// The destination of `app` as a pipeline target, and the identity of the credentials its
     /// client uses.
-    async fn target(&self, app: &App) -> Result<(Target, u64), String> {
+    async fn target(&self, app: &App) -> Result<(Target, u64), ResolveError> {
         let cluster = &app.spec.destination.cluster;
-        let destination = self
-            .resolver
-            .destination(cluster)
-            .await
-            .map_err(|e| e.to_string())?;
+        let destination = self.resolver.destination(cluster).await?;
         let kinds = lock(&self.kinds)
             .entry(cluster.clone())
             .or_default()
@@ -64,9 +61,10 @@ impl Runner {
         };
         let (target, credentials) = match self.target(&app).await {
             Ok(found) => found,
-            Err(message) => {
+            Err(error) => {
+                let message = error.to_string();
                 self.record(key, status::failed(&previous, &message, Utc::now()));
-                return Err(OperationError::Destination(message));
+                return Err(OperationError::Destination(error));
             }
         };
         let live = self.upkeep.live(&app.spec.destination.cluster);
@@ -334,7 +332,7 @@ pub enum OperationError {
     NotRendered(String),
     /// The destination cluster cannot be resolved.
     #[error("destination: {0}")]
-    Destination(String),
+    Destination(ResolveError),
     /// The pipeline failed.
     #[error(transparent)]
     Reconcile(#[from] ReconcileError),
