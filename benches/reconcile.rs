@@ -43,7 +43,7 @@ fn pure(n: usize) {
         })
         .collect();
     let compared = start.elapsed();
-    let plan = Plan::new("rev".into(), "digest".into(), diffs, vec![]);
+    let plan = Plan::new("ns/app", "c", "rev".into(), "digest".into(), diffs, vec![]);
     let total = start.elapsed();
     println!(
         "pure diff of {n} objects: compare {:.1} ms, compare + plan hash {:.1} ms ({} updates)",

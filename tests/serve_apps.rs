@@ -152,13 +152,32 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
         "{diff}"
     );
 
-    // A stale plan hash is refused; the reviewed one applies.
+    // A stale plan hash is refused, in either spelling; a misspelt field is a 400, never an
+    // approval of whatever is Held; the reviewed hash applies.
+    for stale in [json!({"plan_hash": "0000"}), json!({"planHash": "0000"})] {
+        let (status, refused) = post("/api/v1/apps/local/held/approve".into(), stale).await;
+        assert_eq!(status, 409, "{refused}");
+    }
+    for misspelt in [
+        json!({"planhash": plan_hash}),
+        json!({"plan_hash": plan_hash, "force": true}),
+    ] {
+        let (status, refused) = post("/api/v1/apps/local/held/approve".into(), misspelt).await;
+        assert_eq!(status, 400, "{refused}");
+        assert!(
+            refused["error"].as_str().unwrap().contains("unknown field"),
+            "{refused}"
+        );
+    }
     let (status, refused) = post(
-        "/api/v1/apps/local/held/approve".into(),
-        json!({"plan_hash": "0000"}),
+        "/api/v1/apps/local/held/reject".into(),
+        json!({"planHash": "0000"}),
     )
     .await;
-    assert_eq!(status, 409, "{refused}");
+    assert_eq!(
+        status, 409,
+        "a rejection names the Held plan too: {refused}"
+    );
     let (status, approved) = post(
         "/api/v1/apps/local/held/approve".into(),
         json!({"plan_hash": plan_hash}),

@@ -117,7 +117,7 @@ mod tests {
             changes: vec![],
             text: String::new(),
         };
-        Plan::new("r2".into(), "d2".into(), vec![d], vec![])
+        Plan::new("ns/app", "c", "r2".into(), "d2".into(), vec![d], vec![])
     }
 
     fn auto() -> SyncPolicy {

@@ -222,7 +222,7 @@ mod tests {
                 phase: Some(phase),
                 ..Default::default()
             },
-            plan: Plan::new("r".into(), "d".into(), vec![d], vec![]),
+            plan: Plan::new("ns/app", "c", "r".into(), "d".into(), vec![d], vec![]),
             pruned: applied.then(|| PruneReport {
                 deleted: vec![r],
                 skipped: vec![],

@@ -428,6 +428,8 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
     let prune_ids: Vec<ObjectRef> = prunes.iter().map(|p| p.object.clone()).collect();
     let guard = guard::check(previous.inventory.len(), &prune_ids);
     let plan = Plan::new(
+        app,
+        &target.cluster,
         manifests.revision.clone(),
         manifests.digest.clone(),
         diffs,
@@ -508,16 +510,7 @@ pub async fn approve(
     progress: &mut (dyn FnMut(&AppStatus) + Send),
 ) -> Result<Outcome, ReconcileError> {
     let Pass { previous, .. } = pass;
-    let held = match (&previous.phase, &previous.plan_hash) {
-        (Some(Phase::Held), Some(h)) => h.clone(),
-        _ => return Err(ReconcileError::NothingHeld),
-    };
-    if let Some(given) = plan_hash.filter(|g| *g != held) {
-        return Err(ReconcileError::WrongPlan {
-            given: given.to_string(),
-            held,
-        });
-    }
+    let held = held_plan(previous, plan_hash)?;
     let (planned, resolver) = make_plan(pass).await?;
     if planned.plan.is_noop() {
         // The cluster already matches (e.g. someone applied the change): nothing to approve.
@@ -564,6 +557,21 @@ pub async fn approve(
         });
     }
     execute(previous, planned, resolver, options, progress).await
+}
+
+/// The hash of the Held plan, which `plan_hash` (when given) must name.
+fn held_plan(previous: &AppStatus, plan_hash: Option<&str>) -> Result<String, ReconcileError> {
+    let held = match (&previous.phase, &previous.plan_hash) {
+        (Some(Phase::Held), Some(h)) => h.clone(),
+        _ => return Err(ReconcileError::NothingHeld),
+    };
+    match plan_hash.filter(|given| *given != held) {
+        Some(given) => Err(ReconcileError::WrongPlan {
+            given: given.to_string(),
+            held,
+        }),
+        None => Ok(held),
+    }
 }
 
 /// Applies a plan: staged apply of creates and updates, prune, then the health wait.
@@ -637,12 +645,14 @@ async fn execute(
     })
 }
 
-/// Rejects the Held plan: the App goes OutOfSync with the rejection in its message.
-pub fn reject(previous: &AppStatus, now: DateTime<Utc>) -> Result<AppStatus, ReconcileError> {
-    let held = match (&previous.phase, &previous.plan_hash) {
-        (Some(Phase::Held), Some(h)) => h.clone(),
-        _ => return Err(ReconcileError::NothingHeld),
-    };
+/// Rejects the Held plan (which `plan_hash`, when given, must name): the App goes OutOfSync
+/// with the rejection in its message.
+pub fn reject(
+    previous: &AppStatus,
+    plan_hash: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<AppStatus, ReconcileError> {
+    let held = held_plan(previous, plan_hash)?;
     let mut s = previous.clone();
     s.held_at = None;
     status::set_phase(
@@ -698,7 +708,16 @@ mod tests {
             held_at: Some("2026-01-01T00:00:00Z".into()),
             ..Default::default()
         };
-        let s = reject(&held, now).unwrap();
+        let stale = reject(&held, Some("stale"), now).unwrap_err();
+        assert!(
+            matches!(stale, ReconcileError::WrongPlan { .. }),
+            "a rejection names the Held plan: {stale}"
+        );
+        assert_eq!(
+            reject(&held, Some("abc"), now).unwrap(),
+            reject(&held, None, now).unwrap()
+        );
+        let s = reject(&held, None, now).unwrap();
         assert_eq!(s.phase, Some(Phase::OutOfSync));
         assert_eq!(s.message.as_deref(), Some("plan abc rejected"));
         assert_eq!(s.held_at, None);
@@ -706,7 +725,7 @@ mod tests {
             phase: Some(Phase::Synced),
             ..held
         };
-        let e = reject(&synced, now).unwrap_err();
+        let e = reject(&synced, None, now).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Conflict);
         assert_eq!(
             e.status(&synced, now),

@@ -38,14 +38,18 @@ fn count(objects: &[ObjectDiff], action: Action) -> u32 {
 }
 
 impl Plan {
-    /// Builds a plan and computes its hash.
+    /// Builds the plan of App `app` (`namespace/name`) on cluster `cluster` and computes its
+    /// hash, which covers the App and cluster too: the same change of two Apps, or of one App
+    /// on two clusters, has two hashes, so an approval names exactly one plan of one App.
     pub fn new(
+        app: &str,
+        cluster: &str,
         revision: String,
         rendered_digest: String,
         objects: Vec<ObjectDiff>,
         prunes: Vec<Prune>,
     ) -> Plan {
-        let plan_hash = hash(&revision, &rendered_digest, &objects, &prunes);
+        let plan_hash = hash(app, cluster, &revision, &rendered_digest, &objects, &prunes);
         Plan {
             revision,
             rendered_digest,
@@ -80,7 +84,14 @@ impl Plan {
     }
 }
 
-fn hash(revision: &str, digest: &str, objects: &[ObjectDiff], prunes: &[Prune]) -> String {
+fn hash(
+    app: &str,
+    cluster: &str,
+    revision: &str,
+    digest: &str,
+    objects: &[ObjectDiff],
+    prunes: &[Prune],
+) -> String {
     let mut lines: Vec<String> = objects
         .iter()
         .filter(|d| d.action != Action::Unchanged)
@@ -100,7 +111,9 @@ fn hash(revision: &str, digest: &str, objects: &[ObjectDiff], prunes: &[Prune]) 
         .collect();
     lines.sort();
     let mut h = Sha256::new();
-    h.update(format!("revision\t{revision}\ndigest\t{digest}\n"));
+    h.update(format!(
+        "app\t{app}\ncluster\t{cluster}\nrevision\t{revision}\ndigest\t{digest}\n"
+    ));
     for l in lines {
         h.update(l.as_bytes());
         h.update(b"\n");
@@ -130,6 +143,8 @@ mod tests {
     #[test]
     fn hash_binds_revision_digest_and_touched_versions() {
         let base = Plan::new(
+            "ns/app",
+            "c",
             "r1".into(),
             "d1".into(),
             vec![
@@ -139,6 +154,8 @@ mod tests {
             vec![],
         );
         let same = Plan::new(
+            "ns/app",
+            "c",
             "r1".into(),
             "d1".into(),
             vec![
@@ -152,9 +169,25 @@ mod tests {
             "untouched objects do not matter"
         );
         for other in [
-            Plan::new("r2".into(), "d1".into(), base.objects.clone(), vec![]),
-            Plan::new("r1".into(), "d2".into(), base.objects.clone(), vec![]),
             Plan::new(
+                "ns/app",
+                "c",
+                "r2".into(),
+                "d1".into(),
+                base.objects.clone(),
+                vec![],
+            ),
+            Plan::new(
+                "ns/app",
+                "c",
+                "r1".into(),
+                "d2".into(),
+                base.objects.clone(),
+                vec![],
+            ),
+            Plan::new(
+                "ns/app",
+                "c",
                 "r1".into(),
                 "d1".into(),
                 vec![
@@ -167,6 +200,21 @@ mod tests {
             assert_ne!(base.plan_hash, other.plan_hash);
         }
         assert_eq!(base.plan_hash.len(), 64);
+        let (objects, prunes) = (base.objects.clone(), base.prunes.clone());
+        let other_app = Plan::new("ns/other", "c", "r1".into(), "d1".into(), objects, prunes);
+        assert_ne!(base.plan_hash, other_app.plan_hash, "another App");
+        let elsewhere = Plan::new(
+            "ns/app",
+            "c2",
+            "r1".into(),
+            "d1".into(),
+            base.objects,
+            vec![],
+        );
+        assert_ne!(
+            base.plan_hash, elsewhere.plan_hash,
+            "the same App on another cluster"
+        );
     }
 
     #[test]
@@ -176,6 +224,8 @@ mod tests {
             live_resource_version: "3".into(),
         };
         let p = Plan::new(
+            "ns/app",
+            "c",
             "r".into(),
             "d".into(),
             vec![
@@ -197,6 +247,8 @@ mod tests {
         assert!(p.text().contains("# prune ConfigMap n/z"));
         assert!(
             Plan::new(
+                "ns/app",
+                "c",
                 "r".into(),
                 "d".into(),
                 vec![diff("b", Action::Unchanged, Some("1"))],

@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn held_at_is_kept_for_the_same_plan() {
-        let p = Plan::new("r".into(), "d".into(), vec![], vec![]);
+        let p = Plan::new("ns/app", "c", "r".into(), "d".into(), vec![], vec![]);
         let s1 = planned(
             &AppStatus::default(),
             &p,
@@ -246,7 +246,7 @@ mod tests {
         assert_eq!(s1.held_at.as_deref(), Some("2026-01-01T00:00:00Z"));
         let s2 = planned(&s1, &p, Phase::Held, "wait", t("2026-01-01T01:00:00Z"));
         assert_eq!(s2.held_at, s1.held_at);
-        let p2 = Plan::new("r2".into(), "d".into(), vec![], vec![]);
+        let p2 = Plan::new("ns/app", "c", "r2".into(), "d".into(), vec![], vec![]);
         let s3 = planned(&s2, &p2, Phase::Held, "wait", t("2026-01-01T02:00:00Z"));
         assert_eq!(s3.held_at.as_deref(), Some("2026-01-01T02:00:00Z"));
     }

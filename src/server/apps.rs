@@ -29,10 +29,14 @@ pub struct ListQuery {
     pub phase: Option<String>,
 }
 
-/// Body of `POST …/approve`: the plan the approver reviewed (optional).
+/// Body of `POST …/approve` and `POST …/reject`: the plan the approver reviewed (optional).
+/// Unknown fields are refused (400): a misspelt hash must not approve whatever is Held.
 #[derive(Debug, Default, Deserialize)]
-pub struct ApproveBody {
-    /// The hash of the reviewed plan; the approval is refused (409) when it changed.
+#[serde(deny_unknown_fields)]
+pub struct DecisionBody {
+    /// The hash of the reviewed plan (`plan_hash`, or `planHash` as the App status spells
+    /// it); the decision is refused (409) when another plan is Held.
+    #[serde(alias = "planHash")]
     pub plan_hash: Option<String>,
 }
 
@@ -166,7 +170,7 @@ pub async fn approve(
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &cluster, &name, &at)?;
-    let body: ApproveBody = optional_body(&body)?;
+    let body: DecisionBody = optional_body(&body)?;
     let held = state.runner().status(&key).and_then(|s| s.plan_hash);
     let result = state
         .runner()
@@ -185,20 +189,23 @@ pub async fn approve(
     Ok(Json(completed(result?)))
 }
 
-/// `POST /api/v1/apps/{cluster}/{name}/reject`; audited as `app.reject` with the plan hash.
+/// `POST /api/v1/apps/{cluster}/{name}/reject` with optional `{"plan_hash"}`; audited as
+/// `app.reject` with the plan hash.
 pub async fn reject(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
+    body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
+    let body: DecisionBody = optional_body(&body)?;
     let key = key(&state, &cluster, &name, &at)?;
-    let plan = state
+    let held = state.runner().status(&key).and_then(|s| s.plan_hash);
+    let result = state
         .runner()
-        .status(&key)
-        .and_then(|s| s.plan_hash)
-        .unwrap_or_default();
-    let result = state.runner().operate(&key, Operation::Reject).await;
+        .operate(&key, Operation::Reject(body.plan_hash.clone()))
+        .await;
+    let plan = body.plan_hash.or(held).unwrap_or_default();
     let outcome = match &result {
         Ok(_) => format!("success plan={plan}"),
         Err(e) => format!("refused plan={plan}: {e}"),

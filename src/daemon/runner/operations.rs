@@ -107,7 +107,10 @@ impl Runner {
                         .approve(&key, hash.as_deref())
                         .await
                         .map(Completed::Status),
-                    Operation::Reject => this.reject(&key).await.map(Completed::Status),
+                    Operation::Reject(hash) => this
+                        .reject(&key, hash.as_deref())
+                        .await
+                        .map(Completed::Status),
                 }
             };
             tokio::select! {
@@ -229,13 +232,17 @@ impl Runner {
     }
 
     /// Rejects App `key`'s Held plan.
-    async fn reject(&self, key: &str) -> Result<AppStatus, OperationError> {
+    async fn reject(
+        &self,
+        key: &str,
+        plan_hash: Option<&str>,
+    ) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
         let previous = self
             .status(key)
             .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
         let now = Utc::now();
-        let result = pipeline::reject(&previous, now);
+        let result = pipeline::reject(&previous, plan_hash, now);
         if let Ok(status) = &result {
             let message = status.message.clone().unwrap_or_default();
             self.note(key, false, "Rejected", message);
@@ -358,8 +365,8 @@ pub enum Operation {
     Refresh,
     /// Approve the Held plan (checking the hash when given).
     Approve(Option<String>),
-    /// Reject the Held plan.
-    Reject,
+    /// Reject the Held plan (checking the hash when given).
+    Reject(Option<String>),
 }
 
 /// What an [`Operation`] produced.
