@@ -355,7 +355,7 @@ async fn clusters_crud_with_409_404_cached_status_and_audit() {
     let probed = server.registry.probe("staging").await;
     assert_eq!(
         probed.status,
-        wardn::clusters::registry::Connectivity::Disconnected
+        wardn::clusters::connect::Connectivity::Disconnected
     );
     let (status, list) = send(http.get(server.url("/api/v1/clusters")).bearer_auth(&token)).await;
     assert_eq!(status, StatusCode::OK);

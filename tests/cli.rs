@@ -427,7 +427,7 @@ async fn bootstrap_creates_a_least_privilege_identity_and_registers_it() {
     let status = server.registry.probe("target").await;
     assert_eq!(
         status.status,
-        wardn::clusters::registry::Connectivity::Connected,
+        wardn::clusters::connect::Connectivity::Connected,
         "{status:?}"
     );
     let wardn_client = server

@@ -12,7 +12,7 @@ use kubesim::{Cluster, ClusterConfig};
 use reqwest::Client;
 use serde_json::{Value, json};
 use support::server::{INTERNAL_TOKEN, TestServer};
-use wardn::clusters::registry::Connectivity;
+use wardn::clusters::connect::Connectivity;
 use wardn::clusters::resolve::{ClusterSource, ResolveError, Resolver};
 
 async fn kubesim(name: &str) -> Cluster {

@@ -13,8 +13,9 @@ use crate::app::LOCAL_CLUSTER;
 use crate::cli::offline::targets::{self, ClusterNeeds, RenderedApp};
 use crate::cli::offline::validate;
 use crate::clusters::access::{CheckReport, CheckRequest, ResourceCheck};
+use crate::clusters::connect::Connectivity;
 use crate::clusters::rbac::{self, IdentityPlan, VERBS};
-use crate::clusters::registry::{ClusterView, Connectivity};
+use crate::clusters::registry::ClusterView;
 
 /// Loads and renders the Apps of `dir` off the async runtime; Git sources are fetched into a
 /// temporary directory removed afterwards.

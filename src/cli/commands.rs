@@ -15,7 +15,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::cli::offline::targets;
 use crate::clusters::bootstrap::{self, BootstrapPlan};
-use crate::clusters::registry::{ClusterView, Connectivity, Status};
+use crate::clusters::connect::Connectivity;
+use crate::clusters::registry::{ClusterView, Status};
 use crate::store::audit::{self, Entry, Head};
 
 /// Arguments of `wardn login`.

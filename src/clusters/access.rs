@@ -10,10 +10,9 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::{Api, PostParams};
 use serde::{Deserialize, Serialize};
 
-use super::connect::{ConnectError, classify};
+use super::connect::{ConnectError, Connectivity, classify};
 use super::kubeconfig::ValidationError;
 use super::rbac::Grant;
-use super::registry::Connectivity;
 
 /// Most access reviews one check request may ask for (resources × verbs).
 pub const MAX_REVIEWS: usize = 2000;

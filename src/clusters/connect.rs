@@ -1,13 +1,25 @@
 //! Connecting to a cluster from a kubeconfig, probing it (version, node count), and naming the
-//! cause when that fails: DNS, connection refused, TLS, credentials, forbidden or timeout.
+//! cause when that fails: DNS, connection refused, TLS, credentials, forbidden or timeout; and
+//! the [`Connectivity`] a probe leaves a cluster in.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde::{Deserialize, Serialize};
 
 use super::throttle::ThrottleLayer;
+
+/// `connected` or `disconnected`, as the API spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Connectivity {
+    /// The last probe succeeded.
+    Connected,
+    /// The last probe failed, or none has finished yet.
+    Disconnected,
+}
 
 /// What a successful probe learned about a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::access::{self, CheckReport, CheckRequest};
 use super::cache::{CachedCluster, ClientCache};
-use super::connect::{self, ConnectError, ProbeReport};
+use super::connect::{self, ConnectError, Connectivity, ProbeReport};
 use super::expiry::credential_expiry;
 use super::kubeconfig::{self, ValidationError};
 
@@ -64,16 +64,6 @@ pub struct TestRequest {
     pub server_url: String,
     /// Kubeconfig YAML text.
     pub kubeconfig: String,
-}
-
-/// `connected` or `disconnected`, as the API spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Connectivity {
-    /// The last probe succeeded.
-    Connected,
-    /// The last probe failed, or none has finished yet.
-    Disconnected,
 }
 
 /// The outcome of a connection test (and the status board's value per cluster).

@@ -17,7 +17,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::task::JoinHandle;
 
-use super::live::{ClusterLive, LiveCache};
+use super::live::{ClusterLive, LiveCache, WatchKey};
 use crate::object::ObjectRef;
 use crate::object::owner::FIELD_MANAGER;
 
@@ -26,31 +26,6 @@ const DISCOVERY_RETRY: Duration = Duration::from_secs(30);
 
 /// Called with the key of an App whose inventory drifted.
 pub type OnDrift = Arc<dyn Fn(&str) + Send + Sync>;
-
-/// One watch: a kind on a cluster, in one namespace (`None`: cluster-scoped kinds).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct WatchKey {
-    /// The destination cluster (as the resolver names it).
-    pub cluster: String,
-    /// `group/version` or `v1`.
-    pub api_version: String,
-    /// The kind.
-    pub kind: String,
-    /// The namespace watched; `None` for cluster-scoped kinds.
-    pub namespace: Option<String>,
-}
-
-impl WatchKey {
-    /// The watch that covers `object` on `cluster`.
-    pub fn of(cluster: &str, object: &ObjectRef) -> WatchKey {
-        WatchKey {
-            cluster: cluster.to_string(),
-            api_version: object.api_version.clone(),
-            kind: object.kind.clone(),
-            namespace: object.namespace.clone(),
-        }
-    }
-}
 
 /// The client the watches of one cluster use, and the identity of its credentials
 /// ([`crate::clusters::cache::credentials_identity`]): when a pass comes with other

@@ -1,5 +1,5 @@
-//! The live states the drift watches see: per watch (cluster, kind, namespace), each object's
-//! resourceVersion and [`digest::live`], kept from the watch's events. A watch's view is
+//! The live states the drift watches see: per watch ([`WatchKey`]: cluster, kind, namespace),
+//! each object's resourceVersion and [`digest::live`], kept from the watch's events. A watch's view is
 //! complete once its (re)list is done, and stops being trusted when the watch is interrupted
 //! until its next event arrives (the watcher resumes from the last resourceVersion, or
 //! re-lists). Passes read it through [`ClusterLive`] to skip dry-runs of objects that still
@@ -12,10 +12,34 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
 
-use super::drift::WatchKey;
 use crate::diff::digest::{self, Digest};
 use crate::diff::known::{LiveState, LiveStates};
 use crate::object::ObjectRef;
+
+/// One watch: a kind on a cluster, in one namespace (`None`: cluster-scoped kinds).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WatchKey {
+    /// The destination cluster (as the resolver names it).
+    pub cluster: String,
+    /// `group/version` or `v1`.
+    pub api_version: String,
+    /// The kind.
+    pub kind: String,
+    /// The namespace watched; `None` for cluster-scoped kinds.
+    pub namespace: Option<String>,
+}
+
+impl WatchKey {
+    /// The watch that covers `object` on `cluster`.
+    pub fn of(cluster: &str, object: &ObjectRef) -> WatchKey {
+        WatchKey {
+            cluster: cluster.to_string(),
+            api_version: object.api_version.clone(),
+            kind: object.kind.clone(),
+            namespace: object.namespace.clone(),
+        }
+    }
+}
 
 /// One object as last seen.
 #[derive(Debug, Clone)]

@@ -8,8 +8,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 
+use super::files::read_local;
 use super::kustomization::{Generator, GeneratorOptions, Kustomization};
-use super::loader::read_local;
 use super::resource::{Origin, Res, child_map, ensure_map};
 use super::tree::Tree;
 use super::{RenderError, parse};

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::files::{display_dir, refuse_remote, restrict};
 use super::kustomization::Kustomization;
 use super::resource::{Origin, Res};
 use super::tree::{EntryKind, Tree, normalize};
@@ -325,41 +326,6 @@ fn append_unique(
     Ok(())
 }
 
-/// kustomize's default load restrictor: a file must be in or below the kustomization root.
-pub fn restrict(dir: &str, path: &str) -> Result<(), RenderError> {
-    if dir.is_empty() || path.starts_with(&format!("{dir}/")) {
-        Ok(())
-    } else {
-        Err(RenderError::Invalid(format!(
-            "security; file '{path}' is not in or below '{}'",
-            display_dir(dir)
-        )))
-    }
-}
-
-/// Reads a file referenced by a kustomization in `dir` (load restrictor applied).
-pub fn read_local(tree: &dyn Tree, dir: &str, entry: &str) -> Result<Vec<u8>, RenderError> {
-    refuse_remote(entry)?;
-    let path = normalize(dir, entry)?;
-    restrict(dir, &path)?;
-    Ok(tree.read_file(&path, parse::MAX_FILE_BYTES)?)
-}
-
-fn refuse_remote(entry: &str) -> Result<(), RenderError> {
-    let remote = entry.contains("://")
-        || entry.starts_with("git@")
-        || entry.starts_with("github.com/")
-        || entry.starts_with("gitlab.com/")
-        || entry.starts_with("bitbucket.org/");
-    if remote {
-        Err(RenderError::Invalid(format!(
-            "remote resource '{entry}' refused: wardn renders only files inside the source snapshot"
-        )))
-    } else {
-        Ok(())
-    }
-}
-
 fn missing_kustomization(dir: &str) -> RenderError {
     RenderError::Invalid(format!(
         "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
@@ -374,9 +340,4 @@ pub fn join(dir: &str, name: &str) -> String {
     } else {
         format!("{dir}/{name}")
     }
-}
-
-/// A tree directory for messages (`.` for the root).
-pub fn display_dir(dir: &str) -> &str {
-    if dir.is_empty() { "." } else { dir }
 }

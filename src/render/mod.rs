@@ -7,6 +7,7 @@
 //! generator hashes, fixes name references, sorts, and [`emit`] prints go-yaml v2 YAML.
 
 mod emit;
+mod files;
 mod generators;
 mod inputs;
 mod kustomization;

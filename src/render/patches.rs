@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
+use super::files::read_local;
 use super::kustomization::{Patch, Target};
-use super::loader::read_local;
 use super::resource::Res;
 use super::selector::Selector;
 use super::tree::Tree;

@@ -6,8 +6,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::files::read_local;
 use super::kustomization::Target;
-use super::loader::read_local;
 use super::resource::Res;
 use super::selector::Selector;
 use super::tree::Tree;

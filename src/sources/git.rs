@@ -26,7 +26,7 @@ use gix::bstr::ByteSlice;
 use gix::remote::Direction;
 
 use super::credentials::{Credentials, InsecureCredentials};
-use super::snapshot::{GitTree, Snapshot};
+use super::snapshot::{GitTree, Snapshot, describe};
 use super::spec::GitRef;
 use super::url::{RepoUrl, Scheme, SourceKey};
 
@@ -555,20 +555,4 @@ fn is_ancestor(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> gix::Res
         }
     }
     Ok(false)
-}
-
-/// A gix error with all its causes, on one line.
-pub fn describe(error: &gix::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for e in error.iter_errors() {
-        let text = e.to_string();
-        if !parts.iter().any(|p| p == &text) {
-            parts.push(text);
-        }
-    }
-    if parts.is_empty() {
-        error.to_string()
-    } else {
-        parts.join(": ")
-    }
 }

@@ -1,4 +1,5 @@
-//! A resolved source: which revision an App renders and read access to its files.
+//! A resolved source: which revision an App renders and read access to its files, and gix
+//! errors worded on one line ([`describe`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -129,8 +130,24 @@ fn odb_error(path: &str, error: &gix::Error) -> TreeError {
         path: path.to_string(),
         message: format!(
             "cannot read from the repository mirror (corrupted or missing object?): {}",
-            super::git::describe(error)
+            describe(error)
         ),
+    }
+}
+
+/// A gix error with all its causes, on one line.
+pub fn describe(error: &gix::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for e in error.iter_errors() {
+        let text = e.to_string();
+        if !parts.iter().any(|p| p == &text) {
+            parts.push(text);
+        }
+    }
+    if parts.is_empty() {
+        error.to_string()
+    } else {
+        parts.join(": ")
     }
 }
 

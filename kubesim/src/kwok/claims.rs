@@ -7,22 +7,7 @@ use crate::defaults;
 
 use super::fields::{int_at, owner_reference, str_at};
 use super::names::sha256_hex;
-use super::pods::pod_count;
-
-/// `(volume name, claim name)` of each volumeClaimTemplate for a StatefulSet ordinal: the
-/// claim is named `TEMPLATE-STATEFULSET-ORDINAL`.
-pub(super) fn claim_names(stateful_set: &Value, ordinal: usize) -> Vec<(String, String)> {
-    let set_name = str_at(stateful_set, "/metadata/name");
-    stateful_set
-        .pointer("/spec/volumeClaimTemplates")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|template| str_at(template, "/metadata/name"))
-        .filter(|name| !name.is_empty())
-        .map(|name| (name.to_string(), format!("{name}-{set_name}-{ordinal}")))
-        .collect()
-}
+use super::pods::{claim_names, pod_count};
 
 /// A stable UUID-shaped identifier for `seed` (8-4-4-4-12 hex digits).
 fn stable_uuid(seed: &str) -> String {

@@ -1,13 +1,12 @@
 //! The Pods a ReplicaSet, StatefulSet, DaemonSet or Job owns: how many, named and labelled
 //! like the real controllers name them, spec copied from the template (with the Pod defaults
 //! and admission changes), scheduled round-robin on the nodes (DaemonSet Pods pinned to
-//! theirs).
+//! theirs), and the claims their volumes name (StatefulSet Pods).
 
 use serde_json::{Map, Value, json};
 
 use crate::defaults;
 
-use super::claims::claim_names;
 use super::fields::{generation, int_at, owner_reference, str_at};
 use super::names::{name_suffix, template_hash};
 use super::pod_status::pod_status;
@@ -24,6 +23,21 @@ pub(super) fn pod_count(requested: i64) -> usize {
     usize::try_from(requested)
         .unwrap_or(0)
         .min(MAX_SIMULATED_PODS)
+}
+
+/// `(volume name, claim name)` of each volumeClaimTemplate for a StatefulSet ordinal: the
+/// claim is named `TEMPLATE-STATEFULSET-ORDINAL`.
+pub(super) fn claim_names(stateful_set: &Value, ordinal: usize) -> Vec<(String, String)> {
+    let set_name = str_at(stateful_set, "/metadata/name");
+    stateful_set
+        .pointer("/spec/volumeClaimTemplates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|template| str_at(template, "/metadata/name"))
+        .filter(|name| !name.is_empty())
+        .map(|name| (name.to_string(), format!("{name}-{set_name}-{ordinal}")))
+        .collect()
 }
 
 /// One Pod a controller would create: its name, extra labels and annotations.

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::selectors::LabelSelector;
 
 use super::request::{Decision, Request, UserInfo};
-use super::rules::rule_allows;
+use super::rules::{rule_allows, strings};
 
 /// The RBAC objects of a cluster, borrowed from the server's store: Roles, ClusterRoles,
 /// RoleBindings and ClusterRoleBindings as stored (`rbac.authorization.k8s.io/v1` JSON).
@@ -35,16 +35,6 @@ pub(super) fn str_at<'v>(value: &'v Value, path: &str) -> &'v str {
         .try_fold(value, |current, key| current.get(key))
         .and_then(Value::as_str)
         .unwrap_or_default()
-}
-
-/// The strings of the list at `key` (absent or non-list: none), without allocating.
-pub(super) fn strings<'v>(value: &'v Value, key: &str) -> impl Iterator<Item = &'v str> {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
 }
 
 impl<'a> Authorizer<'a> {

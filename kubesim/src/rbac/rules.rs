@@ -1,11 +1,20 @@
 //! Whether one PolicyRule allows a request: verbs, API groups, resources
 //! (`resource/subresource`, `*`, `*/subresource`), resourceNames and nonResourceURLs (exact or
-//! `prefix*`).
+//! `prefix*`); and reading a rule's string lists ([`strings`]), which the authorizer uses too.
 
 use serde_json::Value;
 
-use super::authorizer::strings;
 use super::request::Request;
+
+/// The strings of the list at `key` (absent or non-list: none), without allocating.
+pub(super) fn strings<'v>(value: &'v Value, key: &str) -> impl Iterator<Item = &'v str> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
 
 /// Whether one PolicyRule allows a request (`RuleAllows`).
 pub fn rule_allows(rule: &Value, request: &Request) -> bool {
