@@ -3,10 +3,11 @@
 //! background prober that fills it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use super::access::{self, CheckReport, CheckRequest};
@@ -268,25 +269,18 @@ impl Registry {
     fn status_of(&self, name: &str) -> Status {
         self.statuses
             .read()
-            .unwrap_or_else(|p| p.into_inner())
             .get(name)
             .cloned()
             .unwrap_or_else(Status::pending)
     }
 
     fn set_status(&self, name: &str, status: Status) {
-        self.statuses
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_string(), status);
+        self.statuses.write().insert(name.to_string(), status);
     }
 
     fn forget(&self, name: &str) {
         self.clients.invalidate(name);
-        self.statuses
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
+        self.statuses.write().remove(name);
     }
 
     async fn board(&self) -> Result<&RwLock<BTreeMap<String, Registered>>, RegistryError> {
@@ -308,7 +302,6 @@ impl Registry {
         self.board()
             .await?
             .write()
-            .unwrap_or_else(|p| p.into_inner())
             .insert(record.name.clone(), Registered::of(record));
         Ok(())
     }
@@ -420,10 +413,7 @@ impl Registry {
     pub async fn remove(&self, actor: &str, name: &str) -> Result<(), RegistryError> {
         let result = match self.store.delete_cluster(name).await {
             Ok(true) => self.board().await.map(|board| {
-                board
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(name);
+                board.write().remove(name);
             }),
             Ok(false) => Err(RegistryError::NotFound(name.to_string())),
             Err(err) => Err(err.into()),
@@ -462,11 +452,7 @@ impl Registry {
     /// Every cluster with its cached status, by name; answers from memory (the store is read
     /// once), never contacting a cluster nor waiting on a probe round.
     pub async fn list(&self) -> Result<Vec<ClusterView>, RegistryError> {
-        let board = self
-            .board()
-            .await?
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
+        let board = self.board().await?.read();
         Ok(board
             .iter()
             .map(|(name, registered)| self.view(name, registered))
@@ -475,11 +461,7 @@ impl Registry {
 
     /// One cluster with its cached status.
     pub async fn get(&self, name: &str) -> Result<ClusterView, RegistryError> {
-        let board = self
-            .board()
-            .await?
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
+        let board = self.board().await?.read();
         board
             .get(name)
             .map(|registered| self.view(name, registered))
