@@ -4,8 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use sqlx::Row;
-use sqlx::any::AnyRow;
 
 use super::{Store, StoreError};
 
@@ -25,8 +23,8 @@ pub struct NewEntry {
     pub outcome: String,
 }
 
-/// One stored, chained audit entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One stored, chained audit entry (read with `query_as`: its fields are the columns).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Entry {
     /// Position in the chain, from 1.
     pub seq: i64,
@@ -47,7 +45,7 @@ pub struct Entry {
 }
 
 /// The newest entry's position and hash, stored apart from the entries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Head {
     /// Sequence number of the newest entry.
     pub seq: i64,
@@ -127,32 +125,16 @@ pub fn verify(entries: &[Entry], head: Option<&Head>) -> Result<(), ChainError> 
     }
 }
 
-fn from_row(row: &AnyRow) -> Result<Entry, sqlx::Error> {
-    Ok(Entry {
-        seq: row.try_get("seq")?,
-        at: row.try_get("at")?,
-        actor: row.try_get("actor")?,
-        action: row.try_get("action")?,
-        target: row.try_get("target")?,
-        outcome: row.try_get("outcome")?,
-        prev_hash: row.try_get("prev_hash")?,
-        hash: row.try_get("hash")?,
-    })
-}
-
 impl Store {
     /// Appends an entry at time `at` (RFC 3339), chaining it to the current head.
     pub async fn append_audit(&self, fields: &NewEntry, at: &str) -> Result<Entry, StoreError> {
         let _guard = self.audit_lock.lock().await;
         let mut tx = self.begin_write().await?;
-        let head = sqlx::query("SELECT seq, hash FROM audit_head WHERE id = 1")
+        let head: Option<Head> = sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
             .fetch_optional(&mut *tx)
             .await?;
         let (prev_seq, prev_hash) = match head {
-            Some(row) => (
-                row.try_get::<i64, _>("seq")?,
-                row.try_get::<String, _>("hash")?,
-            ),
+            Some(head) => (head.seq, head.hash),
             None => (0, GENESIS_HASH.to_string()),
         };
         let seq = prev_seq + 1;
@@ -198,22 +180,14 @@ impl Store {
 
     /// Every audit entry in order, and the recorded head.
     pub async fn audit_log(&self) -> Result<(Vec<Entry>, Option<Head>), StoreError> {
-        let rows = sqlx::query(
+        let entries = sqlx::query_as(
             "SELECT seq, at, actor, action, target, outcome, prev_hash, hash FROM audit_log ORDER BY seq",
         )
         .fetch_all(&self.pool)
         .await?;
-        let entries = rows.iter().map(from_row).collect::<Result<Vec<_>, _>>()?;
-        let head = sqlx::query("SELECT seq, hash FROM audit_head WHERE id = 1")
+        let head = sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
             .fetch_optional(&self.pool)
-            .await?
-            .map(|row| -> Result<Head, sqlx::Error> {
-                Ok(Head {
-                    seq: row.try_get("seq")?,
-                    hash: row.try_get("hash")?,
-                })
-            })
-            .transpose()?;
+            .await?;
         Ok((entries, head))
     }
 }
