@@ -231,39 +231,11 @@ impl Registry {
         &self.clients
     }
 
+    /// Records an audit entry with an `outcome` of the caller's wording (bounded by the store).
     async fn audit(&self, actor: &str, action: &str, target: &str, outcome: &str) {
         self.store
-            .record_audit(
-                actor,
-                action,
-                Registry::bounded(target),
-                outcome,
-                &now_rfc3339(),
-            )
+            .record_audit(actor, action, target, outcome, &now_rfc3339())
             .await;
-    }
-
-    async fn audited<T>(
-        &self,
-        actor: &str,
-        action: &str,
-        target: &str,
-        result: Result<T, RegistryError>,
-    ) -> Result<T, RegistryError> {
-        let outcome = match &result {
-            Ok(_) => "success".to_string(),
-            Err(err) => format!("failure: {err}"),
-        };
-        self.audit(actor, action, target, &outcome).await;
-        result
-    }
-
-    /// Audit targets are caller-supplied (e.g. an invalid name); keep entries bounded.
-    fn bounded(target: &str) -> &str {
-        match target.char_indices().nth(253) {
-            Some((end, _)) => &target[..end],
-            None => target,
-        }
     }
 
     fn status_of(&self, name: &str) -> Status {
@@ -331,7 +303,9 @@ impl Registry {
     ) -> Result<ClusterView, RegistryError> {
         let name = request.name.clone();
         let result = self.register_inner(request).await;
-        self.audited(actor, "cluster.register", &name, result).await
+        self.store
+            .audited(actor, "cluster.register", &name, result)
+            .await
     }
 
     async fn register_inner(&self, request: RegisterRequest) -> Result<ClusterView, RegistryError> {
@@ -365,7 +339,9 @@ impl Registry {
         request: UpdateRequest,
     ) -> Result<ClusterView, RegistryError> {
         let result = self.update_inner(name, request).await;
-        self.audited(actor, "cluster.update", name, result).await
+        self.store
+            .audited(actor, "cluster.update", name, result)
+            .await
     }
 
     async fn update_inner(
@@ -419,7 +395,9 @@ impl Registry {
             Err(err) => Err(err.into()),
         };
         self.forget(name);
-        self.audited(actor, "cluster.remove", name, result).await
+        self.store
+            .audited(actor, "cluster.remove", name, result)
+            .await
     }
 
     /// Connects with an unregistered kubeconfig and reports, storing nothing but the audit
@@ -494,7 +472,9 @@ impl Registry {
             Ok(Err(err)) => Err(err.into()),
             Err(err) => Err(err.into()),
         };
-        self.audited(actor, "cluster.reseal", "*", result).await
+        self.store
+            .audited(actor, "cluster.reseal", "*", result)
+            .await
     }
 
     /// A cached client for a registered cluster, built on first use.
@@ -635,5 +615,30 @@ mod tests {
         assert!(!expires_soon(Some("2026-01-08T00:00:01Z"), now));
         assert!(!expires_soon(None, now));
         assert!(!expires_soon(Some("garbage"), now));
+    }
+
+    #[tokio::test]
+    async fn an_over_long_audit_target_is_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        let registry = Registry::new(
+            store.clone(),
+            Sealer::new(&[7; 32], None),
+            Duration::from_secs(1),
+        );
+        let name = "c".repeat(400);
+        let removed = registry.remove("admin", &name).await;
+        assert!(
+            matches!(removed, Err(RegistryError::NotFound(_))),
+            "{removed:?}"
+        );
+        let (entries, _) = store.audit_log().await.unwrap();
+        assert_eq!(entries[0].action, "cluster.remove");
+        assert_eq!(entries[0].target, crate::store::audit::bounded(&name));
+        assert_eq!(
+            entries[0].target.chars().count(),
+            crate::store::audit::MAX_FIELD_CHARS
+        );
+        store.close().await;
     }
 }
