@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 /// Whether a client error is worth retrying: 429, 5xx, or no answer at all (connection
 /// refused or reset, timeouts, a dropped stream).
@@ -59,16 +60,11 @@ impl<K: Eq + Hash + Clone> Backoff<K> {
         }
     }
 
-    fn attempts(&self) -> std::sync::MutexGuard<'_, HashMap<K, u32>> {
-        // Each update is a single map operation: a poisoned map is still consistent.
-        self.attempts.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Records a transient failure of `key`; returns how long to wait before retrying: the
     /// jittered exponential delay, or `retry_after` when the cluster asked for longer.
     pub fn failure(&self, key: &K, retry_after: Option<Duration>) -> Duration {
         let attempt = {
-            let mut attempts = self.attempts();
+            let mut attempts = self.attempts.lock();
             let n = attempts.entry(key.clone()).or_insert(0);
             *n = n.saturating_add(1);
             *n
@@ -79,7 +75,7 @@ impl<K: Eq + Hash + Clone> Backoff<K> {
 
     /// Records a success (or a failure not worth retrying): the next failure starts over.
     pub fn reset(&self, key: &K) {
-        self.attempts().remove(key);
+        self.attempts.lock().remove(key);
     }
 }
 

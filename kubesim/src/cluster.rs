@@ -1,11 +1,12 @@
 //! The library API: start a cluster in-process, connect to it, stop and restart it on the
 //! same port, inject faults, and read objects directly.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -163,7 +164,7 @@ impl Cluster {
 
     /// Stops serving: closes the listener and every connection (watches end). State is kept.
     pub async fn stop(&self) {
-        let handle = self.server.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let handle = self.server.lock().take();
         if let Some(handle) = handle {
             handle.abort();
             let _ = handle.await;
@@ -175,7 +176,7 @@ impl Cluster {
         self.stop().await;
         let listener = bind(self.port).await?;
         let handle = server::spawn(self.state.clone(), listener, self.tls.clone());
-        *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        *self.server.lock() = Some(handle);
         Ok(())
     }
 
@@ -217,7 +218,7 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        if let Some(handle) = self.server.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(handle) = self.server.lock().take() {
             handle.abort();
         }
         if let Some(sim) = &self.sim {

@@ -1,9 +1,10 @@
 //! The shared state of one running cluster: configuration, tokens, store, served resources
 //! and faults. Outlives restarts of the listener.
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use tokio::sync::watch;
 
 use crate::config::ClusterConfig;
@@ -31,11 +32,6 @@ pub struct State {
     pub port_seq: AtomicU32,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves the data consistent enough for a test double.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl State {
     /// Fresh state with an empty store.
     pub fn new(config: ClusterConfig, tokens: Tokens, ca_pem: String) -> State {
@@ -54,15 +50,12 @@ impl State {
 
     /// Locks the store. Never held across an await.
     pub fn store(&self) -> MutexGuard<'_, Store> {
-        lock(&self.store)
+        self.store.lock()
     }
 
     /// The resources served right now.
     pub fn registry(&self) -> Arc<Registry> {
-        self.registry
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.registry.read().clone()
     }
 
     /// Recomputes the served resources from the stored CRDs (after a CRD write).
@@ -72,18 +65,18 @@ impl State {
             .filter(|c| c.pointer("/metadata/deletionTimestamp").is_none())
             .cloned()
             .collect();
-        *self.registry.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Registry::new(&crds));
+        *self.registry.write() = Arc::new(Registry::new(&crds));
     }
 
     /// The current faults.
     pub fn faults(&self) -> Faults {
-        lock(&self.faults).clone()
+        self.faults.lock().clone()
     }
 
     /// Replaces the faults; turning on `drop_watches` closes every open watch.
     pub fn set_faults(&self, faults: Faults) {
         let drop = faults.drop_watches;
-        *lock(&self.faults) = faults;
+        *self.faults.lock() = faults;
         if drop {
             self.drop_watches.send_modify(|n| *n += 1);
         }

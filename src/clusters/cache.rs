@@ -3,8 +3,9 @@
 //! kubeconfigs fetched over the internal endpoint, which cannot see updates).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// A cached client with the namespace allowlist it was registered with.
 #[derive(Clone)]
@@ -63,14 +64,9 @@ impl ClientCache {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CachedCluster>> {
-        // A panic while holding this lock cannot leave the map half-updated, so recover.
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The cached entry for `name`, unless missing or expired.
     pub fn get(&self, name: &str) -> Option<CachedCluster> {
-        let entries = self.lock();
+        let entries = self.entries.lock();
         let entry = entries.get(name)?;
         match self.ttl {
             Some(ttl) if entry.built.elapsed() >= ttl => None,
@@ -80,12 +76,12 @@ impl ClientCache {
 
     /// Stores the entry for `name`.
     pub fn insert(&self, name: &str, entry: CachedCluster) {
-        self.lock().insert(name.to_string(), entry);
+        self.entries.lock().insert(name.to_string(), entry);
     }
 
     /// Drops the entry for `name` (after an update or removal).
     pub fn invalidate(&self, name: &str) {
-        self.lock().remove(name);
+        self.entries.lock().remove(name);
     }
 
     /// Whether an entry for `name` is cached (for tests and metrics).

@@ -3,10 +3,11 @@
 //! background prober that fills it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use super::access::{self, CheckReport, CheckRequest};
@@ -220,63 +221,28 @@ impl Registry {
         &self.clients
     }
 
+    /// Records an audit entry with an `outcome` of the caller's wording (bounded by the store).
     async fn audit(&self, actor: &str, action: &str, target: &str, outcome: &str) {
         self.store
-            .record_audit(
-                actor,
-                action,
-                Registry::bounded(target),
-                outcome,
-                &now_rfc3339(),
-            )
+            .record_audit(actor, action, target, outcome, &now_rfc3339())
             .await;
-    }
-
-    async fn audited<T>(
-        &self,
-        actor: &str,
-        action: &str,
-        target: &str,
-        result: Result<T, RegistryError>,
-    ) -> Result<T, RegistryError> {
-        let outcome = match &result {
-            Ok(_) => "success".to_string(),
-            Err(err) => format!("failure: {err}"),
-        };
-        self.audit(actor, action, target, &outcome).await;
-        result
-    }
-
-    /// Audit targets are caller-supplied (e.g. an invalid name); keep entries bounded.
-    fn bounded(target: &str) -> &str {
-        match target.char_indices().nth(253) {
-            Some((end, _)) => &target[..end],
-            None => target,
-        }
     }
 
     fn status_of(&self, name: &str) -> Status {
         self.statuses
             .read()
-            .unwrap_or_else(|p| p.into_inner())
             .get(name)
             .cloned()
             .unwrap_or_else(Status::pending)
     }
 
     fn set_status(&self, name: &str, status: Status) {
-        self.statuses
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_string(), status);
+        self.statuses.write().insert(name.to_string(), status);
     }
 
     fn forget(&self, name: &str) {
         self.clients.invalidate(name);
-        self.statuses
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
+        self.statuses.write().remove(name);
     }
 
     async fn board(&self) -> Result<&RwLock<BTreeMap<String, Registered>>, RegistryError> {
@@ -298,7 +264,6 @@ impl Registry {
         self.board()
             .await?
             .write()
-            .unwrap_or_else(|p| p.into_inner())
             .insert(record.name.clone(), Registered::of(record));
         Ok(())
     }
@@ -328,7 +293,9 @@ impl Registry {
     ) -> Result<ClusterView, RegistryError> {
         let name = request.name.clone();
         let result = self.register_inner(request).await;
-        self.audited(actor, "cluster.register", &name, result).await
+        self.store
+            .audited(actor, "cluster.register", &name, result)
+            .await
     }
 
     async fn register_inner(&self, request: RegisterRequest) -> Result<ClusterView, RegistryError> {
@@ -362,7 +329,9 @@ impl Registry {
         request: UpdateRequest,
     ) -> Result<ClusterView, RegistryError> {
         let result = self.update_inner(name, request).await;
-        self.audited(actor, "cluster.update", name, result).await
+        self.store
+            .audited(actor, "cluster.update", name, result)
+            .await
     }
 
     async fn update_inner(
@@ -410,16 +379,15 @@ impl Registry {
     pub async fn remove(&self, actor: &str, name: &str) -> Result<(), RegistryError> {
         let result = match self.store.delete_cluster(name).await {
             Ok(true) => self.board().await.map(|board| {
-                board
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(name);
+                board.write().remove(name);
             }),
             Ok(false) => Err(RegistryError::NotFound(name.to_string())),
             Err(err) => Err(err.into()),
         };
         self.forget(name);
-        self.audited(actor, "cluster.remove", name, result).await
+        self.store
+            .audited(actor, "cluster.remove", name, result)
+            .await
     }
 
     /// Connects with an unregistered kubeconfig and reports, storing nothing but the audit
@@ -452,11 +420,7 @@ impl Registry {
     /// Every cluster with its cached status, by name; answers from memory (the store is read
     /// once), never contacting a cluster nor waiting on a probe round.
     pub async fn list(&self) -> Result<Vec<ClusterView>, RegistryError> {
-        let board = self
-            .board()
-            .await?
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
+        let board = self.board().await?.read();
         Ok(board
             .iter()
             .map(|(name, registered)| self.view(name, registered))
@@ -465,11 +429,7 @@ impl Registry {
 
     /// One cluster with its cached status.
     pub async fn get(&self, name: &str) -> Result<ClusterView, RegistryError> {
-        let board = self
-            .board()
-            .await?
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
+        let board = self.board().await?.read();
         board
             .get(name)
             .map(|registered| self.view(name, registered))
@@ -502,7 +462,9 @@ impl Registry {
             Ok(Err(err)) => Err(err.into()),
             Err(err) => Err(err.into()),
         };
-        self.audited(actor, "cluster.reseal", "*", result).await
+        self.store
+            .audited(actor, "cluster.reseal", "*", result)
+            .await
     }
 
     /// A cached client for a registered cluster, built on first use.
@@ -643,5 +605,30 @@ mod tests {
         assert!(!expires_soon(Some("2026-01-08T00:00:01Z"), now));
         assert!(!expires_soon(None, now));
         assert!(!expires_soon(Some("garbage"), now));
+    }
+
+    #[tokio::test]
+    async fn an_over_long_audit_target_is_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        let registry = Registry::new(
+            store.clone(),
+            Sealer::new(&[7; 32], None),
+            Duration::from_secs(1),
+        );
+        let name = "c".repeat(400);
+        let removed = registry.remove("admin", &name).await;
+        assert!(
+            matches!(removed, Err(RegistryError::NotFound(_))),
+            "{removed:?}"
+        );
+        let (entries, _) = store.audit_log().await.unwrap();
+        assert_eq!(entries[0].action, "cluster.remove");
+        assert_eq!(entries[0].target, crate::store::audit::bounded(&name));
+        assert_eq!(
+            entries[0].target.chars().count(),
+            crate::store::audit::MAX_FIELD_CHARS
+        );
+        store.close().await;
     }
 }

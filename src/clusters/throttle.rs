@@ -6,12 +6,13 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
+use parking_lot::Mutex;
 use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
 
@@ -42,7 +43,7 @@ impl TokenBucket {
     /// Takes one token at `now`; returns how long the caller must wait before sending
     /// (zero when a token was available).
     pub fn reserve(&self, now: Instant) -> Duration {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.lock();
         let (tokens, last) = *state;
         let refilled = (tokens + now.saturating_duration_since(last).as_secs_f64() * self.qps)
             .min(self.burst)
@@ -65,14 +66,10 @@ pub struct ClusterThrottle {
 }
 
 impl ClusterThrottle {
-    fn retry_note(&self) -> MutexGuard<'_, Option<Instant>> {
-        self.retry_after.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Records a `Retry-After` of `delay` from now (the latest deadline is kept).
     fn note_retry_after(&self, delay: Duration) {
         let deadline = Instant::now() + delay;
-        let mut note = self.retry_note();
+        let mut note = self.retry_after.lock();
         if note.is_none_or(|d| d < deadline) {
             *note = Some(deadline);
         }
@@ -113,14 +110,11 @@ impl Throttles {
         }
     }
 
-    fn clusters(&self) -> MutexGuard<'_, BTreeMap<String, Arc<ClusterThrottle>>> {
-        self.clusters.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The throttle of `cluster`, created on first use; every client of the cluster shares it.
     pub fn cluster(&self, cluster: &str) -> Arc<ClusterThrottle> {
         Arc::clone(
-            self.clusters()
+            self.clusters
+                .lock()
                 .entry(cluster.to_string())
                 .or_insert_with(|| {
                     Arc::new(ClusterThrottle {
@@ -152,15 +146,16 @@ impl Throttles {
 
     /// How much longer `cluster` asked wardn to wait (its latest `Retry-After`), if at all.
     pub fn retry_after(&self, cluster: &str) -> Option<Duration> {
-        let throttle = self.clusters().get(cluster).cloned()?;
-        let deadline = (*throttle.retry_note())?;
+        let throttle = self.clusters.lock().get(cluster).cloned()?;
+        let deadline = (*throttle.retry_after.lock())?;
         let left = deadline.saturating_duration_since(Instant::now());
         (!left.is_zero()).then_some(left)
     }
 
     /// The request counts of every cluster used so far, by name.
     pub fn counts(&self) -> Vec<ClusterCounts> {
-        self.clusters()
+        self.clusters
+            .lock()
             .iter()
             .map(|(name, t)| ClusterCounts {
                 cluster: name.clone(),

@@ -3,13 +3,14 @@
 //! deploys there (one discovery request per group-version and cluster, not per pass).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, Scope};
 use kube::{Client, Error};
+use parking_lot::Mutex;
 
 /// A resolved kind: where it is served and whether it is namespaced.
 #[derive(Debug, Clone)]
@@ -35,7 +36,7 @@ pub struct KindCache {
 
 impl KindCache {
     fn get(&self, key: &KindKey) -> Option<Resolved> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = self.entries.lock();
         entries
             .get(key)
             .filter(|(_, at)| at.elapsed() < KIND_TTL)
@@ -43,7 +44,7 @@ impl KindCache {
     }
 
     fn insert(&self, key: KindKey, resolved: Resolved) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.entries.lock();
         entries.insert(key, (resolved, Instant::now()));
     }
 }

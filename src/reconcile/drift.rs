@@ -7,7 +7,7 @@
 //! changes made meanwhile are seen too.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -15,6 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{Api, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
+use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 
 use super::live::{ClusterLive, LiveCache, WatchKey};
@@ -83,11 +84,6 @@ pub struct DriftWatches {
     live: LiveCache,
 }
 
-fn lock(index: &Mutex<Index>) -> MutexGuard<'_, Index> {
-    // Every update leaves the maps consistent before it can panic.
-    index.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl DriftWatches {
     /// No watches yet; `on_drift` is called (from watch tasks) with the drifted App's key.
     pub fn new(on_drift: OnDrift) -> DriftWatches {
@@ -113,7 +109,7 @@ impl DriftWatches {
         client: WatchClient<'_>,
         inventory: &[ObjectRef],
     ) {
-        let mut index = lock(&self.index);
+        let mut index = self.index.lock();
         let rotated = index
             .credentials
             .insert(cluster.to_string(), client.credentials)
@@ -144,7 +140,7 @@ impl DriftWatches {
 
     /// Stops tracking App `app` (removed), stopping the watches only it needed.
     pub fn forget(&self, app: &str) {
-        let mut index = lock(&self.index);
+        let mut index = self.index.lock();
         if index.apps.remove(app).is_some() {
             self.reconcile_watches(&mut index, None);
         }
@@ -152,7 +148,7 @@ impl DriftWatches {
 
     /// The watches running now.
     pub fn watches(&self) -> Vec<WatchKey> {
-        lock(&self.index).watches.keys().cloned().collect()
+        self.index.lock().watches.keys().cloned().collect()
     }
 
     /// Stops the watches `keep` refuses, dropping their live views.
@@ -195,7 +191,7 @@ impl DriftWatches {
 
 impl Drop for DriftWatches {
     fn drop(&mut self) {
-        for (_, task) in std::mem::take(&mut lock(&self.index).watches) {
+        for (_, task) in std::mem::take(&mut self.index.lock().watches) {
             task.abort();
         }
     }
@@ -236,7 +232,7 @@ fn owners(index: &Weak<Mutex<Index>>, cluster: &str, object: ObjectRef) -> Vec<S
     let Some(index) = index.upgrade() else {
         return Vec::new();
     };
-    let index = lock(&index);
+    let index = index.lock();
     index
         .owners
         .get(&(cluster.to_string(), object))

@@ -7,10 +7,11 @@
 //! kept, not objects: about 100 bytes per watched object.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
+use parking_lot::Mutex;
 
 use crate::diff::digest::{self, Digest};
 use crate::diff::known::{LiveState, LiveStates};
@@ -77,14 +78,9 @@ fn seen(object: &DynamicObject) -> Option<(String, Seen)> {
 }
 
 impl LiveCache {
-    fn lock(&self) -> MutexGuard<'_, HashMap<WatchKey, View>> {
-        // Every update leaves the map consistent before it could panic.
-        self.views.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Takes in one event of the watch `key`.
     pub fn record(&self, key: &WatchKey, event: &Event<DynamicObject>) {
-        let mut views = self.lock();
+        let mut views = self.views.lock();
         let view = views.entry(key.clone()).or_default();
         match event {
             Event::Init => {
@@ -119,14 +115,14 @@ impl LiveCache {
 
     /// The watch `key` failed: its view is not trusted until it delivers again.
     pub fn interrupted(&self, key: &WatchKey) {
-        if let Some(view) = self.lock().get_mut(key) {
+        if let Some(view) = self.views.lock().get_mut(key) {
             view.complete = false;
         }
     }
 
     /// The watch `key` stopped: its view is dropped.
     pub fn forget(&self, key: &WatchKey) {
-        self.lock().remove(key);
+        self.views.lock().remove(key);
     }
 
     /// The live states of destination `cluster` (as the drift watches name it).
@@ -147,7 +143,7 @@ pub struct ClusterLive {
 
 impl LiveStates for ClusterLive {
     fn state(&self, object: &ObjectRef) -> LiveState {
-        let views = self.cache.lock();
+        let views = self.cache.views.lock();
         let Some(view) = views
             .get(&WatchKey::of(&self.cluster, object))
             .filter(|v| v.complete)

@@ -1,62 +1,126 @@
-//! Reconcile metrics in the Prometheus text format, for `/metrics`: passes by outcome, pass
-//! duration histogram, objects applied and pruned, retries and drift events, the scheduler's
-//! queue depth, and requests and rate-limit waits per destination cluster. Only aggregate
-//! numbers and cluster names: nothing of an App's manifests or secrets.
+//! Reconcile metrics for `/metrics`, kept and encoded by the `prometheus-client` crate in the
+//! Prometheus text format: passes by outcome, pass duration histogram, objects applied and
+//! pruned, retries and drift events, the scheduler's queue depth, and requests and rate-limit
+//! waits per destination cluster. Only aggregate numbers and cluster names: nothing of an
+//! App's manifests or secrets.
+//!
+//! Counters are registered without their `_total` suffix: the encoder appends it, so the
+//! exposed names (`wardn_reconcile_total`, …) are the ones the README lists.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Mutex;
 use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 use super::pipeline::{Outcome, ReconcileError};
 use crate::clusters::throttle::ClusterCounts;
+
+/// The content type of the Prometheus text exposition format (version 0.0.4).
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// Upper bounds (seconds) of the duration histogram buckets.
 const BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
 ];
 
-#[derive(Default)]
-struct Inner {
-    outcomes: BTreeMap<String, u64>,
-    bucket_counts: Vec<u64>,
-    duration_sum: f64,
-    duration_count: u64,
-    applied: u64,
-    pruned: u64,
-    retries: u64,
-    drift_events: u64,
+/// The `outcome` label of `wardn_reconcile_total`: a phase, or `error_<status>`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: String,
+}
+
+/// The `cluster` label of the per-cluster counters (`local`: the management cluster).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClusterLabel {
+    cluster: String,
 }
 
 /// The reconcile counters of one process.
-#[derive(Default)]
 pub struct Metrics {
-    inner: Mutex<Inner>,
+    /// Every metric this process keeps (the scrape-time ones are added per scrape).
+    registry: Registry,
+    outcomes: Family<OutcomeLabel, Counter>,
+    duration: Histogram,
+    applied: Counter,
+    pruned: Counter,
+    retries: Counter,
+    drift_events: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
 }
 
 impl Metrics {
     /// Empty counters.
     pub fn new() -> Metrics {
-        Metrics::default()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        let outcomes = Family::<OutcomeLabel, Counter>::default();
+        let duration = Histogram::new(BUCKETS.iter().copied());
+        let applied = Counter::default();
+        let pruned = Counter::default();
+        let retries = Counter::default();
+        let drift_events = Counter::default();
+        let mut registry = Registry::default();
+        registry.register(
+            "wardn_reconcile",
+            "Reconcile passes by outcome (phase or error status)",
+            outcomes.clone(),
+        );
+        registry.register(
+            "wardn_reconcile_duration_seconds",
+            "Duration of reconcile passes",
+            duration.clone(),
+        );
+        registry.register(
+            "wardn_apply_objects",
+            "Objects created or updated by server-side apply",
+            applied.clone(),
+        );
+        registry.register(
+            "wardn_prune_objects",
+            "Objects deleted by prune",
+            pruned.clone(),
+        );
+        registry.register(
+            "wardn_reconcile_retries",
+            "Passes requeued with backoff after a transient cluster error",
+            retries.clone(),
+        );
+        registry.register(
+            "wardn_drift_events",
+            "Changes to inventory objects not made by wardn",
+            drift_events.clone(),
+        );
+        Metrics {
+            registry,
+            outcomes,
+            duration,
+            applied,
+            pruned,
+            retries,
+            drift_events,
+        }
     }
 
     /// Counts a pass requeued with backoff after a transient failure.
     pub fn record_retry(&self) {
-        self.lock().retries += 1;
+        self.retries.inc();
     }
 
     /// Counts a watch event that found drift on an object in an App's inventory.
     pub fn record_drift(&self) {
-        self.lock().drift_events += 1;
+        self.drift_events.inc();
     }
 
     /// Records one pass: its result (the phase, or `error`) and how long it took.
     pub fn observe(&self, result: &Result<Outcome, ReconcileError>, duration: Duration) {
-        let mut m = self.lock();
         let outcome = match result {
             Ok(o) => o
                 .status
@@ -64,134 +128,66 @@ impl Metrics {
                 .map_or("Unknown".to_string(), |p| format!("{p:?}")),
             Err(e) => format!("error_{}", e.class().as_str()),
         };
-        *m.outcomes.entry(outcome).or_default() += 1;
-        if m.bucket_counts.is_empty() {
-            m.bucket_counts = vec![0; BUCKETS.len()];
-        }
-        let secs = duration.as_secs_f64();
-        for (count, bound) in m.bucket_counts.iter_mut().zip(BUCKETS) {
-            if secs <= *bound {
-                *count += 1;
-            }
-        }
-        m.duration_sum += secs;
-        m.duration_count += 1;
+        self.outcomes.get_or_create(&OutcomeLabel { outcome }).inc();
+        self.duration.observe(duration.as_secs_f64());
         if let Ok(o) = result
             && let Some(report) = &o.pruned
         {
             let s = o.plan.summary();
-            m.applied += u64::from(s.creates) + u64::from(s.updates);
-            m.pruned += report.deleted.len() as u64;
+            self.applied
+                .inc_by(u64::from(s.creates) + u64::from(s.updates));
+            self.pruned.inc_by(report.deleted.len() as u64);
         }
     }
 
     /// The exposition text, with the current `queue_depth` and the request counts of the
     /// destination `clusters` (the management cluster's name `""` shows as `local`).
     pub fn render(&self, queue_depth: usize, clusters: &[ClusterCounts]) -> String {
-        let m = self.lock();
+        // Values owned elsewhere (the scheduler, the throttles) are read at scrape time into
+        // a registry of their own, encoded after the kept one.
+        let depth = Gauge::<i64>::default();
+        depth.set(i64::try_from(queue_depth).unwrap_or(i64::MAX));
+        let requests = Family::<ClusterLabel, Counter>::default();
+        let throttled = Family::<ClusterLabel, Counter>::default();
+        for c in clusters {
+            let label = ClusterLabel {
+                cluster: label(&c.cluster),
+            };
+            requests.get_or_create(&label).inc_by(c.requests);
+            throttled.get_or_create(&label).inc_by(c.throttled);
+        }
+        let mut scrape = Registry::default();
+        scrape.register(
+            "wardn_queue_depth",
+            "Apps waiting for a reconcile worker",
+            depth,
+        );
+        scrape.register(
+            "wardn_cluster_requests",
+            "API requests sent to each destination cluster",
+            requests,
+        );
+        scrape.register(
+            "wardn_cluster_ratelimited",
+            "Requests that waited for the cluster's rate limit",
+            throttled,
+        );
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP wardn_reconcile_total Reconcile passes by outcome (phase or error status)."
-        );
-        let _ = writeln!(out, "# TYPE wardn_reconcile_total counter");
-        for (outcome, n) in &m.outcomes {
-            let _ = writeln!(out, "wardn_reconcile_total{{outcome=\"{outcome}\"}} {n}");
-        }
-        let _ = writeln!(
-            out,
-            "# HELP wardn_reconcile_duration_seconds Duration of reconcile passes."
-        );
-        let _ = writeln!(out, "# TYPE wardn_reconcile_duration_seconds histogram");
-        for (i, bound) in BUCKETS.iter().enumerate() {
-            let n = m.bucket_counts.get(i).copied().unwrap_or(0);
-            let _ = writeln!(
-                out,
-                "wardn_reconcile_duration_seconds_bucket{{le=\"{bound}\"}} {n}"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "wardn_reconcile_duration_seconds_bucket{{le=\"+Inf\"}} {}",
-            m.duration_count
-        );
-        let _ = writeln!(
-            out,
-            "wardn_reconcile_duration_seconds_sum {}",
-            m.duration_sum
-        );
-        let _ = writeln!(
-            out,
-            "wardn_reconcile_duration_seconds_count {}",
-            m.duration_count
-        );
-        let _ = writeln!(
-            out,
-            "# HELP wardn_apply_objects_total Objects created or updated by server-side apply."
-        );
-        let _ = writeln!(out, "# TYPE wardn_apply_objects_total counter");
-        let _ = writeln!(out, "wardn_apply_objects_total {}", m.applied);
-        let _ = writeln!(
-            out,
-            "# HELP wardn_prune_objects_total Objects deleted by prune."
-        );
-        let _ = writeln!(out, "# TYPE wardn_prune_objects_total counter");
-        let _ = writeln!(out, "wardn_prune_objects_total {}", m.pruned);
-        let _ = writeln!(
-            out,
-            "# HELP wardn_queue_depth Apps waiting for a reconcile worker."
-        );
-        let _ = writeln!(out, "# TYPE wardn_queue_depth gauge");
-        let _ = writeln!(out, "wardn_queue_depth {queue_depth}");
-        let _ = writeln!(
-            out,
-            "# HELP wardn_reconcile_retries_total Passes requeued with backoff after a transient cluster error."
-        );
-        let _ = writeln!(out, "# TYPE wardn_reconcile_retries_total counter");
-        let _ = writeln!(out, "wardn_reconcile_retries_total {}", m.retries);
-        let _ = writeln!(
-            out,
-            "# HELP wardn_drift_events_total Changes to inventory objects not made by wardn."
-        );
-        let _ = writeln!(out, "# TYPE wardn_drift_events_total counter");
-        let _ = writeln!(out, "wardn_drift_events_total {}", m.drift_events);
-        let _ = writeln!(
-            out,
-            "# HELP wardn_cluster_requests_total API requests sent to each destination cluster."
-        );
-        let _ = writeln!(out, "# TYPE wardn_cluster_requests_total counter");
-        for c in clusters {
-            let _ = writeln!(
-                out,
-                "wardn_cluster_requests_total{{cluster=\"{}\"}} {}",
-                label(&c.cluster),
-                c.requests
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP wardn_cluster_ratelimited_total Requests that waited for the cluster's rate limit."
-        );
-        let _ = writeln!(out, "# TYPE wardn_cluster_ratelimited_total counter");
-        for c in clusters {
-            let _ = writeln!(
-                out,
-                "wardn_cluster_ratelimited_total{{cluster=\"{}\"}} {}",
-                label(&c.cluster),
-                c.throttled
-            );
-        }
+        // Writing to a `String` cannot fail.
+        let _ = prometheus_text::encode(&mut out, &self.registry);
+        let _ = prometheus_text::encode(&mut out, &scrape);
         out
     }
 }
 
-/// A cluster name as a label value: `local` for the management cluster; quotes and
-/// backslashes escaped (cluster names are DNS labels, so this is defensive).
+/// A cluster name as a label value: `local` for the management cluster (the encoder escapes
+/// quotes and backslashes).
 fn label(cluster: &str) -> String {
     if cluster.is_empty() {
-        return "local".to_string();
+        "local".to_string()
+    } else {
+        cluster.to_string()
     }
-    cluster.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 #[cfg(test)]
@@ -270,11 +266,37 @@ mod tests {
             "wardn_cluster_requests_total{cluster=\"local\"} 7",
             "wardn_cluster_requests_total{cluster=\"prod\"} 120",
             "wardn_cluster_ratelimited_total{cluster=\"prod\"} 20",
+            "# TYPE wardn_reconcile_total counter",
+            "# HELP wardn_reconcile_total Reconcile passes by outcome (phase or error status).",
+            "# TYPE wardn_reconcile_duration_seconds histogram",
+            "# TYPE wardn_apply_objects_total counter",
+            "# TYPE wardn_prune_objects_total counter",
+            "# TYPE wardn_queue_depth gauge",
+            "# TYPE wardn_reconcile_retries_total counter",
+            "# TYPE wardn_drift_events_total counter",
+            "# TYPE wardn_cluster_requests_total counter",
+            "# TYPE wardn_cluster_ratelimited_total counter",
         ] {
             assert!(
                 text.lines().any(|l| l == line),
                 "missing {line:?} in\n{text}"
             );
         }
+    }
+
+    #[test]
+    fn cluster_label_values_are_escaped_and_names_not_doubled() {
+        let clusters = [ClusterCounts {
+            cluster: "a\"b".into(),
+            requests: 1,
+            throttled: 0,
+        }];
+        let text = Metrics::new().render(0, &clusters);
+        assert!(
+            text.lines()
+                .any(|l| l == "wardn_cluster_requests_total{cluster=\"a\\\"b\"} 1"),
+            "{text}"
+        );
+        assert!(!text.contains("_total_total"), "{text}");
     }
 }

@@ -7,9 +7,10 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -60,16 +61,10 @@ impl<K: Clone + Eq + Hash + Send + 'static> Scheduler<K> {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State<K>> {
-        // A worker panicking mid-update cannot leave the sets inconsistent (each update is a
-        // few set operations), so a poisoned lock is still usable.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Asks for a reconcile of `key`: queued once however often it is asked; if it is running,
     /// it runs again when the current run ends.
     pub fn enqueue(&self, key: K) {
-        let mut s = self.lock();
+        let mut s = self.state.lock();
         if s.running.contains(&key) {
             s.dirty.insert(key);
             return;
@@ -88,7 +83,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> Scheduler<K> {
     pub fn enqueue_after(&self, key: K, delay: Duration) {
         let deadline = Instant::now() + delay;
         {
-            let mut s = self.lock();
+            let mut s = self.state.lock();
             if s.closed || s.delayed.get(&key).is_some_and(|d| *d <= deadline) {
                 return;
             }
@@ -111,7 +106,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> Scheduler<K> {
         };
         let this = Scheduler { state, notify };
         {
-            let mut s = this.lock();
+            let mut s = this.state.lock();
             if s.delayed.get(&key) != Some(&deadline) {
                 return;
             }
@@ -122,22 +117,22 @@ impl<K: Clone + Eq + Hash + Send + 'static> Scheduler<K> {
 
     /// How many keys have a delayed wake-up pending.
     pub fn delayed_count(&self) -> usize {
-        self.lock().delayed.len()
+        self.state.lock().delayed.len()
     }
 
     /// How many keys wait for a worker (the queue depth metric).
     pub fn queue_depth(&self) -> usize {
-        self.lock().queue.len()
+        self.state.lock().queue.len()
     }
 
     /// Stops the workers once the queue is drained.
     pub fn close(&self) {
-        self.lock().closed = true;
+        self.state.lock().closed = true;
         self.notify.notify_waiters();
     }
 
     fn take(&self) -> Option<K> {
-        let mut s = self.lock();
+        let mut s = self.state.lock();
         let key = s.queue.pop_front()?;
         s.queued.remove(&key);
         s.running.insert(key.clone());
@@ -154,7 +149,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> Scheduler<K> {
     }
 
     fn finish(&self, key: &K) {
-        let mut s = self.lock();
+        let mut s = self.state.lock();
         s.running.remove(key);
         if s.dirty.remove(key) && s.queued.insert(key.clone()) {
             s.queue.push_back(key.clone());
@@ -164,7 +159,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> Scheduler<K> {
     }
 
     fn is_closed(&self) -> bool {
-        let s = self.lock();
+        let s = self.state.lock();
         s.closed && s.queue.is_empty() && s.dirty.is_empty()
     }
 
@@ -231,10 +226,10 @@ mod tests {
         let pool = tokio::spawn(async move {
             s2.run(2, move |key| {
                 let r = r.clone();
-                let gate = gate.lock().unwrap().take();
+                let gate = gate.lock().take();
                 let started = started_tx.clone();
                 async move {
-                    r.lock().unwrap().push(key);
+                    r.lock().push(key);
                     let _ = started.send(());
                     if let Some(g) = gate {
                         let _ = g.await;
@@ -253,7 +248,7 @@ mod tests {
         started_rx.recv().await.unwrap();
         sched.close();
         pool.await.unwrap();
-        assert_eq!(*runs.lock().unwrap(), ["a", "a"]);
+        assert_eq!(*runs.lock(), ["a", "a"]);
         assert_eq!(sched.queue_depth(), 0);
     }
 
@@ -277,7 +272,7 @@ mod tests {
                 let a = a.clone();
                 async move {
                     {
-                        let mut g = a.lock().unwrap();
+                        let mut g = a.lock();
                         g.0 += 1;
                         g.1 = g.1.max(g.0);
                         let per = g.2.entry(key).or_default();
@@ -287,7 +282,7 @@ mod tests {
                         }
                     }
                     tokio::task::yield_now().await;
-                    let mut g = a.lock().unwrap();
+                    let mut g = a.lock();
                     g.0 -= 1;
                     if let Some(per) = g.2.get_mut(&key) {
                         *per -= 1;
@@ -295,7 +290,7 @@ mod tests {
                 }
             })
             .await;
-        let g = active.lock().unwrap();
+        let g = active.lock();
         assert!(g.1 <= 3, "at most 3 workers at once, saw {}", g.1);
         assert!(!g.3, "a key ran twice at once");
         assert_eq!(g.0, 0);

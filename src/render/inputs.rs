@@ -5,8 +5,8 @@
 //! one `name` or `name/` line per entry) and `path` (sha256 of the file's bytes).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
+use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 
 use super::parse::MAX_FILE_BYTES;
@@ -29,11 +29,11 @@ impl<'a> Recorder<'a> {
 
     /// The recorded inputs.
     pub fn into_inputs(self) -> BTreeMap<String, String> {
-        self.seen.into_inner().unwrap_or_else(|e| e.into_inner())
+        self.seen.into_inner()
     }
 
     fn record(&self, key: String, bytes: &[u8]) {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = self.seen.lock();
         seen.insert(key, digest(bytes));
     }
 }

@@ -3,8 +3,9 @@
 //! oldest failure leaves the window — password guessing gets five tries a minute.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// Failed logins allowed per user name within [`WINDOW`].
 pub const MAX_FAILURES: usize = 5;
@@ -26,14 +27,9 @@ impl LoginLimiter {
         LoginLimiter::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Instant>>> {
-        // Entries are plain timestamps: a panic elsewhere cannot leave them inconsistent.
-        self.failures.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// How long `user` must wait at `now` before trying again; `None` if it may try now.
     pub fn retry_after(&self, user: &str, now: Instant) -> Option<Duration> {
-        let mut failures = self.lock();
+        let mut failures = self.failures.lock();
         let recent = failures.get_mut(user)?;
         while recent
             .front()
@@ -50,7 +46,7 @@ impl LoginLimiter {
 
     /// Records a failed login for `user` at `now`.
     pub fn failed(&self, user: &str, now: Instant) {
-        let mut failures = self.lock();
+        let mut failures = self.failures.lock();
         if failures.len() >= MAX_TRACKED && !failures.contains_key(user) {
             failures.retain(|_, times| {
                 times
@@ -67,7 +63,7 @@ impl LoginLimiter {
 
     /// Forgets the failures of `user` (after a successful login).
     pub fn succeeded(&self, user: &str) {
-        self.lock().remove(user);
+        self.failures.lock().remove(user);
     }
 }
 

@@ -6,9 +6,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 
 use super::AppState;
-
-/// The content type of the Prometheus text exposition format.
-const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+use crate::reconcile::metrics::CONTENT_TYPE;
 
 /// Renders the runner's metrics.
 pub async fn scrape(State(state): State<AppState>) -> impl IntoResponse {

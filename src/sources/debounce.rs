@@ -8,10 +8,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use notify::Watcher;
+use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 /// How long file events are collected before a burst is reported.
@@ -49,11 +50,6 @@ struct Shared {
 
 static SHARED: Mutex<Option<Shared>> = Mutex::new(None);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every update is a few map operations; a poisoned lock is still consistent.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 fn mode(recursive: bool) -> notify::RecursiveMode {
     if recursive {
         notify::RecursiveMode::Recursive
@@ -72,7 +68,7 @@ impl Shared {
             if event.kind.is_access() {
                 return;
             }
-            for subscriber in lock(&dispatch).values() {
+            for subscriber in dispatch.lock().values() {
                 if event.paths.iter().any(|p| subscriber.wants(p)) {
                     // The receiver is gone only while its watch is being dropped.
                     let _ = subscriber.events.send(());
@@ -133,7 +129,7 @@ pub struct Debounced {
 
 /// Watches `path` (recursively when `recursive`).
 pub fn watch(path: &Path, recursive: bool) -> Result<Debounced, notify::Error> {
-    let mut shared = lock(&SHARED);
+    let mut shared = SHARED.lock();
     let shared = match &mut *shared {
         Some(shared) => shared,
         none => none.insert(Shared::new()?),
@@ -142,7 +138,7 @@ pub fn watch(path: &Path, recursive: bool) -> Result<Debounced, notify::Error> {
     let (sender, events) = mpsc::unbounded_channel();
     let id = shared.next_id;
     shared.next_id += 1;
-    lock(&shared.subscribers).insert(
+    shared.subscribers.lock().insert(
         id,
         Subscriber {
             path: path.to_path_buf(),
@@ -159,8 +155,8 @@ pub fn watch(path: &Path, recursive: bool) -> Result<Debounced, notify::Error> {
 
 impl Drop for Debounced {
     fn drop(&mut self) {
-        if let Some(shared) = lock(&SHARED).as_mut() {
-            lock(&shared.subscribers).remove(&self.id);
+        if let Some(shared) = SHARED.lock().as_mut() {
+            shared.subscribers.lock().remove(&self.id);
             shared.remove_path(&self.path);
         }
     }

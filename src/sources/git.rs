@@ -18,12 +18,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::remote::Direction;
+use parking_lot::Mutex;
 
 use super::credentials::{Credentials, InsecureCredentials};
 use super::snapshot::{GitTree, Snapshot, describe};
@@ -228,10 +229,7 @@ impl Mirror {
     /// transport is https.
     pub fn fetch_with(&self, credentials: &Credentials) -> Result<FetchOutcome, GitError> {
         credentials.check_transport(&self.url)?;
-        let _serialised = self
-            .fetch_lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _serialised = self.fetch_lock.lock();
         let repo = self.repo.to_thread_local();
         let before = local_refs(&repo).map_err(|e| self.corrupt(&e))?;
         let auth_asked = Arc::new(AtomicBool::new(false));
@@ -387,7 +385,7 @@ impl Mirror {
                 configure_client: Some(configure),
                 configure_request: None,
             };
-            options.backend = Some(Arc::new(Mutex::new(backend)));
+            options.backend = Some(Arc::new(std::sync::Mutex::new(backend)));
         }
         Ok(Box::new(options))
     }

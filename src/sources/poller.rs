@@ -12,9 +12,10 @@
 //! whenever their revision or their status changes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 
@@ -110,10 +111,6 @@ pub struct RepoStats {
     pub subscribers: usize,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Poller {
     /// A scheduler and the receiving end of its update channel; fetches use the credentials
     /// given to [`Poller::subscribe`].
@@ -168,7 +165,7 @@ impl Poller {
     ) -> Result<(), GitError> {
         self.unsubscribe(app);
         let key = source.url.key.clone();
-        let existing = lock(&self.inner.repos).get(&key).cloned();
+        let existing = self.inner.repos.lock().get(&key).cloned();
         let repo = match existing {
             Some(repo) => repo,
             None => {
@@ -190,9 +187,9 @@ impl Poller {
                     state: Mutex::new(RepoState::default()),
                     task: Mutex::new(None),
                 });
-                let mut repos = lock(&self.inner.repos);
+                let mut repos = self.inner.repos.lock();
                 let repo = repos.entry(key.clone()).or_insert(repo).clone();
-                let mut task = lock(&repo.task);
+                let mut task = repo.task.lock();
                 if task.is_none() {
                     *task = Some(tokio::spawn(run(repo.clone(), self.inner.clone())));
                 }
@@ -200,7 +197,7 @@ impl Poller {
                 repo
             }
         };
-        lock(&repo.state).subs.insert(
+        repo.state.lock().subs.insert(
             app.to_string(),
             Subscription {
                 reference: source.reference.clone(),
@@ -209,7 +206,7 @@ impl Poller {
                 status: None,
             },
         );
-        lock(&self.inner.apps).insert(app.to_string(), key);
+        self.inner.apps.lock().insert(app.to_string(), key);
         repo.wake.notify_one();
         Ok(())
     }
@@ -217,21 +214,21 @@ impl Poller {
     /// Removes App `app`'s subscription; a repository without Apps stops being polled (its
     /// mirror stays on disk for a later subscriber).
     pub fn unsubscribe(&self, app: &str) {
-        let Some(key) = lock(&self.inner.apps).remove(app) else {
+        let Some(key) = self.inner.apps.lock().remove(app) else {
             return;
         };
-        let mut repos = lock(&self.inner.repos);
+        let mut repos = self.inner.repos.lock();
         let Some(repo) = repos.get(&key).cloned() else {
             return;
         };
         let empty = {
-            let mut state = lock(&repo.state);
+            let mut state = repo.state.lock();
             state.subs.remove(app);
             state.subs.is_empty()
         };
         if empty {
             repos.remove(&key);
-            if let Some(task) = lock(&repo.task).take() {
+            if let Some(task) = repo.task.lock().take() {
                 task.abort();
             }
         }
@@ -239,7 +236,7 @@ impl Poller {
 
     /// Asks for an immediate poll of the repository `key`; `false` if no App uses it.
     pub fn trigger(&self, key: &SourceKey) -> bool {
-        match lock(&self.inner.repos).get(key) {
+        match self.inner.repos.lock().get(key) {
             Some(repo) => {
                 repo.wake.notify_one();
                 true
@@ -253,7 +250,7 @@ impl Poller {
         &self,
         urls: impl IntoIterator<Item = &'a str>,
     ) -> Option<SourceKey> {
-        let repos = lock(&self.inner.repos);
+        let repos = self.inner.repos.lock();
         urls.into_iter()
             .filter_map(|u| parse_repo_url(u).ok())
             .map(|u| u.key)
@@ -262,16 +259,16 @@ impl Poller {
 
     /// The last status reported for App `app`.
     pub fn status(&self, app: &str) -> Option<SourceStatus> {
-        let key = lock(&self.inner.apps).get(app).cloned()?;
-        let repo = lock(&self.inner.repos).get(&key).cloned()?;
-        let state = lock(&repo.state);
+        let key = self.inner.apps.lock().get(app).cloned()?;
+        let repo = self.inner.repos.lock().get(&key).cloned()?;
+        let state = repo.state.lock();
         state.subs.get(app).and_then(|s| s.status.clone())
     }
 
     /// Polling counters of the repository `key`.
     pub fn stats(&self, key: &SourceKey) -> Option<RepoStats> {
-        let repo = lock(&self.inner.repos).get(key).cloned()?;
-        let state = lock(&repo.state);
+        let repo = self.inner.repos.lock().get(key).cloned()?;
+        let state = repo.state.lock();
         Some(RepoStats {
             polls: state.polls,
             failures: state.failures,
@@ -285,7 +282,7 @@ async fn run(repo: Arc<Repo>, inner: Arc<Inner>) {
     loop {
         // Wait for the first subscriber's wake-up (or a webhook) before the first poll.
         let delay = {
-            let state = lock(&repo.state);
+            let state = repo.state.lock();
             let interval = state
                 .subs
                 .values()
@@ -324,9 +321,11 @@ async fn current_credentials(repo: &Repo, inner: &Inner) -> Result<Credentials, 
 
 /// One poll: fetch, resolve every App's ref, update statuses and notify.
 async fn poll(repo: &Arc<Repo>, inner: &Arc<Inner>) {
-    let mirror = lock(&repo.mirror).clone();
+    let mirror = repo.mirror.lock().clone();
     let credentials = current_credentials(repo, inner).await;
-    let wanted: Vec<(String, GitRef, Option<String>)> = lock(&repo.state)
+    let wanted: Vec<(String, GitRef, Option<String>)> = repo
+        .state
+        .lock()
         .subs
         .iter()
         .map(|(app, s)| (app.clone(), s.reference.clone(), s.revision.clone()))
@@ -375,7 +374,7 @@ async fn poll(repo: &Arc<Repo>, inner: &Arc<Inner>) {
     if corrupt {
         recreate_mirror(repo, inner).await;
     }
-    let mut state = lock(&repo.state);
+    let mut state = repo.state.lock();
     state.polls += 1;
     match &result {
         Ok(_) => state.failures = 0,
@@ -517,7 +516,7 @@ fn publish(
 
 /// Replaces a corrupted mirror by a fresh one (the next poll fetches everything again).
 async fn recreate_mirror(repo: &Arc<Repo>, inner: &Arc<Inner>) {
-    let old = lock(&repo.mirror).clone();
+    let old = repo.mirror.lock().clone();
     let settings = inner.config.git.clone();
     let credentials = repo.credentials.clone();
     let fresh = tokio::task::spawn_blocking(move || {
@@ -533,7 +532,7 @@ async fn recreate_mirror(repo: &Arc<Repo>, inner: &Arc<Inner>) {
     .await;
     match fresh {
         Ok(Ok(mirror)) => {
-            *lock(&repo.mirror) = Arc::new(mirror);
+            *repo.mirror.lock() = Arc::new(mirror);
             repo.wake.notify_one();
         }
         Ok(Err(e)) => {

@@ -9,7 +9,9 @@
 //! lists (its listing hash changes) re-renders App B.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use crate::render::tree::Tree;
 use crate::render::{RenderError, Rendered, inputs_unchanged, render};
@@ -53,7 +55,7 @@ impl RenderCache {
         dir: &str,
     ) -> Result<CachedRender, RenderError> {
         let previous = {
-            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            let entries = self.entries.lock();
             entries
                 .get(app)
                 .filter(|e| &e.source_key == source_key && e.dir == dir)
@@ -68,7 +70,7 @@ impl RenderCache {
             });
         }
         let rendered = Arc::new(render(tree, dir)?);
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.entries.lock();
         entries.insert(
             app.to_string(),
             Entry {
@@ -85,13 +87,13 @@ impl RenderCache {
 
     /// Forgets App `app` (deleted, or its source changed).
     pub fn remove(&self, app: &str) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.entries.lock();
         entries.remove(app);
     }
 
     /// How many Apps have a cached render.
     pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.entries.lock().len()
     }
 
     /// Whether the cache is empty.

@@ -225,23 +225,6 @@ impl Repositories {
         Repositories { store, sealer }
     }
 
-    async fn audited<T>(
-        &self,
-        actor: &str,
-        action: &str,
-        target: &str,
-        result: Result<T, RepositoryError>,
-    ) -> Result<T, RepositoryError> {
-        let outcome = match &result {
-            Ok(_) => "success".to_string(),
-            Err(err) => format!("failure: {err}"),
-        };
-        self.store
-            .record_audit(actor, action, target, &outcome, &now_rfc3339())
-            .await;
-        result
-    }
-
     fn seal(&self, secret: Option<&str>) -> Result<Option<String>, RepositoryError> {
         Ok(secret.map(|s| self.sealer.seal(s)).transpose()?)
     }
@@ -273,7 +256,9 @@ impl Repositories {
             .map(|u| u.key.to_string())
             .unwrap_or_else(|_| "(invalid url)".to_string());
         let result = self.add_inner(request).await;
-        self.audited(actor, "repository.add", &target, result).await
+        self.store
+            .audited(actor, "repository.add", &target, result)
+            .await
     }
 
     async fn add_inner(&self, request: AddRequest) -> Result<RepositoryView, RepositoryError> {
@@ -320,7 +305,8 @@ impl Repositories {
             Ok(record) => (record.url.clone(), self.update_inner(record, request).await),
             Err(e) => (audit_id(id), Err(e)),
         };
-        self.audited(actor, "repository.update", &target, result)
+        self.store
+            .audited(actor, "repository.update", &target, result)
             .await
     }
 
@@ -373,7 +359,8 @@ impl Repositories {
             },
             Err(e) => (audit_id(id), Err(e)),
         };
-        self.audited(actor, "repository.remove", &target, result)
+        self.store
+            .audited(actor, "repository.remove", &target, result)
             .await
     }
 
@@ -389,7 +376,9 @@ impl Repositories {
             Ok(Err(err)) => Err(err.into()),
             Err(err) => Err(err.into()),
         };
-        self.audited(actor, "repository.reseal", "*", result).await
+        self.store
+            .audited(actor, "repository.reseal", "*", result)
+            .await
     }
 
     /// Every registered repository, without secrets.
@@ -585,5 +574,30 @@ mod tests {
             !printed.contains("hunter2") && !printed.contains("whsec"),
             "{printed}"
         );
+    }
+
+    #[tokio::test]
+    async fn an_over_long_audit_target_is_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        let repositories = Repositories::new(store.clone(), Sealer::new(&[7; 32], None));
+        let url = format!("https://git.example.com/org/{}", "r".repeat(400));
+        let request = AddRequest {
+            url: url.clone(),
+            username: None,
+            password: None,
+            token: None,
+            webhook_secret: None,
+        };
+        repositories.add("admin", request).await.unwrap();
+        let (entries, _) = store.audit_log().await.unwrap();
+        assert_eq!(entries[0].action, "repository.add");
+        assert_eq!(entries[0].outcome, "success");
+        assert!(url.starts_with(&entries[0].target), "{}", entries[0].target);
+        assert_eq!(
+            entries[0].target.chars().count(),
+            crate::store::audit::MAX_FIELD_CHARS
+        );
+        store.close().await;
     }
 }

@@ -2,12 +2,10 @@
 //! cluster segment and name for lookups, and the status as JSON. The store does not know the
 //! status type (it belongs to the App module, above the store): any serde type round-trips.
 
-use sqlx::Row;
-use sqlx::any::AnyRow;
-
-use super::{Store, StoreError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use super::{Store, StoreError};
 
 /// The stored status of one App.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,19 +22,32 @@ pub struct AppStatusRecord<S> {
     pub updated_at: String,
 }
 
-fn from_row<S: DeserializeOwned>(row: &AnyRow) -> Result<AppStatusRecord<S>, StoreError> {
-    let status: String = row.try_get("status")?;
-    let status = serde_json::from_str(&status).map_err(|err| StoreError::Corrupt {
-        field: "app_status.status",
-        reason: err.to_string(),
-    })?;
-    Ok(AppStatusRecord {
-        key: row.try_get("app_key")?,
-        cluster: row.try_get("cluster")?,
-        name: row.try_get("name")?,
-        status,
-        updated_at: row.try_get("updated_at")?,
-    })
+/// An `app_status` row as read. The status is JSON text of a type the store does not know
+/// (and the `Any` driver decodes no `Json<T>`), so [`AppStatusRow::parse`] deserialises it,
+/// reporting a bad value as [`StoreError::Corrupt`].
+#[derive(sqlx::FromRow)]
+struct AppStatusRow {
+    app_key: String,
+    cluster: String,
+    name: String,
+    status: String,
+    updated_at: String,
+}
+
+impl AppStatusRow {
+    fn parse<S: DeserializeOwned>(self) -> Result<AppStatusRecord<S>, StoreError> {
+        let status = serde_json::from_str(&self.status).map_err(|err| StoreError::Corrupt {
+            field: "app_status.status",
+            reason: err.to_string(),
+        })?;
+        Ok(AppStatusRecord {
+            key: self.app_key,
+            cluster: self.cluster,
+            name: self.name,
+            status,
+            updated_at: self.updated_at,
+        })
+    }
 }
 
 impl Store {
@@ -69,12 +80,12 @@ impl Store {
     pub async fn app_statuses<S: DeserializeOwned>(
         &self,
     ) -> Result<Vec<AppStatusRecord<S>>, StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<AppStatusRow> = sqlx::query_as(
             "SELECT app_key, cluster, name, status, updated_at FROM app_status ORDER BY app_key",
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(from_row).collect()
+        rows.into_iter().map(AppStatusRow::parse).collect()
     }
 
     /// Deletes the status of App `key`; false if none was stored.

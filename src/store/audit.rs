@@ -4,13 +4,25 @@
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use sqlx::Row;
-use sqlx::any::AnyRow;
 
 use super::{Store, StoreError};
+use crate::time::now_rfc3339;
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The most characters an entry keeps of each field (actor, action, target, outcome): they
+/// are partly caller-supplied (an invalid name, an error quoting input), so entries stay
+/// bounded. Longer values are cut at a character boundary.
+pub const MAX_FIELD_CHARS: usize = 253;
+
+/// `field` cut to at most [`MAX_FIELD_CHARS`] characters.
+pub fn bounded(field: &str) -> &str {
+    match field.char_indices().nth(MAX_FIELD_CHARS) {
+        Some((end, _)) => &field[..end],
+        None => field,
+    }
+}
 
 /// What happened, before it is chained; never carries secret material.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,8 +37,8 @@ pub struct NewEntry {
     pub outcome: String,
 }
 
-/// One stored, chained audit entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One stored, chained audit entry (read with `query_as`: its fields are the columns).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Entry {
     /// Position in the chain, from 1.
     pub seq: i64,
@@ -47,7 +59,7 @@ pub struct Entry {
 }
 
 /// The newest entry's position and hash, stored apart from the entries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Head {
     /// Sequence number of the newest entry.
     pub seq: i64,
@@ -127,32 +139,30 @@ pub fn verify(entries: &[Entry], head: Option<&Head>) -> Result<(), ChainError> 
     }
 }
 
-fn from_row(row: &AnyRow) -> Result<Entry, sqlx::Error> {
-    Ok(Entry {
-        seq: row.try_get("seq")?,
-        at: row.try_get("at")?,
-        actor: row.try_get("actor")?,
-        action: row.try_get("action")?,
-        target: row.try_get("target")?,
-        outcome: row.try_get("outcome")?,
-        prev_hash: row.try_get("prev_hash")?,
-        hash: row.try_get("hash")?,
-    })
+impl NewEntry {
+    /// The entry with every field cut to [`MAX_FIELD_CHARS`] characters.
+    pub fn bounded(&self) -> NewEntry {
+        NewEntry {
+            actor: bounded(&self.actor).to_string(),
+            action: bounded(&self.action).to_string(),
+            target: bounded(&self.target).to_string(),
+            outcome: bounded(&self.outcome).to_string(),
+        }
+    }
 }
 
 impl Store {
-    /// Appends an entry at time `at` (RFC 3339), chaining it to the current head.
+    /// Appends an entry at time `at` (RFC 3339), chaining it to the current head. Each field
+    /// is stored cut to [`MAX_FIELD_CHARS`] characters (see [`NewEntry::bounded`]).
     pub async fn append_audit(&self, fields: &NewEntry, at: &str) -> Result<Entry, StoreError> {
+        let fields = &fields.bounded();
         let _guard = self.audit_lock.lock().await;
         let mut tx = self.begin_write().await?;
-        let head = sqlx::query("SELECT seq, hash FROM audit_head WHERE id = 1")
+        let head: Option<Head> = sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
             .fetch_optional(&mut *tx)
             .await?;
         let (prev_seq, prev_hash) = match head {
-            Some(row) => (
-                row.try_get::<i64, _>("seq")?,
-                row.try_get::<String, _>("hash")?,
-            ),
+            Some(head) => (head.seq, head.hash),
             None => (0, GENESIS_HASH.to_string()),
         };
         let seq = prev_seq + 1;
@@ -198,22 +208,14 @@ impl Store {
 
     /// Every audit entry in order, and the recorded head.
     pub async fn audit_log(&self) -> Result<(Vec<Entry>, Option<Head>), StoreError> {
-        let rows = sqlx::query(
+        let entries = sqlx::query_as(
             "SELECT seq, at, actor, action, target, outcome, prev_hash, hash FROM audit_log ORDER BY seq",
         )
         .fetch_all(&self.pool)
         .await?;
-        let entries = rows.iter().map(from_row).collect::<Result<Vec<_>, _>>()?;
-        let head = sqlx::query("SELECT seq, hash FROM audit_head WHERE id = 1")
+        let head = sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
             .fetch_optional(&self.pool)
-            .await?
-            .map(|row| -> Result<Head, sqlx::Error> {
-                Ok(Head {
-                    seq: row.try_get("seq")?,
-                    hash: row.try_get("hash")?,
-                })
-            })
-            .transpose()?;
+            .await?;
         Ok((entries, head))
     }
 }
@@ -236,7 +238,67 @@ impl Store {
             outcome: outcome.to_string(),
         };
         if let Err(err) = self.append_audit(&entry, at).await {
+            let (action, target) = (bounded(action), bounded(target));
             tracing::error!(%err, action, target, "cannot write audit entry");
         }
+    }
+
+    /// Records the end of an audited operation now, as `success` or `failure: ERROR`, and
+    /// returns its `result` unchanged. Every field is bounded (see [`MAX_FIELD_CHARS`]).
+    pub async fn audited<T, E: std::fmt::Display>(
+        &self,
+        actor: &str,
+        action: &str,
+        target: &str,
+        result: Result<T, E>,
+    ) -> Result<T, E> {
+        let outcome = match &result {
+            Ok(_) => "success".to_string(),
+            Err(err) => format!("failure: {err}"),
+        };
+        self.record_audit(actor, action, target, &outcome, &now_rfc3339())
+            .await;
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_cuts_at_a_character_boundary() {
+        assert_eq!(bounded("short"), "short");
+        let exact = "x".repeat(MAX_FIELD_CHARS);
+        assert_eq!(bounded(&exact), exact);
+        let wide = "é".repeat(MAX_FIELD_CHARS + 10);
+        assert_eq!(bounded(&wide).chars().count(), MAX_FIELD_CHARS);
+        assert_eq!(bounded(&wide), "é".repeat(MAX_FIELD_CHARS));
+    }
+
+    #[tokio::test]
+    async fn audited_bounds_every_field_and_keeps_the_chain_valid() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        let long = |c: &str| c.repeat(MAX_FIELD_CHARS + 50);
+        let ok: Result<(), String> = store
+            .audited(&long("a"), &long("b"), &long("t"), Ok(()))
+            .await;
+        assert_eq!(ok, Ok(()));
+        let failed: Result<(), String> = store
+            .audited("admin", "x.remove", "n", Err(long("e")))
+            .await;
+        assert_eq!(failed, Err(long("e")), "the result is returned unchanged");
+        let (entries, head) = store.audit_log().await.unwrap();
+        let cut = |c: &str| c.repeat(MAX_FIELD_CHARS);
+        assert_eq!(entries[0].actor, cut("a"));
+        assert_eq!(entries[0].action, cut("b"));
+        assert_eq!(entries[0].target, cut("t"));
+        assert_eq!(entries[0].outcome, "success");
+        let outcome = format!("failure: {}", long("e"));
+        assert_eq!(entries[1].outcome, bounded(&outcome));
+        assert_eq!(entries[1].outcome.chars().count(), MAX_FIELD_CHARS);
+        verify(&entries, head.as_ref()).unwrap();
+        store.close().await;
     }
 }

@@ -1,12 +1,10 @@
 //! Users, login sessions and API tokens. Only hashes are stored: argon2 for passwords,
 //! SHA-256 for the random session and API tokens.
 
-use sqlx::Row;
-
 use super::{Store, StoreError};
 
-/// Who an API token belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who an API token belongs to (read with `query_as`: its fields are the columns).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct TokenOwner {
     /// The token's name, given at creation.
     pub name: String,
@@ -44,11 +42,12 @@ impl Store {
 
     /// The stored password hash of `username`, if the user exists.
     pub async fn password_hash(&self, username: &str) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query("SELECT password_hash FROM users WHERE username = $1")
-            .bind(username)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.map(|r| r.try_get("password_hash")).transpose()?)
+        Ok(
+            sqlx::query_scalar("SELECT password_hash FROM users WHERE username = $1")
+                .bind(username)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
     }
 
     /// Records a login session valid until `expires_at` (unix seconds).
@@ -73,13 +72,14 @@ impl Store {
         token_hash: &str,
         now: i64,
     ) -> Result<Option<String>, StoreError> {
-        let row =
-            sqlx::query("SELECT username FROM sessions WHERE token_hash = $1 AND expires_at > $2")
-                .bind(token_hash)
-                .bind(now)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.map(|r| r.try_get("username")).transpose()?)
+        let user = sqlx::query_scalar(
+            "SELECT username FROM sessions WHERE token_hash = $1 AND expires_at > $2",
+        )
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(user)
     }
 
     /// Ends a session (logout) and drops every session expired at `now`.
@@ -117,16 +117,11 @@ impl Store {
         &self,
         token_hash: &str,
     ) -> Result<Option<TokenOwner>, StoreError> {
-        let row = sqlx::query("SELECT name, username FROM api_tokens WHERE token_hash = $1")
-            .bind(token_hash)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|r| {
-            Ok(TokenOwner {
-                name: r.try_get("name")?,
-                username: r.try_get("username")?,
-            })
-        })
-        .transpose()
+        Ok(
+            sqlx::query_as("SELECT name, username FROM api_tokens WHERE token_hash = $1")
+                .bind(token_hash)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
     }
 }

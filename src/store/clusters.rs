@@ -1,8 +1,5 @@
 //! Registered clusters as stored: the kubeconfig only ever as a sealed `enc:v1:` blob.
 
-use sqlx::Row;
-use sqlx::any::AnyRow;
-
 use super::{Store, StoreError};
 
 /// One registered cluster as persisted. `kubeconfig_sealed` is the sealed blob, never plain text.
@@ -31,21 +28,39 @@ macro_rules! columns {
     };
 }
 
-fn from_row(row: &AnyRow) -> Result<ClusterRecord, StoreError> {
-    let namespaces: String = row.try_get("namespaces")?;
-    let namespaces = serde_json::from_str(&namespaces).map_err(|err| StoreError::Corrupt {
-        field: "clusters.namespaces",
-        reason: err.to_string(),
-    })?;
-    Ok(ClusterRecord {
-        name: row.try_get("name")?,
-        server_url: row.try_get("server_url")?,
-        kubeconfig_sealed: row.try_get("kubeconfig_sealed")?,
-        namespaces,
-        credential_expires_at: row.try_get("credential_expires_at")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
+/// A `clusters` row as read. The allowlist is JSON text: the `Any` driver decodes only plain
+/// column types (no `Json<T>`), so [`ClusterRecord::try_from`] parses it, reporting a bad value
+/// as [`StoreError::Corrupt`].
+#[derive(sqlx::FromRow)]
+struct ClusterRow {
+    name: String,
+    server_url: String,
+    kubeconfig_sealed: String,
+    namespaces: String,
+    credential_expires_at: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl TryFrom<ClusterRow> for ClusterRecord {
+    type Error = StoreError;
+
+    fn try_from(row: ClusterRow) -> Result<ClusterRecord, StoreError> {
+        let namespaces =
+            serde_json::from_str(&row.namespaces).map_err(|err| StoreError::Corrupt {
+                field: "clusters.namespaces",
+                reason: err.to_string(),
+            })?;
+        Ok(ClusterRecord {
+            name: row.name,
+            server_url: row.server_url,
+            kubeconfig_sealed: row.kubeconfig_sealed,
+            namespaces,
+            credential_expires_at: row.credential_expires_at,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
 }
 
 fn namespaces_json(namespaces: &[String]) -> String {
@@ -74,7 +89,7 @@ impl Store {
 
     /// The cluster named `name`, if registered.
     pub async fn get_cluster(&self, name: &str) -> Result<Option<ClusterRecord>, StoreError> {
-        let row = sqlx::query(concat!(
+        let row: Option<ClusterRow> = sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM clusters WHERE name = $1"
@@ -82,19 +97,19 @@ impl Store {
         .bind(name)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref().map(from_row).transpose()
+        row.map(ClusterRecord::try_from).transpose()
     }
 
     /// Every registered cluster, ordered by name.
     pub async fn list_clusters(&self) -> Result<Vec<ClusterRecord>, StoreError> {
-        let rows = sqlx::query(concat!(
+        let rows: Vec<ClusterRow> = sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM clusters ORDER BY name"
         ))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(from_row).collect()
+        rows.into_iter().map(ClusterRecord::try_from).collect()
     }
 
     /// Replaces the stored fields of an existing cluster (matched by name); false if unknown.
@@ -130,13 +145,12 @@ impl Store {
         reseal: impl Fn(&str) -> Result<String, E>,
     ) -> Result<Result<usize, E>, StoreError> {
         let mut tx = self.begin_write().await?;
-        let rows = sqlx::query("SELECT name, kubeconfig_sealed FROM clusters")
-            .fetch_all(&mut *tx)
-            .await?;
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT name, kubeconfig_sealed FROM clusters")
+                .fetch_all(&mut *tx)
+                .await?;
         let mut count = 0;
-        for row in &rows {
-            let name: String = row.try_get("name")?;
-            let sealed: String = row.try_get("kubeconfig_sealed")?;
+        for (name, sealed) in rows {
             let resealed = match reseal(&sealed) {
                 Ok(blob) => blob,
                 Err(err) => return Ok(Err(err)),

@@ -1,7 +1,7 @@
 //! A minimal migration runner over `sqlx::Any`: the SQL files in `migrations/` are embedded at
 //! build time and applied in order, each in its own transaction, recorded in `wardn_migrations`.
 
-use sqlx::{AnyPool, Row};
+use sqlx::AnyPool;
 
 use super::StoreError;
 
@@ -31,12 +31,9 @@ pub(super) async fn run(pool: &AnyPool) -> Result<(), StoreError> {
     )
     .execute(pool)
     .await?;
-    let applied: Vec<i64> = sqlx::query("SELECT version FROM wardn_migrations")
+    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM wardn_migrations")
         .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|row| row.try_get::<i64, _>("version"))
-        .collect::<Result<_, _>>()?;
+        .await?;
     for &(version, name, sql) in MIGRATIONS {
         if applied.contains(&version) {
             continue;

@@ -1,13 +1,10 @@
 //! Registered Git repositories as stored: credentials and webhook secrets only ever as sealed
 //! `enc:v1:` blobs.
 
-use sqlx::Row;
-use sqlx::any::AnyRow;
-
 use super::{Store, StoreError};
 
-/// One registered repository as persisted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One registered repository as persisted (read with `query_as`: its fields are the columns).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RepositoryRecord {
     /// Short stable id: the digest of the normalised URL (see `sources::url::SourceKey::digest`).
     pub id: String,
@@ -34,19 +31,6 @@ macro_rules! columns {
     };
 }
 
-fn from_row(row: &AnyRow) -> Result<RepositoryRecord, StoreError> {
-    Ok(RepositoryRecord {
-        id: row.try_get("id")?,
-        url: row.try_get("url")?,
-        auth_kind: row.try_get("auth_kind")?,
-        username: row.try_get("username")?,
-        secret_sealed: row.try_get("secret_sealed")?,
-        webhook_secret_sealed: row.try_get("webhook_secret_sealed")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
-}
-
 impl Store {
     /// Inserts a repository; [`StoreError::Duplicate`] if its id or URL is registered.
     pub async fn insert_repository(&self, record: &RepositoryRecord) -> Result<(), StoreError> {
@@ -70,27 +54,25 @@ impl Store {
 
     /// The repository with id `id`, if registered.
     pub async fn get_repository(&self, id: &str) -> Result<Option<RepositoryRecord>, StoreError> {
-        let row = sqlx::query(concat!(
+        Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM repositories WHERE id = $1"
         ))
         .bind(id)
         .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(from_row).transpose()
+        .await?)
     }
 
     /// Every registered repository, ordered by URL.
     pub async fn list_repositories(&self) -> Result<Vec<RepositoryRecord>, StoreError> {
-        let rows = sqlx::query(concat!(
+        Ok(sqlx::query_as(concat!(
             "SELECT ",
             columns!(),
             " FROM repositories ORDER BY url"
         ))
         .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(from_row).collect()
+        .await?)
     }
 
     /// Replaces the credentials, webhook secret and update time of a repository (matched by
@@ -127,19 +109,15 @@ impl Store {
         reseal: impl Fn(&str) -> Result<String, E>,
     ) -> Result<Result<usize, E>, StoreError> {
         let mut tx = self.begin_write().await?;
-        let rows = sqlx::query("SELECT id, secret_sealed, webhook_secret_sealed FROM repositories")
-            .fetch_all(&mut *tx)
-            .await?;
+        let rows: Vec<(String, Option<String>, Option<String>)> =
+            sqlx::query_as("SELECT id, secret_sealed, webhook_secret_sealed FROM repositories")
+                .fetch_all(&mut *tx)
+                .await?;
         let mut count = 0;
-        for row in &rows {
-            let id: String = row.try_get("id")?;
-            let mut blobs = [None, None];
-            for (blob, column) in blobs
-                .iter_mut()
-                .zip(["secret_sealed", "webhook_secret_sealed"])
-            {
-                let sealed: Option<String> = row.try_get(column)?;
-                *blob = match sealed.as_deref().map(&reseal).transpose() {
+        for (id, secret, webhook) in rows {
+            let mut blobs = [secret, webhook];
+            for blob in &mut blobs {
+                *blob = match blob.as_deref().map(&reseal).transpose() {
                     Ok(resealed) => resealed,
                     Err(err) => return Ok(Err(err)),
                 };

@@ -7,7 +7,7 @@ use chrono::Utc;
 use tokio::sync::watch;
 
 use super::publish::Change;
-use super::{AppRecord, Origin, Runner, lock};
+use super::{AppRecord, Origin, Runner};
 use crate::app::App;
 use crate::app::key::app_key;
 use crate::reconcile::status;
@@ -108,7 +108,7 @@ impl Runner {
                 source,
             })?;
         {
-            let mut apps = lock(&self.apps);
+            let mut apps = self.apps.lock();
             if let Some(current) = apps.get_mut(&key) {
                 if current.origin == Origin::Resource && origin == Origin::File {
                     tracing::warn!(app = %key, "an App resource and an --apps file define this App; the resource wins");
@@ -140,7 +140,7 @@ impl Runner {
         let previous = self.switch_source(&key, app, origin, source_key);
         match self.subscribe(&key, source).await {
             Ok(watch) => {
-                if let Some(record) = lock(&self.apps).get_mut(&key) {
+                if let Some(record) = self.apps.lock().get_mut(&key) {
                     record.watch = watch;
                 }
                 Ok(match previous {
@@ -149,7 +149,7 @@ impl Runner {
                 })
             }
             Err(e) => {
-                let mut apps = lock(&self.apps);
+                let mut apps = self.apps.lock();
                 match previous {
                     Some(previous) => {
                         if let Some(record) = apps.get_mut(&key) {
@@ -178,7 +178,7 @@ impl Runner {
         origin: Origin,
         source_key: SourceKey,
     ) -> Option<Version> {
-        let mut apps = lock(&self.apps);
+        let mut apps = self.apps.lock();
         if let Some(record) = apps.get_mut(key) {
             let previous = Version {
                 app: std::mem::replace(&mut record.app, app),
@@ -189,7 +189,7 @@ impl Runner {
             };
             return Some(previous);
         }
-        let status = lock(&self.restored).remove(key).unwrap_or_default();
+        let status = self.restored.lock().remove(key).unwrap_or_default();
         apps.insert(
             key.to_string(),
             AppRecord {
@@ -269,7 +269,7 @@ impl Runner {
     /// managed.
     pub fn remove(&self, key: &str, origin: Origin) -> bool {
         let removed = {
-            let mut apps = lock(&self.apps);
+            let mut apps = self.apps.lock();
             if apps.get(key).is_none_or(|r| r.origin != origin) {
                 return false;
             }
@@ -294,7 +294,9 @@ impl Runner {
     /// Asks for a reconcile pass of App `key` (coalesced with pending ones); no-op for an
     /// App without a rendered revision yet.
     pub fn enqueue(&self, key: &str) {
-        let rendered = lock(&self.apps)
+        let rendered = self
+            .apps
+            .lock()
             .get(key)
             .is_some_and(|r| r.manifests.is_some());
         if rendered {
@@ -311,7 +313,9 @@ impl Runner {
         name: &str,
         namespace: Option<&str>,
     ) -> Result<String, FindError> {
-        let keys: Vec<String> = lock(&self.apps)
+        let keys: Vec<String> = self
+            .apps
+            .lock()
             .iter()
             .filter(|(_, r)| {
                 r.app.spec.destination.cluster_segment() == cluster

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{Origin, Runner, lock};
+use super::{Origin, Runner};
 use crate::app::files::{AppsDir, AppsDirError};
 use crate::sources::debounce;
 
@@ -25,11 +25,11 @@ impl Runner {
             while events.next_burst().await {
                 if let Err(e) = this.reload_apps_dir(&mut loaded, &dir).await {
                     tracing::warn!(error = %e, "cannot read the --apps directory");
-                    *lock(&this.file_errors) = vec![e.to_string()];
+                    *this.file_errors.lock() = vec![e.to_string()];
                 }
             }
         });
-        lock(&self.tasks).push(task);
+        self.tasks.lock().push(task);
         Ok(())
     }
 
@@ -51,7 +51,7 @@ impl Runner {
         for error in &errors {
             tracing::warn!(%error, "invalid App in --apps; its previous version (if any) keeps running");
         }
-        *lock(&self.file_errors) = errors;
+        *self.file_errors.lock() = errors;
         Ok(())
     }
 }

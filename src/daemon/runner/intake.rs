@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::{Runner, lock};
+use super::Runner;
 use crate::reconcile::pipeline::Manifests;
 use crate::reconcile::status;
 use crate::sources::spec::Source;
@@ -18,7 +18,9 @@ impl Runner {
     pub(super) async fn receive(self: Arc<Self>, mut updates: UnboundedReceiver<SourceUpdate>) {
         while let Some(update) = updates.recv().await {
             // Updates of a source the App no longer uses (or of a removed App) are stale.
-            let current = lock(&self.apps)
+            let current = self
+                .apps
+                .lock()
                 .get(&update.app)
                 .filter(|r| r.source_key == update.status.source_key)
                 .map(|r| r.app.spec.source.clone());
@@ -44,7 +46,7 @@ impl Runner {
             .await;
             let message = match rendered {
                 Ok(Ok((cached, revision))) => {
-                    let mut apps = lock(&self.apps);
+                    let mut apps = self.apps.lock();
                     if let Some(record) = apps
                         .get_mut(&update.app)
                         .filter(|r| r.source_key == source_key)

@@ -21,8 +21,9 @@ mod publish;
 mod resources;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -98,10 +99,6 @@ pub struct Runner {
     publisher: Publisher,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Runner {
     /// An empty runner deploying through `resolver` with the pipeline `options`; Git sources
     /// are polled by `poller`, and directory watches send into its channel. Statuses are
@@ -154,7 +151,7 @@ impl Runner {
                 })
                 .await;
         });
-        lock(&self.tasks).extend([update_loop, workers]);
+        self.tasks.lock().extend([update_loop, workers]);
     }
 
     /// Loads the statuses stored by a previous run, so the API answers with them and a Held
@@ -166,7 +163,7 @@ impl Runner {
         };
         let records = store.app_statuses::<AppStatus>().await?;
         let count = records.len();
-        let mut restored = lock(&self.restored);
+        let mut restored = self.restored.lock();
         for record in records {
             restored.insert(record.key, record.status);
         }
@@ -184,14 +181,14 @@ impl Runner {
     pub fn stop(&self) {
         self.stopping.send_replace(true);
         self.scheduler.close();
-        for task in lock(&self.tasks).drain(..) {
+        for task in self.tasks.lock().drain(..) {
             task.abort();
         }
-        let keys: Vec<String> = lock(&self.apps).keys().cloned().collect();
+        let keys: Vec<String> = self.apps.lock().keys().cloned().collect();
         for key in &keys {
             self.poller.unsubscribe(key);
         }
-        lock(&self.apps).clear();
+        self.apps.lock().clear();
     }
 
     /// The Prometheus text of `/metrics`: passes, retries, drift, queue depth, cluster requests.
@@ -202,17 +199,18 @@ impl Runner {
     /// The problems of the last `--apps` reload (invalid files, duplicates, sources that
     /// could not be started), for the API.
     pub fn file_errors(&self) -> Vec<String> {
-        lock(&self.file_errors).clone()
+        self.file_errors.lock().clone()
     }
 
     /// The keys (`namespace/name`) of the managed Apps, sorted.
     pub fn keys(&self) -> Vec<String> {
-        lock(&self.apps).keys().cloned().collect()
+        self.apps.lock().keys().cloned().collect()
     }
 
     /// The managed Apps, by `namespace/name` (a snapshot).
     pub fn apps(&self) -> BTreeMap<String, App> {
-        lock(&self.apps)
+        self.apps
+            .lock()
             .iter()
             .map(|(k, r)| (k.clone(), r.app.clone()))
             .collect()
@@ -220,22 +218,23 @@ impl Runner {
 
     /// The latest version of App `key`.
     pub fn app(&self, key: &str) -> Option<App> {
-        lock(&self.apps).get(key).map(|r| r.app.clone())
+        self.apps.lock().get(key).map(|r| r.app.clone())
     }
 
     /// Where App `key` comes from.
     pub fn origin(&self, key: &str) -> Option<Origin> {
-        lock(&self.apps).get(key).map(|r| r.origin)
+        self.apps.lock().get(key).map(|r| r.origin)
     }
 
     /// The status of App `key` (`namespace/name`).
     pub fn status(&self, key: &str) -> Option<AppStatus> {
-        lock(&self.apps).get(key).map(|r| r.status.clone())
+        self.apps.lock().get(key).map(|r| r.status.clone())
     }
 
     /// The objects App `key` manages (its status inventory).
     pub fn inventory(&self, key: &str) -> Vec<ObjectRef> {
-        lock(&self.apps)
+        self.apps
+            .lock()
             .get(key)
             .map(|r| r.status.inventory.clone())
             .unwrap_or_default()
@@ -244,7 +243,7 @@ impl Runner {
     /// Records `status` for `key` (if the App is still managed), logging a phase change and
     /// publishing any change.
     fn record(&self, key: &str, mut status: AppStatus) {
-        let mut apps = lock(&self.apps);
+        let mut apps = self.apps.lock();
         let Some(record) = apps.get_mut(key) else {
             return;
         };
@@ -277,7 +276,7 @@ impl Runner {
 
     /// Publishes an Event-worthy note about App `key` (App resources only get Events).
     fn note(&self, key: &str, warning: bool, reason: &'static str, note: String) {
-        let Some((app, origin)) = lock(&self.apps).get(key).map(|r| (r.app.clone(), r.origin))
+        let Some((app, origin)) = self.apps.lock().get(key).map(|r| (r.app.clone(), r.origin))
         else {
             return;
         };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::{Runner, lock};
+use super::Runner;
 use crate::app::{App, AppStatus};
 use crate::clusters::allowlist::Allowlist;
 use crate::clusters::resolve::ResolveError;
@@ -26,7 +26,9 @@ impl Runner {
     async fn target(&self, app: &App) -> Result<(Target, u64), ResolveError> {
         let cluster = &app.spec.destination.cluster;
         let destination = self.resolver.destination(cluster).await?;
-        let kinds = lock(&self.kinds)
+        let kinds = self
+            .kinds
+            .lock()
             .entry(cluster.clone())
             .or_default()
             .clone();
@@ -48,7 +50,7 @@ impl Runner {
             .app(key)
             .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
         let (previous, manifests, verified) = {
-            let apps = lock(&self.apps);
+            let apps = self.apps.lock();
             let record = apps.get(key);
             let manifests = record
                 .and_then(|r| r.manifests.clone())
@@ -87,7 +89,9 @@ impl Runner {
         key: &str,
         operation: Operation,
     ) -> Result<Completed, OperationError> {
-        let mut removed = lock(&self.apps)
+        let mut removed = self
+            .apps
+            .lock()
             .get(key)
             .map(|record| record.removed.subscribe())
             .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
@@ -160,7 +164,7 @@ impl Runner {
     /// pass), and an automatic pass dry-runs every object, trusting nothing earlier passes
     /// verified.
     async fn refresh(&self, key: &str) -> Result<AppStatus, OperationError> {
-        if let Some(source_key) = lock(&self.apps).get(key).map(|r| r.source_key.clone()) {
+        if let Some(source_key) = self.apps.lock().get(key).map(|r| r.source_key.clone()) {
             self.poller.trigger(&source_key);
         }
         self.run_pass(key, &Trigger::Automatic, true).await
@@ -187,7 +191,7 @@ impl Runner {
         started: std::time::Instant,
     ) {
         if let Ok(outcome) = result
-            && let Some(record) = lock(&self.apps).get_mut(key)
+            && let Some(record) = self.apps.lock().get_mut(key)
         {
             record.verified = Arc::new(outcome.verified.clone());
         }
@@ -255,7 +259,9 @@ impl Runner {
         &self,
         key: &str,
     ) -> Result<tokio::sync::OwnedMutexGuard<()>, OperationError> {
-        let operation = lock(&self.apps)
+        let operation = self
+            .apps
+            .lock()
             .get(key)
             .map(|record| Arc::clone(&record.operation));
         match operation {

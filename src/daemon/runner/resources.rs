@@ -14,7 +14,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
 use super::publish::Change;
-use super::{Origin, Runner, lock};
+use super::{Origin, Runner};
 use crate::app::App;
 use crate::app::key::app_key;
 
@@ -38,7 +38,7 @@ impl Runner {
     pub fn watch_resources(self: &Arc<Self>, client: Client, namespaces: Vec<String>) {
         self.publisher.send(Change::Resources(client.clone()));
         let task = tokio::spawn(follow(Arc::clone(self), client, namespaces));
-        lock(&self.tasks).push(task);
+        self.tasks.lock().push(task);
     }
 }
 
