@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use jiff::Timestamp;
 
 use super::{Runner, lock};
 use crate::app::{App, AppStatus};
@@ -65,7 +65,7 @@ impl Runner {
         let (target, credentials) = match self.target(&app).await {
             Ok(found) => found,
             Err(message) => {
-                self.record(key, status::failed(&previous, &message, Utc::now()));
+                self.record(key, status::failed(&previous, &message, Timestamp::now()));
                 return Err(OperationError::Destination(message));
             }
         };
@@ -140,7 +140,7 @@ impl Runner {
         let _guard = self.lock_app(key).await?;
         let p = self.prepare_followed(key).await?;
         let known = (!verify_all && matches!(trigger, Trigger::Automatic)).then(|| p.known());
-        let now = Utc::now();
+        let now = Timestamp::now();
         let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
         let result = pipeline::reconcile(
@@ -210,7 +210,7 @@ impl Runner {
     ) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
         let p = self.prepare_followed(key).await?;
-        let now = Utc::now();
+        let now = Timestamp::now();
         let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
         let result = pipeline::approve(
@@ -236,7 +236,7 @@ impl Runner {
         let previous = self
             .status(key)
             .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
-        let now = Utc::now();
+        let now = Timestamp::now();
         let result = pipeline::reject(&previous, now);
         if let Ok(status) = &result {
             let message = status.message.clone().unwrap_or_default();
@@ -264,7 +264,7 @@ impl Runner {
         &self,
         key: &str,
         previous: &AppStatus,
-        now: chrono::DateTime<Utc>,
+        now: Timestamp,
         result: Result<AppStatus, ReconcileError>,
     ) -> Result<AppStatus, OperationError> {
         match result {
