@@ -10,7 +10,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use jiff::Timestamp;
 use serde_json::{Value, json};
 use wardn::app::{AppSpec, AppStatus, Destination, SyncPolicy};
 use wardn::clusters::allowlist::Allowlist;
@@ -114,7 +114,7 @@ async fn big_app(n: usize) {
         },
         &Trigger::Automatic,
         &options,
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -165,7 +165,7 @@ async fn big_app(n: usize) {
         },
         &Trigger::Automatic,
         &options,
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await

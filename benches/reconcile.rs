@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use jiff::Timestamp;
 use serde_json::{Value, json};
 use wardn::app::{AppSpec, AppStatus, Destination, SyncPolicy};
 use wardn::clusters::allowlist::Allowlist;
@@ -110,10 +110,15 @@ async fn on_kubesim(n: usize) {
             known: None,
         };
         let start = Instant::now();
-        let outcome =
-            pipeline::reconcile(pass, &Trigger::Automatic, &options, Utc::now(), &mut |_| {})
-                .await
-                .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let outcome = pipeline::reconcile(
+            pass,
+            &Trigger::Automatic,
+            &options,
+            Timestamp::now(),
+            &mut |_| {},
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
         println!(
             "kubesim, 1 App of {n} ConfigMaps, {label}: {:.0} ms ({:?})",
             start.elapsed().as_secs_f64() * 1e3,

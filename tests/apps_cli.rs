@@ -10,7 +10,6 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use chrono::Timelike;
 use serde_json::{Value, json};
 use wardn::app::Phase;
 use wardn::daemon::ServeOptions;
@@ -85,7 +84,11 @@ async fn apps_cli_lists_shows_diffs_syncs_approves_and_rejects() {
     write_app(work.path(), "gated", "    requiresApproval: true\n");
     // A deny window that opened an hour ago (at the start of the previous hour) and lasts three
     // hours: closed now, opening again at a known time.
-    let start = (chrono::Utc::now().hour() + 23) % 24;
+    let start = (jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .hour()
+        + 23)
+        % 24;
     write_app(
         work.path(),
         "windowed",

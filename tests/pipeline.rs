@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use wardn::app::{
@@ -72,8 +72,8 @@ fn options() -> Options {
     }
 }
 
-fn at(s: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+fn at(s: &str) -> Timestamp {
+    s.parse().unwrap()
 }
 
 async fn target(sim: &common::Sim, allowlist: Allowlist) -> Target {
@@ -112,7 +112,7 @@ async fn pass(
         p(spec, prev, t, m),
         &trigger,
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -241,7 +241,7 @@ async fn create_update_noop_prune() {
         other,
         &Trigger::Automatic,
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -350,7 +350,7 @@ async fn allowlist_refuses_before_any_request() {
             .contains("\"kube-system\" is not in the allowlist of cluster staging"),
         "{err}"
     );
-    let status = err.status(&AppStatus::default(), Utc::now());
+    let status = err.status(&AppStatus::default(), Timestamp::now());
     assert_eq!(status.phase, Some(Phase::Failed));
     // A cluster-scoped object is refused too, and a destination outside the list.
     let ns = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
@@ -393,7 +393,7 @@ async fn held_plan_is_approved_as_the_exact_change() {
         p(&gated, &held.status, &t, &m),
         &Trigger::Approved,
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -406,7 +406,7 @@ async fn held_plan_is_approved_as_the_exact_change() {
     assert!(live(&sim, "ConfigMap", "a").is_none());
 
     // A wrong hash is refused without touching anything.
-    let now = Utc::now();
+    let now = Timestamp::now();
     let err = pipeline::approve(
         p(&gated, &held.status, &t, &m),
         Some("0000"),
@@ -460,7 +460,7 @@ async fn held_plan_invalidated_by_a_change_is_refused_and_held_again() {
         p(&gated, &first.status, &t, &m1),
         None,
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -481,7 +481,7 @@ async fn held_plan_invalidated_by_a_change_is_refused_and_held_again() {
         p(&gated, &held.status, &t, &m2),
         Some(&h2),
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -505,7 +505,7 @@ async fn held_plan_invalidated_by_a_change_is_refused_and_held_again() {
         p(&gated, &outcome.status, &t, &m3),
         Some(&h3),
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -519,7 +519,7 @@ async fn held_plan_invalidated_by_a_change_is_refused_and_held_again() {
         p(&gated, &outcome.status, &t, &m3),
         Some(&h4),
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -537,7 +537,7 @@ async fn held_plan_invalidated_by_a_change_is_refused_and_held_again() {
     )
     .await
     .unwrap();
-    let late = Utc::now() + chrono::TimeDelta::hours(2);
+    let late = Timestamp::now() + SignedDuration::from_hours(2);
     let err = pipeline::approve(
         p(
             &gated,
@@ -615,7 +615,7 @@ async fn prune_guard_holds_mass_and_dangerous_deletions() {
         p(&app, &o3.status, &t, &m3),
         o3.status.plan_hash.as_deref(),
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -791,7 +791,7 @@ async fn health_waits_for_rollouts_and_jobs_or_degrades() {
         p(&spec(auto()), &AppStatus::default(), &t, &m),
         &Trigger::Automatic,
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |s| seen.push(s.phase),
     )
     .await
@@ -846,7 +846,7 @@ async fn health_waits_for_rollouts_and_jobs_or_degrades() {
         ),
         &Trigger::Automatic,
         &short,
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await
@@ -893,7 +893,7 @@ async fn converges_through_injected_api_errors() {
             }
             Err(e) => {
                 failures += 1;
-                status = e.status(&status, Utc::now());
+                status = e.status(&status, Timestamp::now());
                 assert_eq!(status.phase, Some(Phase::Failed));
                 assert!(status.message.is_some());
             }
@@ -932,7 +932,7 @@ async fn known_pass(
         pass,
         &Trigger::Automatic,
         &options(),
-        Utc::now(),
+        Timestamp::now(),
         &mut |_| {},
     )
     .await

@@ -103,7 +103,9 @@ pub enum WindowKind {
 pub struct SyncWindow {
     /// `allow` or `deny`.
     pub kind: WindowKind,
-    /// When the window opens: a cron expression (5 fields: minute hour day month weekday).
+    /// When the window opens: a cron expression of 5 fields (minute hour day month weekday),
+    /// or 6 with seconds first, or 7 with seconds first and year last. Weekdays: 0 or 7 =
+    /// Sunday, 1 = Monday, or names (`MON`).
     pub schedule: String,
     /// How long it stays open, e.g. `1h`, `30m`, `1h30m`.
     pub duration: String,

@@ -1,5 +1,7 @@
 //! When a kubeconfig's credentials stop working: the `notAfter` of client certificates and the
 //! `exp` claim of JWT bearer tokens, whichever comes first. Opaque tokens have no known expiry.
+//! Certificates come from user-supplied kubeconfigs, so they are decoded by x509-parser, and
+//! anything undecodable means "no known expiry", never a panic.
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -45,74 +47,11 @@ pub fn jwt_expiry(token: &str) -> Option<Timestamp> {
     Timestamp::from_second(claims.get("exp")?.as_i64()?).ok()
 }
 
-/// Splits one DER TLV off `input`: (tag, contents, rest).
-fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-    let (&tag, input) = input.split_first()?;
-    let (&first, mut input) = input.split_first()?;
-    let len = if first < 0x80 {
-        usize::from(first)
-    } else {
-        let count = usize::from(first & 0x7f);
-        if count == 0 || count > 4 || input.len() < count {
-            return None;
-        }
-        let (bytes, rest) = input.split_at(count);
-        input = rest;
-        bytes
-            .iter()
-            .fold(0usize, |acc, &b| (acc << 8) | usize::from(b))
-    };
-    if input.len() < len {
-        return None;
-    }
-    let (contents, rest) = input.split_at(len);
-    Some((tag, contents, rest))
-}
-
-/// Reads `tbsCertificate.validity.notAfter` from an X.509 certificate in DER.
+/// Reads `tbsCertificate.validity.notAfter` from an X.509 certificate in DER (x509-parser;
+/// anything it cannot parse, or a time outside jiff's range, gives `None`).
 fn der_not_after(der: &[u8]) -> Option<Timestamp> {
-    const SEQUENCE: u8 = 0x30;
-    let (SEQUENCE, certificate, _) = tlv(der)? else {
-        return None;
-    };
-    let (SEQUENCE, mut tbs, _) = tlv(certificate)? else {
-        return None;
-    };
-    if tbs.first() == Some(&0xa0) {
-        tbs = tlv(tbs)?.2; // explicit [0] version
-    }
-    let after_serial = tlv(tbs)?.2;
-    let after_signature = tlv(after_serial)?.2;
-    let after_issuer = tlv(after_signature)?.2;
-    let (SEQUENCE, validity, _) = tlv(after_issuer)? else {
-        return None;
-    };
-    let after_not_before = tlv(validity)?.2;
-    let (tag, time, _) = tlv(after_not_before)?;
-    let time = std::str::from_utf8(time).ok()?;
-    let full = match tag {
-        // UTCTime YYMMDDHHMMSSZ: years 50-99 are 19xx (RFC 5280).
-        0x17 if time.len() == 13 => {
-            let century = if time.get(..2)?.parse::<u32>().ok()? >= 50 {
-                "19"
-            } else {
-                "20"
-            };
-            format!("{century}{time}")
-        }
-        0x18 if time.len() == 15 => time.to_string(), // GeneralizedTime YYYYMMDDHHMMSSZ
-        _ => return None,
-    };
-    let rfc3339 = format!(
-        "{}-{}-{}T{}:{}:{}Z",
-        full.get(0..4)?,
-        full.get(4..6)?,
-        full.get(6..8)?,
-        full.get(8..10)?,
-        full.get(10..12)?,
-        full.get(12..14)?
-    );
-    rfc3339.parse().ok()
+    let (_, certificate) = x509_parser::parse_x509_certificate(der).ok()?;
+    Timestamp::from_second(certificate.validity().not_after.timestamp()).ok()
 }
 
 #[cfg(test)]
@@ -181,6 +120,53 @@ mod tests {
         hostile.extend([0x17, 13, b'a', 0xc3, 0xa9]);
         hostile.extend(b"0101000000");
         assert_eq!(der_not_after(&hostile), None);
+        // Lengths far beyond the input, indefinite lengths, and deep nesting.
+        let huge: [&[u8]; 6] = [
+            &[0x30, 0x84, 0xff, 0xff, 0xff, 0xff, 0x30, 0x00],
+            &[0x30, 0x88, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            &[0x30, 0x8f, 0x01],
+            &[0x30, 0x80, 0x30, 0x80, 0x00, 0x00, 0x00, 0x00],
+            &[0x30, 0xff],
+            &[],
+        ];
+        for input in huge {
+            assert_eq!(der_not_after(input), None, "{input:02x?}");
+        }
+        let nested: Vec<u8> = std::iter::repeat_n([0x30, 0x80], 100_000)
+            .flatten()
+            .collect();
+        assert_eq!(der_not_after(&nested), None);
+        // Every single-byte corruption of a real certificate: any answer, but no panic.
+        for i in 0..der.len() {
+            for value in [0x00, 0x80, 0xff] {
+                let mut corrupt = der.clone();
+                corrupt[i] = value;
+                let _ = der_not_after(&corrupt);
+            }
+        }
+        // Garbage inside PEM armour, and a large garbage body.
+        let armoured = |body: &str| {
+            STANDARD.encode(format!(
+                "-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
+            ))
+        };
+        assert_eq!(certificate_data_not_after(&armoured("!!!")), None);
+        assert_eq!(
+            certificate_data_not_after(&armoured(&STANDARD.encode(vec![0x30; 1 << 20]))),
+            None
+        );
+        assert_eq!(
+            certificate_data_not_after(&STANDARD.encode("-----BEGIN CERTIFICATE-----")),
+            None
+        );
+    }
+
+    #[test]
+    fn reads_generalized_time_past_2049() {
+        // notAfter from 2050 on is a GeneralizedTime rather than a UTCTime (RFC 5280).
+        let (data, expected) = openssl_certificate(40 * 366);
+        assert!(expected > "2050-01-01T00:00:00Z".parse::<Timestamp>().unwrap());
+        assert_eq!(certificate_data_not_after(&data), Some(expected));
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! Decide: given a plan, the sync policy, the previous status, the sync windows and what
 //! triggered the pass, whether to apply, hold, wait, report drift, or do nothing. Pure.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use jiff::Timestamp;
 
 use super::plan::Plan;
 use crate::app::window::{Window, is_open, next_opening};
 use crate::app::{AppStatus, SyncPolicy};
+use crate::time::rfc3339;
 
 /// What started a reconcile pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +46,7 @@ pub fn decide(
     windows: &[Window],
     trigger: &Trigger,
     guard: Option<&str>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Decision {
     if plan.is_noop() {
         return Decision::Synced;
@@ -62,7 +63,7 @@ pub fn decide(
     let window_closed = !is_open(windows, now);
     let waiting = || {
         let next = next_opening(windows, now)
-            .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+            .map(rfc3339)
             .unwrap_or_else(|| "unknown".to_string());
         Decision::Waiting(format!("sync window closed; next opening at {next}"))
     };
@@ -127,10 +128,8 @@ mod tests {
         }
     }
 
-    fn now() -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2026-11-30T23:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc)
+    fn now() -> Timestamp {
+        "2026-11-30T23:00:00Z".parse().unwrap()
     }
 
     fn go(

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, TryStreamExt, stream};
+use jiff::Timestamp;
 use kube::Client;
 use serde_json::Value;
 
@@ -235,7 +235,7 @@ impl ReconcileError {
 
     /// The status to record after this error: the fresh Held status for a changed or expired
     /// plan, the unchanged status for a refused approval, Failed otherwise.
-    pub fn status(&self, previous: &AppStatus, now: DateTime<Utc>) -> AppStatus {
+    pub fn status(&self, previous: &AppStatus, now: Timestamp) -> AppStatus {
         match self {
             ReconcileError::PlanChanged { outcome, .. }
             | ReconcileError::ApprovalExpired { outcome, .. } => outcome.status.clone(),
@@ -460,7 +460,7 @@ pub async fn reconcile(
     pass: Pass<'_>,
     trigger: &Trigger,
     options: &Options,
-    now: DateTime<Utc>,
+    now: Timestamp,
     progress: &mut (dyn FnMut(&AppStatus) + Send),
 ) -> Result<Outcome, ReconcileError> {
     let Pass { spec, previous, .. } = pass;
@@ -506,7 +506,7 @@ pub async fn approve(
     pass: Pass<'_>,
     plan_hash: Option<&str>,
     options: &Options,
-    now: DateTime<Utc>,
+    now: Timestamp,
     progress: &mut (dyn FnMut(&AppStatus) + Send),
 ) -> Result<Outcome, ReconcileError> {
     let Pass { previous, .. } = pass;
@@ -526,12 +526,9 @@ pub async fn approve(
         let held_at = previous
             .held_at
             .as_deref()
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok());
-        held_at.is_some_and(|t| {
-            now.signed_duration_since(t)
-                .to_std()
-                .is_ok_and(|age| age > ttl)
-        })
+            .and_then(|t| t.parse::<Timestamp>().ok());
+        held_at
+            .is_some_and(|t| Duration::try_from(now.duration_since(t)).is_ok_and(|age| age > ttl))
     });
     if expired || planned.plan.plan_hash != held {
         let why = if expired {
@@ -625,7 +622,7 @@ async fn execute(
         inventory.clone(),
         HealthState::Progressing,
         "waiting for health",
-        Utc::now(),
+        Timestamp::now(),
     ));
     let ids: Vec<ObjectRef> = placed.into_iter().map(|(id, _)| id).collect();
     let h = health::wait(
@@ -636,7 +633,14 @@ async fn execute(
         options.poll,
     )
     .await?;
-    let status = status::applied(previous, &plan, inventory, h.state, &h.message, Utc::now());
+    let status = status::applied(
+        previous,
+        &plan,
+        inventory,
+        h.state,
+        &h.message,
+        Timestamp::now(),
+    );
     Ok(Outcome {
         status,
         plan,
@@ -650,7 +654,7 @@ async fn execute(
 pub fn reject(
     previous: &AppStatus,
     plan_hash: Option<&str>,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> Result<AppStatus, ReconcileError> {
     let held = held_plan(previous, plan_hash)?;
     let mut s = previous.clone();
@@ -701,7 +705,7 @@ mod tests {
 
     #[test]
     fn reject_discards_only_a_held_plan() {
-        let now = Utc::now();
+        let now = Timestamp::now();
         let held = AppStatus {
             phase: Some(Phase::Held),
             plan_hash: Some("abc".into()),

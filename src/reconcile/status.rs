@@ -1,16 +1,12 @@
 //! Status: the App status after a pass, with kstatus-style conditions (`Ready`, `Reconciling`,
 //! `Stalled`) whose transition times only move when their status changes. Pure.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use jiff::Timestamp;
 
 use super::plan::Plan;
 use crate::app::{AppStatus, Condition, HealthState, Phase};
 use crate::object::ObjectRef;
-
-/// Formats a time as status does (RFC 3339, seconds, `Z`).
-pub fn timestamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
+use crate::time::rfc3339;
 
 fn set_condition(
     conditions: &mut Vec<Condition>,
@@ -37,8 +33,8 @@ fn set_condition(
 }
 
 /// Sets phase, message and the three conditions consistently.
-pub fn set_phase(status: &mut AppStatus, phase: Phase, message: &str, now: DateTime<Utc>) {
-    let now = timestamp(now);
+pub fn set_phase(status: &mut AppStatus, phase: Phase, message: &str, now: Timestamp) {
+    let now = rfc3339(now);
     let reason = format!("{phase:?}");
     status.phase = Some(phase);
     status.message = (!message.is_empty()).then(|| message.to_string());
@@ -77,7 +73,7 @@ pub fn planned(
     plan: &Plan,
     phase: Phase,
     message: &str,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> AppStatus {
     let mut s = previous.clone();
     s.revision = Some(plan.revision.clone());
@@ -87,7 +83,7 @@ pub fn planned(
         && previous.plan_hash.as_deref() == Some(plan.plan_hash.as_str());
     s.held_at = match phase {
         Phase::Held if same_held => previous.held_at.clone(),
-        Phase::Held => Some(timestamp(now)),
+        Phase::Held => Some(rfc3339(now)),
         _ => None,
     };
     s.plan_hash = Some(plan.plan_hash.clone());
@@ -108,7 +104,7 @@ pub fn applied(
     inventory: Vec<ObjectRef>,
     health: HealthState,
     message: &str,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> AppStatus {
     let mut s = previous.clone();
     s.revision = Some(plan.revision.clone());
@@ -120,7 +116,7 @@ pub fn applied(
     s.held_at = None;
     s.inventory = inventory;
     s.health = Some(health);
-    s.last_synced_at = Some(timestamp(now));
+    s.last_synced_at = Some(rfc3339(now));
     let phase = match health {
         HealthState::Healthy => Phase::Synced,
         HealthState::Progressing => Phase::Progressing,
@@ -131,7 +127,7 @@ pub fn applied(
 }
 
 /// The status after a failed pass: phase Failed with the error; everything else kept.
-pub fn failed(previous: &AppStatus, error: &str, now: DateTime<Utc>) -> AppStatus {
+pub fn failed(previous: &AppStatus, error: &str, now: Timestamp) -> AppStatus {
     let mut s = previous.clone();
     set_phase(&mut s, Phase::Failed, error, now);
     s
@@ -147,7 +143,7 @@ pub fn source_failed(
     previous: &AppStatus,
     reason: &str,
     message: &str,
-    now: DateTime<Utc>,
+    now: Timestamp,
 ) -> AppStatus {
     let message = format!("source: {message}");
     let mut s = previous.clone();
@@ -162,14 +158,14 @@ pub fn source_failed(
         false,
         reason,
         &message,
-        &timestamp(now),
+        &rfc3339(now),
     );
     s
 }
 
 /// The status once the source fetches again: `SourceReady=True`, and the source's failure
 /// message cleared if it is still the App's message. `None` when the source was not failing.
-pub fn source_recovered(previous: &AppStatus, now: DateTime<Utc>) -> Option<AppStatus> {
+pub fn source_recovered(previous: &AppStatus, now: Timestamp) -> Option<AppStatus> {
     let failing = previous
         .conditions
         .iter()
@@ -184,7 +180,7 @@ pub fn source_recovered(previous: &AppStatus, now: DateTime<Utc>) -> Option<AppS
         true,
         "Fetched",
         "",
-        &timestamp(now),
+        &rfc3339(now),
     );
     Some(s)
 }
@@ -193,8 +189,8 @@ pub fn source_recovered(previous: &AppStatus, now: DateTime<Utc>) -> Option<AppS
 mod tests {
     use super::*;
 
-    fn t(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    fn t(s: &str) -> Timestamp {
+        s.parse().unwrap()
     }
 
     #[test]

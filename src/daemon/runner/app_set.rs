@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
+use jiff::Timestamp;
 use tokio::sync::watch;
 
 use super::publish::Change;
@@ -250,7 +250,7 @@ impl Runner {
             return;
         }
         let previous = app.status.clone().unwrap_or_default();
-        let mut failed = status::failed(&previous, message, Utc::now());
+        let mut failed = status::failed(&previous, message, Timestamp::now());
         failed.observed_generation = app.metadata.generation;
         if failed != previous {
             self.publisher.send(Change::Status {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
+use jiff::Timestamp;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::Runner;
@@ -65,7 +65,10 @@ impl Runner {
                 Err(e) => format!("render task failed: {e}"),
             };
             let previous = self.status(&update.app).unwrap_or_default();
-            self.record(&update.app, status::failed(&previous, &message, Utc::now()));
+            self.record(
+                &update.app,
+                status::failed(&previous, &message, Timestamp::now()),
+            );
         }
     }
 
@@ -80,10 +83,10 @@ impl Runner {
                 &previous,
                 &reason,
                 &source.message,
-                Utc::now(),
+                Timestamp::now(),
             ))
         } else {
-            status::source_recovered(&previous, Utc::now())
+            status::source_recovered(&previous, Timestamp::now())
         };
         if let Some(next) = next {
             self.record(key, next);

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use jiff::Timestamp;
 
 use super::Runner;
 use crate::app::{App, AppStatus};
@@ -65,7 +65,7 @@ impl Runner {
             Ok(found) => found,
             Err(error) => {
                 let message = error.to_string();
-                self.record(key, status::failed(&previous, &message, Utc::now()));
+                self.record(key, status::failed(&previous, &message, Timestamp::now()));
                 return Err(OperationError::Destination(error));
             }
         };
@@ -145,7 +145,7 @@ impl Runner {
         let _guard = self.lock_app(key).await?;
         let p = self.prepare_followed(key).await?;
         let known = (!verify_all && matches!(trigger, Trigger::Automatic)).then(|| p.known());
-        let now = Utc::now();
+        let now = Timestamp::now();
         let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
         let result = pipeline::reconcile(
@@ -215,7 +215,7 @@ impl Runner {
     ) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
         let p = self.prepare_followed(key).await?;
-        let now = Utc::now();
+        let now = Timestamp::now();
         let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
         let result = pipeline::approve(
@@ -245,7 +245,7 @@ impl Runner {
         let previous = self
             .status(key)
             .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
-        let now = Utc::now();
+        let now = Timestamp::now();
         let result = pipeline::reject(&previous, plan_hash, now);
         if let Ok(status) = &result {
             let message = status.message.clone().unwrap_or_default();
@@ -275,7 +275,7 @@ impl Runner {
         &self,
         key: &str,
         previous: &AppStatus,
-        now: chrono::DateTime<Utc>,
+        now: Timestamp,
         result: Result<AppStatus, ReconcileError>,
     ) -> Result<AppStatus, OperationError> {
         match result {

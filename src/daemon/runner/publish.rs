@@ -16,7 +16,6 @@ use tokio::task::JoinHandle;
 use super::Origin;
 use crate::app::{App, AppStatus, Phase};
 use crate::object::owner::FIELD_MANAGER;
-use crate::reconcile::status::timestamp;
 use crate::store::Store;
 use crate::store::apps::AppStatusRecord;
 
@@ -216,7 +215,7 @@ impl Writer {
             name: app.metadata.name.clone().unwrap_or_default(),
             key,
             status,
-            updated_at: timestamp(chrono::Utc::now()),
+            updated_at: crate::time::now_rfc3339(),
         };
         if let Err(error) = store.put_app_status(&record).await {
             tracing::warn!(app = %record.key, %error, "cannot store the App status");
