@@ -28,7 +28,8 @@ const BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
 ];
 
-/// The `outcome` label of `wardn_reconcile_total`: a phase, or `error_<status>`.
+/// The `outcome` label of `wardn_reconcile_total`: a phase, or `error_<class>` (`invalid`,
+/// `forbidden`, `conflict` or `cluster`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: String,
@@ -252,7 +253,7 @@ mod tests {
         for line in [
             "wardn_reconcile_total{outcome=\"Synced\"} 1",
             "wardn_reconcile_total{outcome=\"Held\"} 1",
-            "wardn_reconcile_total{outcome=\"error_409\"} 1",
+            "wardn_reconcile_total{outcome=\"error_conflict\"} 1",
             "wardn_reconcile_duration_seconds_bucket{le=\"0.005\"} 1",
             "wardn_reconcile_duration_seconds_bucket{le=\"0.05\"} 2",
             "wardn_reconcile_duration_seconds_bucket{le=\"2.5\"} 3",

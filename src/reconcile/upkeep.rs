@@ -213,7 +213,7 @@ mod tests {
 
         let text = u.metrics_text();
         assert!(text.contains("wardn_reconcile_retries_total 4\n"), "{text}");
-        assert!(text.contains("wardn_reconcile_total{outcome=\"error_502\"} 3\n"));
-        assert!(text.contains("wardn_reconcile_total{outcome=\"error_409\"} 1\n"));
+        assert!(text.contains("wardn_reconcile_total{outcome=\"error_cluster\"} 3\n"));
+        assert!(text.contains("wardn_reconcile_total{outcome=\"error_conflict\"} 1\n"));
     }
 }
