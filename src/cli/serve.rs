@@ -45,7 +45,9 @@ pub struct ServeArgs {
     /// Directory of App YAML files to reconcile.
     #[arg(long, env = "WARDN_APPS_DIR")]
     pub apps: Option<PathBuf>,
-    /// Kubeconfig of the management cluster (default: in-cluster, `KUBECONFIG`, ~/.kube/config).
+    /// Kubeconfig of the management cluster, where App resources are watched and
+    /// `destination.cluster: ""` deploys (default: `KUBECONFIG`, else in-cluster, else
+    /// ~/.kube/config; the choice is logged with its server URL).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// PEM file of extra CA certificates trusted for https:// Git remotes (private Git servers).

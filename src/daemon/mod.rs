@@ -49,8 +49,8 @@ pub struct ServeOptions {
     pub webhook_secret: Option<String>,
     /// Directory of App YAML files to reconcile (`--apps`); no Apps when absent.
     pub apps_dir: Option<PathBuf>,
-    /// Kubeconfig of the management cluster (`destination.cluster: ""`); inferred from the
-    /// environment (in-cluster, `KUBECONFIG`, `~/.kube/config`) when absent.
+    /// Kubeconfig of the management cluster (`destination.cluster: ""`, App resources); when
+    /// absent, `KUBECONFIG`, else in-cluster, else `~/.kube/config` (see [`management`]).
     pub management_kubeconfig: Option<PathBuf>,
     /// Extra CA certificates (PEM file) trusted for `https://` Git remotes, on top of the
     /// platform's roots (`--git-ca-file`).
@@ -201,7 +201,7 @@ impl Daemon {
             options.probe_timeout,
         )
         .with_throttles(throttles);
-        let management = management::client(
+        let management = management::infer_logged(
             options.management_kubeconfig.as_deref(),
             options.probe_timeout,
         )
