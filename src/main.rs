@@ -101,7 +101,14 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
     match cli.command {
         Command::Version => println!("wardn {}", env!("CARGO_PKG_VERSION")),
         Command::Render { dir, json } => print!("{}", wardn::render::render_path(&dir, json)?),
-        Command::Serve(args) => runtime()?.block_on(wardn::cli::serve::run(args))?,
+        Command::Serve(args) => {
+            let runtime = runtime()?;
+            let result = runtime.block_on(wardn::cli::serve::run(args));
+            // Blocking work still running (a render, a Git fetch) must not hold the exit: the
+            // grace period is over by now.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+            result?
+        }
         Command::Login(args) => runtime()?.block_on(commands::login(args))?,
         Command::Tokens {
             connection,

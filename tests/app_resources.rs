@@ -344,3 +344,81 @@ async fn kubeconfig_from_the_environment_finds_the_app_resources() {
         "the choice is logged with its URL ({addr}): {log}"
     );
 }
+
+/// SIGTERM stops `wardn serve` within its grace period (10 s) even while a pass waits on a
+/// cluster that does not answer (here kubesim holding every request for ten minutes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_daemon_whatever_a_pass_is_doing() {
+    use std::io::{BufRead, BufReader};
+
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let source = write_source(work.path(), "slow", "slow-config");
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(apps.join("slow.yaml"), app_cr("slow", &source, false)).unwrap();
+    sim.cluster.set_faults(kubesim::Faults {
+        latency: Duration::from_secs(600),
+        ..Default::default()
+    });
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--probe-interval",
+            "3600",
+            "--kubeconfig",
+        ])
+        .arg(&sim.kubeconfig)
+        .arg("--apps")
+        .arg(&apps)
+        .arg("--data-dir")
+        .arg(work.path().join("data"))
+        .env(
+            "WARDN_CREDENTIALS_KEY",
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        )
+        .env("WARDN_ADMIN_PASSWORD", "correct horse battery staple")
+        .env_remove("WARDN_ROLE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut daemon = Daemon(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("wardn serve printed its address")
+            .unwrap();
+        if let Some(addr) = line.strip_prefix("wardn: listening on http://") {
+            break addr.to_string();
+        }
+    };
+    // A client that never finishes its request (graceful shutdown would wait for it).
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut slow, b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // Let the pass start and block on the silent cluster.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let pid = i32::try_from(daemon.0.id()).unwrap();
+    // SAFETY: sends SIGTERM to the child this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let sent = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = daemon.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(30),
+            "still running {:?} after SIGTERM",
+            sent.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(status.success(), "{status:?}");
+    sim.cluster.set_faults(kubesim::Faults::default());
+}
