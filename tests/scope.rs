@@ -312,3 +312,75 @@ async fn a_kind_whose_scope_cannot_be_established_is_refused() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prune_leaves_what_the_allowlist_no_longer_allows() {
+    let sim = common::start(&[NS, "old"]).await;
+    let cm = |name: &str, ns: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {"k": "v"}});
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "reader"}, "rules": []});
+    let open = target(&sim, Allowlist::unrestricted()).await;
+    // Four objects stay rendered, so that pruning two later is not a mass deletion.
+    let kept: Vec<Value> = ["a", "b", "c", "d"].iter().map(|n| cm(n, NS)).collect();
+    let mut all = kept.clone();
+    all.extend([cm("x", "old"), role]);
+    let o1 = pass(&AppStatus::default(), &open, &manifests("r1", all))
+        .await
+        .unwrap();
+    assert_eq!(o1.status.inventory.len(), 6);
+
+    // The cluster's allowlist is narrowed to `staging`; the App stops rendering x and the role.
+    let narrowed = Target {
+        allowlist: Allowlist::namespaces([NS]),
+        ..open.clone()
+    };
+    let m2 = manifests("r2", kept.clone());
+    let o2 = pass(&o1.status, &narrowed, &m2).await.unwrap();
+    assert!(o2.plan.prunes.is_empty(), "{}", o2.plan.text());
+    assert!(
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("old"), "x")
+            .is_some(),
+        "no DELETE outside today's allowlist"
+    );
+    assert!(
+        sim.cluster
+            .get_object(
+                "rbac.authorization.k8s.io/v1",
+                "ClusterRole",
+                None,
+                "reader"
+            )
+            .is_some(),
+        "no DELETE of a cluster-scoped object under a restricted allowlist"
+    );
+    assert_eq!(o2.status.inventory.len(), 6, "both stay in the inventory");
+    let condition = o2
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "OutOfScope")
+        .unwrap_or_else(|| panic!("no OutOfScope condition: {:?}", o2.status.conditions));
+    assert_eq!(condition.status, "True");
+    assert!(
+        condition.message.contains("ConfigMap old/x (v1)")
+            && condition
+                .message
+                .contains("ClusterRole reader (rbac.authorization.k8s.io/v1)"),
+        "{}",
+        condition.message
+    );
+
+    // Once the allowlist allows them again, prune deletes them and the condition goes.
+    let o3 = pass(&o2.status, &open, &manifests("r3", kept))
+        .await
+        .unwrap();
+    assert_eq!(o3.plan.prunes.len(), 2, "{}", o3.plan.text());
+
+    assert!(
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("old"), "x")
+            .is_none()
+    );
+    assert!(!o3.status.conditions.iter().any(|c| c.type_ == "OutOfScope"));
+}

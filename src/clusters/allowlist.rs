@@ -56,6 +56,16 @@ impl Allowlist {
         }
     }
 
+    /// Whether prune may delete `id` (from an inventory) today: a namespaced object in an
+    /// allowed namespace, a cluster-scoped one only when the list is unrestricted for them
+    /// (never a Namespace under a restricted list: deleting it deletes what it holds).
+    pub fn allows_prune(&self, id: &ObjectRef) -> bool {
+        match &id.namespace {
+            Some(ns) => self.allows_namespace(ns),
+            None => self.cluster_scoped,
+        }
+    }
+
     fn describe(&self) -> String {
         match &self.namespaces {
             None => "all namespaces".to_string(),
@@ -216,5 +226,23 @@ mod tests {
         assert!(e.to_string().starts_with("403 Forbidden: "));
         assert!(check(&list, "prod", "other", &[]).is_err());
         assert!(check(&Allowlist::unrestricted(), "prod", "any", &placed).is_ok());
+    }
+
+    #[test]
+    fn prune_reaches_only_what_the_allowlist_allows_now() {
+        let id = |kind: &str, ns: Option<&str>, name: &str| ObjectRef {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            namespace: ns.map(str::to_string),
+            name: name.into(),
+        };
+        let list = Allowlist::namespaces(["staging"]);
+        assert!(list.allows_prune(&id("ConfigMap", Some("staging"), "a")));
+        assert!(!list.allows_prune(&id("ConfigMap", Some("old"), "x")));
+        assert!(
+            !list.allows_prune(&id("Namespace", None, "staging")),
+            "no cluster-scoped prune under a restricted list, not even an allowed Namespace"
+        );
+        assert!(Allowlist::unrestricted().allows_prune(&id("Namespace", None, "old")));
     }
 }

@@ -357,6 +357,20 @@ async fn served_scopes(
     Ok(served)
 }
 
+/// Splits the inventory entries no longer rendered into those prune may consider and those
+/// today's allowlist puts out of its reach (kept in the inventory, reported, never touched).
+/// With prune off, nothing is out of scope: nothing would be deleted anyway.
+fn split_out_of_scope(
+    allowlist: &Allowlist,
+    prune: bool,
+    gone: Vec<ObjectRef>,
+) -> (Vec<ObjectRef>, Vec<ObjectRef>) {
+    if !prune {
+        return (gone, Vec::new());
+    }
+    gone.into_iter().partition(|id| allowlist.allows_prune(id))
+}
+
 /// Builds the plan: dry-run diffs of every rendered object (except those `known` shows to
 /// agree already), and prunes from the inventory.
 async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError> {
@@ -440,8 +454,9 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
     let diffs: Vec<ObjectDiff> = diffs.into_iter().flatten().collect();
     let current: BTreeSet<ObjectRef> = placed.iter().map(|(id, _)| id.clone()).collect();
     let gone = orphans(&previous.inventory, &current);
+    let (gone, out_of_scope) = split_out_of_scope(&target.allowlist, spec.sync_policy.prune, gone);
     let mut prunes = Vec::new();
-    let mut kept = Vec::new();
+    let mut kept = out_of_scope.clone();
     if spec.sync_policy.prune {
         for id in gone {
             let lookup_failed = ReconcileError::about(&id, "prune lookup");
@@ -475,7 +490,7 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
             }
         }
     } else {
-        kept = gone;
+        kept.extend(gone);
     }
     let prune_ids: Vec<ObjectRef> = prunes.iter().map(|p| p.object.clone()).collect();
     let guard = guard::check(previous.inventory.len(), &prune_ids);
@@ -486,7 +501,8 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         manifests.digest.clone(),
         diffs,
         prunes,
-    );
+    )
+    .with_out_of_scope(out_of_scope);
     Ok((
         Planned {
             plan,
