@@ -1,8 +1,9 @@
 //! The Apps seen from the clusters' side, with the `wardn` binary against an in-process server
 //! and kubesim clusters: `clusters validate` (unregistered cluster, disallowed destination and
-//! object namespaces, rendered CRDs redeclaring built-in kinds, cluster-scoped built-ins), `generate rbac` (files kubectl 1.32 applies, whose token can do exactly
-//! what the Apps need), `clusters check` (access reviews with an admin and a namespaced token)
-//! and `clusters bootstrap --apps`.
+//! object namespaces, rendered CRDs redeclaring built-in kinds, cluster-scoped built-ins),
+//! `generate rbac` (files kubectl 1.32 applies, whose token can do exactly what the Apps
+//! need), `clusters check` (access reviews with an admin and a namespaced token) and
+//! `clusters bootstrap --apps`.
 
 mod common;
 mod support;
