@@ -98,6 +98,7 @@ fn p<'a>(
         target,
         manifests,
         known: None,
+        journal: None,
     }
 }
 
@@ -236,6 +237,7 @@ async fn create_update_noop_prune() {
         target: &t,
         manifests: &foreign,
         known: None,
+        journal: None,
     };
     let o_other = pipeline::reconcile(
         other,
@@ -926,6 +928,7 @@ async fn known_pass(
 ) -> Outcome {
     let pass = Pass {
         known,
+        journal: None,
         ..p(spec, previous, t, m)
     };
     pipeline::reconcile(

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use futures_util::{StreamExt, TryStreamExt, stream};
 use jiff::Timestamp;
 use kube::Client;
@@ -98,6 +99,20 @@ pub struct Pass<'a> {
     /// What may be taken as known without a dry-run (automatic passes); `None`: dry-run every
     /// object (manual syncs, approvals, `…/diff`).
     pub known: Option<Known<'a>>,
+    /// Where the pass makes its widened inventory durable before its first write (the
+    /// daemon's store); `None`: nowhere (tests, benchmarks, plans).
+    pub journal: Option<&'a dyn Journal>,
+}
+
+/// Keeps an App's inventory durable ahead of its writes, so that a pass that fails or is
+/// killed midway orphans nothing: before the first apply, the pass hands the journal its
+/// previous status with the inventory widened to the union of the previous inventory and
+/// every object it will apply; it narrows to the rendered set only in the status of a pass
+/// that succeeded.
+pub trait Journal: Sync {
+    /// Persists `status` (the previous status with the widened inventory) and returns once
+    /// it is durable; an error stops the pass before anything is written to the cluster.
+    fn widen<'a>(&'a self, status: &'a AppStatus) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// The result of a pass: the new status, the plan it acted on, and what prune did.
@@ -175,6 +190,16 @@ pub enum ReconcileError {
     /// Apply, prune or the health wait failed.
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    /// The widened inventory could not be made durable; nothing was applied.
+    #[error(
+        "cannot record the inventory of {app} ahead of applying (nothing was applied): {error}"
+    )]
+    Journal {
+        /// The App's `namespace/name`.
+        app: String,
+        /// Why the journal refused.
+        error: String,
+    },
 }
 
 /// The kinds of [`ReconcileError`].
@@ -229,7 +254,8 @@ impl ReconcileError {
             | ReconcileError::ApprovalExpired { .. } => ErrorClass::Conflict,
             ReconcileError::Object { .. }
             | ReconcileError::Discovery { .. }
-            | ReconcileError::Apply(_) => ErrorClass::Cluster,
+            | ReconcileError::Apply(_)
+            | ReconcileError::Journal { .. } => ErrorClass::Cluster,
         }
     }
 
@@ -315,6 +341,7 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         target,
         manifests,
         known,
+        journal: _,
     } = pass;
     parse_all(&spec.sync_policy.sync_windows)?;
     let mut resolver = Resolver::shared(target.client.clone(), target.kinds.clone());
@@ -484,7 +511,9 @@ pub async fn reconcile(
         now,
     );
     let (phase, message) = match decision {
-        Decision::Apply => return execute(previous, planned, resolver, options, progress).await,
+        Decision::Apply => {
+            return execute(pass, planned, resolver, options, progress).await;
+        }
         Decision::Synced => (Phase::Synced, String::new()),
         Decision::Held(m) => (Phase::Held, m),
         Decision::Waiting(m) => (Phase::Waiting, m),
@@ -553,7 +582,7 @@ pub async fn approve(
             ReconcileError::PlanChanged { held, outcome }
         });
     }
-    execute(previous, planned, resolver, options, progress).await
+    execute(pass, planned, resolver, options, progress).await
 }
 
 /// The hash of the Held plan, which `plan_hash` (when given) must name.
@@ -571,9 +600,10 @@ fn held_plan(previous: &AppStatus, plan_hash: Option<&str>) -> Result<String, Re
     }
 }
 
-/// Applies a plan: staged apply of creates and updates, prune, then the health wait.
+/// Applies a plan: the widened inventory made durable (see [`Journal`]), staged apply of
+/// creates and updates, prune, then the health wait.
 async fn execute(
-    previous: &AppStatus,
+    pass: Pass<'_>,
     planned: Planned,
     mut resolver: Resolver,
     options: &Options,
@@ -599,6 +629,16 @@ async fn execute(
         .filter(|(id, _)| touched.contains(id))
         .cloned()
         .collect();
+    let previous = pass.previous;
+    if let (Some(journal), Some(widened)) = (pass.journal, widened(previous, &to_apply)) {
+        journal
+            .widen(&widened)
+            .await
+            .map_err(|error| ReconcileError::Journal {
+                app: owner.clone(),
+                error,
+            })?;
+    }
     let applied = stage::apply_staged(&mut resolver, &to_apply, options.crd_timeout).await?;
     // wardn's own apply produced these live states from exactly these rendered objects.
     for (id, live) in &applied {
@@ -647,6 +687,27 @@ async fn execute(
         pruned: Some(report),
         verified,
     })
+}
+
+/// The previous status with its inventory widened by the objects about to be applied (their
+/// rendered apiVersion replacing a stored one), or `None` when the inventory already lists
+/// them all. The widened status names no synced revision: once the pass writes, the cluster
+/// is no longer known to match the last synced one, so a later render of that revision (a
+/// revert) is applied, not taken for drift.
+fn widened(previous: &AppStatus, to_apply: &[(ObjectRef, Value)]) -> Option<AppStatus> {
+    let mut inventory: BTreeSet<ObjectRef> = previous.inventory.iter().cloned().collect();
+    let before = inventory.len();
+    for (id, _) in to_apply {
+        inventory.replace(id.clone());
+    }
+    if inventory.len() == before {
+        return None;
+    }
+    let mut status = previous.clone();
+    status.inventory = inventory.into_iter().collect();
+    status.synced_revision = None;
+    status.synced_digest = None;
+    Some(status)
 }
 
 /// Rejects the Held plan (which `plan_hash`, when given, must name): the App goes OutOfSync
