@@ -942,3 +942,137 @@ async fn a_pass_killed_midway_orphans_nothing_after_a_revert_and_restart() {
     assert_eq!(configmaps(&sim, "base").len(), 100);
     second.stop().await;
 }
+
+/// A source rendering the ConfigMap `shared` with `k: VALUE`.
+fn write_shared_source(root: &std::path::Path, dir: &str, value: &str) -> std::path::PathBuf {
+    let dir = root.join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kustomization.yaml"), "resources:\n- cm.yaml\n").unwrap();
+    std::fs::write(
+        dir.join("cm.yaml"),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata:\n  k: {value}\n"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// Issue #12, item 4: two Apps render the same ConfigMap. The second leaves it untouched and
+/// reports a SharedResource condition naming the object and the first App (phase Degraded,
+/// shown by the API); the object keeps the first App's annotation and data. With
+/// `syncPolicy.adopt: true` the second takes it over, which its status records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_never_silently_takes_over_another_apps_object() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let first_src = write_shared_source(work.path(), "first", "from-first");
+    let second_src = write_shared_source(work.path(), "second", "from-second");
+    std::fs::write(
+        apps.join("first.yaml"),
+        app_yaml("first", &first_src, false),
+    )
+    .unwrap();
+    let running = Running::start(&sim, &work.path().join("data"), &apps).await;
+    let runner = std::sync::Arc::clone(&running.runner);
+    let phase = |key: &str| runner.status(key).and_then(|s| s.phase);
+    eventually("first Synced", || {
+        phase("wardn/first") == Some(Phase::Synced)
+    })
+    .await;
+
+    std::fs::write(
+        apps.join("second.yaml"),
+        app_yaml("second", &second_src, false),
+    )
+    .unwrap();
+    eventually("second Degraded", || {
+        phase("wardn/second") == Some(Phase::Degraded)
+    })
+    .await;
+    let live = || {
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), "shared")
+            .unwrap()
+    };
+    let owner =
+        |o: &Value| o["metadata"]["annotations"][wardn::object::owner::OWNER_ANNOTATION].clone();
+    assert_eq!(owner(&live()), "wardn/first");
+    assert_eq!(live()["data"]["k"], "from-first");
+    let status = runner.status("wardn/second").unwrap();
+    assert!(
+        status.inventory.iter().all(|o| o.name != "shared"),
+        "not the second App's: {:?}",
+        status.inventory
+    );
+
+    // The API shows the condition, naming the object and the owning App.
+    let http = reqwest::Client::new();
+    let cookie = support::server::login(&running.base, PASSWORD).await;
+    let body: Value = http
+        .get(format!("{}/api/v1/apps/local/second", running.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["phase"], "Degraded", "{body}");
+    let conditions = body["status"]["conditions"].as_array().unwrap();
+    let shared = conditions
+        .iter()
+        .find(|c| c["type"] == "SharedResource")
+        .unwrap_or_else(|| panic!("no SharedResource condition: {body}"));
+    assert_eq!(shared["status"], "True");
+    let message = shared["message"].as_str().unwrap();
+    assert!(
+        message.contains("ConfigMap staging/shared") && message.contains("App wardn/first"),
+        "{message}"
+    );
+    assert!(
+        body["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("SharedResource"),
+        "{body}"
+    );
+
+    // `adopt: true`: the second App takes the object over, and says so.
+    std::fs::write(
+        apps.join("second.yaml"),
+        app_yaml("second", &second_src, false)
+            .replace("automated: true\n", "automated: true\n    adopt: true\n"),
+    )
+    .unwrap();
+    eventually("second Synced", || {
+        phase("wardn/second") == Some(Phase::Synced)
+    })
+    .await;
+    assert_eq!(owner(&live()), "wardn/second");
+    assert_eq!(live()["data"]["k"], "from-second");
+    let status = runner.status("wardn/second").unwrap();
+    assert!(status.inventory.iter().any(|o| o.name == "shared"));
+    assert!(
+        status
+            .conditions
+            .iter()
+            .all(|c| c.type_ != "SharedResource"),
+        "{:?}",
+        status.conditions
+    );
+    let adopted = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Adopted")
+        .unwrap_or_else(|| panic!("no Adopted condition: {:?}", status.conditions));
+    assert!(
+        adopted.message.contains("ConfigMap staging/shared")
+            && adopted.message.contains("App wardn/first"),
+        "{}",
+        adopted.message
+    );
+    running.stop().await;
+}

@@ -26,7 +26,7 @@ use crate::diff::known::{Known, LiveState, Verified};
 use crate::diff::{Action, ObjectDiff};
 use crate::object::ObjectRef;
 use crate::object::kinds::{KindCache, Resolver};
-use crate::object::owner::{prunable, stamp};
+use crate::object::owner::{Claim, prunable, stamp};
 use crate::object::scope;
 
 /// How many dry-runs are in flight at once.
@@ -126,6 +126,9 @@ pub struct Outcome {
     pub pruned: Option<PruneReport>,
     /// The objects seen to agree with their rendered form in this pass (for the next ones).
     pub verified: Verified,
+    /// The objects this pass took over from another App (`syncPolicy.adopt`), each with the
+    /// App that owned it.
+    pub adopted: Vec<Claim>,
 }
 
 /// Why a pass failed.
@@ -281,6 +284,10 @@ struct Planned {
     verified: Verified,
     /// Inventory entries kept although not rendered (prune is off).
     kept: Vec<ObjectRef>,
+    /// Rendered objects owned by another App, left untouched (not in the plan).
+    shared: Vec<Claim>,
+    /// Rendered objects owned by another App that the plan takes over (`syncPolicy.adopt`).
+    adopted: Vec<Claim>,
     guard: Option<String>,
     /// The App's `namespace/name`.
     owner: String,
@@ -405,14 +412,27 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         .buffered(DIFF_CONCURRENCY)
         .try_collect::<Vec<_>>()
         .await?;
+    let mut claims = Vec::new();
     for (slot, run) in checked {
+        if let Some(owner) = run.owner.filter(|owner| owner != app) {
+            claims.push(Claim {
+                object: run.diff.object.clone(),
+                owner,
+            });
+        }
         if let Some(live) = run.agreed {
             let id = &run.diff.object;
             verified.record(id.clone(), digests[id], live);
         }
         diffs[slot] = Some(run.diff);
     }
-    let diffs: Vec<ObjectDiff> = diffs.into_iter().flatten().collect();
+    let mut diffs: Vec<ObjectDiff> = diffs.into_iter().flatten().collect();
+    let (shared, adopted) = if spec.sync_policy.adopt {
+        (Vec::new(), claims)
+    } else {
+        diffs.retain(|d| !claims.iter().any(|c| c.object == d.object));
+        (claims, Vec::new())
+    };
     let current: BTreeSet<ObjectRef> = placed.iter().map(|(id, _)| id.clone()).collect();
     let gone = orphans(&previous.inventory, &current);
     let mut prunes = Vec::new();
@@ -469,6 +489,8 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
             digests,
             verified,
             kept,
+            shared,
+            adopted,
             guard,
             owner: app.to_string(),
         },
@@ -510,21 +532,26 @@ pub async fn reconcile(
         planned.guard.as_deref(),
         now,
     );
+    let shared = planned.shared.clone();
     let (phase, message) = match decision {
         Decision::Apply => {
-            return execute(pass, planned, resolver, options, progress).await;
+            let mut outcome = execute(pass, planned, resolver, options, progress).await?;
+            status::mark_shared(&mut outcome.status, &shared, Timestamp::now());
+            return Ok(outcome);
         }
         Decision::Synced => (Phase::Synced, String::new()),
         Decision::Held(m) => (Phase::Held, m),
         Decision::Waiting(m) => (Phase::Waiting, m),
         Decision::OutOfSync(m) => (Phase::OutOfSync, m),
     };
-    let status = status::planned(previous, &planned.plan, phase, &message, now);
+    let mut status = status::planned(previous, &planned.plan, phase, &message, now);
+    status::mark_shared(&mut status, &shared, now);
     Ok(Outcome {
         status,
         plan: planned.plan,
         pruned: None,
         verified: planned.verified,
+        adopted: Vec::new(),
     })
 }
 
@@ -541,14 +568,17 @@ pub async fn approve(
     let Pass { previous, .. } = pass;
     let held = held_plan(previous, plan_hash)?;
     let (planned, resolver) = make_plan(pass).await?;
+    let shared = planned.shared.clone();
     if planned.plan.is_noop() {
         // The cluster already matches (e.g. someone applied the change): nothing to approve.
-        let status = status::planned(previous, &planned.plan, Phase::Synced, "", now);
+        let mut status = status::planned(previous, &planned.plan, Phase::Synced, "", now);
+        status::mark_shared(&mut status, &shared, now);
         return Ok(Outcome {
             status,
             plan: planned.plan,
             pruned: None,
             verified: planned.verified,
+            adopted: Vec::new(),
         });
     }
     let expired = options.approval_ttl.is_some_and(|ttl| {
@@ -569,12 +599,14 @@ pub async fn approve(
         let mut fresh = previous.clone();
         fresh.held_at = None;
         fresh.phase = None;
-        let status = status::planned(&fresh, &planned.plan, Phase::Held, &message, now);
+        let mut status = status::planned(&fresh, &planned.plan, Phase::Held, &message, now);
+        status::mark_shared(&mut status, &shared, now);
         let outcome = Box::new(Outcome {
             status,
             plan: planned.plan,
             pruned: None,
             verified: planned.verified,
+            adopted: Vec::new(),
         });
         return Err(if expired {
             ReconcileError::ApprovalExpired { held, outcome }
@@ -582,7 +614,9 @@ pub async fn approve(
             ReconcileError::PlanChanged { held, outcome }
         });
     }
-    execute(pass, planned, resolver, options, progress).await
+    let mut outcome = execute(pass, planned, resolver, options, progress).await?;
+    status::mark_shared(&mut outcome.status, &shared, Timestamp::now());
+    Ok(outcome)
 }
 
 /// The hash of the Held plan, which `plan_hash` (when given) must name.
@@ -615,6 +649,8 @@ async fn execute(
         digests,
         mut verified,
         kept,
+        shared,
+        adopted,
         owner,
         ..
     } = planned;
@@ -649,6 +685,15 @@ async fn execute(
     let applied: HashMap<ObjectRef, Value> = applied.into_iter().collect();
     let prune_ids: Vec<ObjectRef> = plan.prunes.iter().map(|p| p.object.clone()).collect();
     let report = prune(&mut resolver, &prune_ids, &owner).await?;
+    for claim in &adopted {
+        tracing::warn!(app = %owner, object = %claim.object, from = %claim.owner,
+            "adopted an object owned by another App (syncPolicy.adopt)");
+    }
+    // Objects another App owns and this one left untouched are not this App's.
+    let placed: Vec<(ObjectRef, Value)> = placed
+        .into_iter()
+        .filter(|(id, _)| !shared.iter().any(|c| &c.object == id))
+        .collect();
     let mut inventory: Vec<ObjectRef> = placed
         .iter()
         .map(|(id, _)| id.clone())
@@ -673,7 +718,7 @@ async fn execute(
         options.poll,
     )
     .await?;
-    let status = status::applied(
+    let mut status = status::applied(
         previous,
         &plan,
         inventory,
@@ -681,11 +726,13 @@ async fn execute(
         &h.message,
         Timestamp::now(),
     );
+    status::mark_adopted(&mut status, &adopted, Timestamp::now());
     Ok(Outcome {
         status,
         plan,
         pruned: Some(report),
         verified,
+        adopted,
     })
 }
 

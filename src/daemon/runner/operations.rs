@@ -20,6 +20,7 @@ use crate::reconcile::pipeline::{self, Journal, Manifests, Pass, ReconcileError,
 use crate::reconcile::plan::Plan;
 use crate::reconcile::status;
 use crate::reconcile::upkeep::PassEnd;
+use crate::time::now_rfc3339;
 
 impl Runner {
     /// The destination of `app` as a pipeline target, and the identity of the credentials its
@@ -159,8 +160,26 @@ impl Runner {
         )
         .await;
         self.follow_up(key, &p, &result, started);
+        self.takeovers(key, &result).await;
         let previous = journal.previous(&p.previous);
         self.settle(key, &previous, now, result.map(|o| o.status))
+    }
+
+    /// Records each object a pass took over from another App (`syncPolicy.adopt`): an
+    /// `Adopted` Event on the App and an `app.adopt` audit entry (the pipeline logged it).
+    async fn takeovers(&self, key: &str, result: &Result<pipeline::Outcome, ReconcileError>) {
+        let Ok(outcome) = result else { return };
+        for claim in &outcome.adopted {
+            let note = format!("took over {} from App {}", claim.object, claim.owner);
+            self.note(key, true, "Adopted", note);
+            if let Some(store) = &self.store {
+                let target = format!("{key} {}", claim.object);
+                let outcome = format!("success: taken from App {}", claim.owner);
+                store
+                    .record_audit("wardn", "app.adopt", &target, &outcome, &now_rfc3339())
+                    .await;
+            }
+        }
     }
 
     /// A hard refresh of App `key`: its source is fetched now (a new revision starts another
@@ -231,6 +250,7 @@ impl Runner {
         )
         .await;
         self.follow_up(key, &p, &result, started);
+        self.takeovers(key, &result).await;
         let held = p.previous.plan_hash.clone().unwrap_or_default();
         match &result {
             Ok(_) => self.note(key, false, "Approved", format!("plan {held} approved")),
