@@ -50,19 +50,27 @@ for f in fixtures/demo-apps/*.yaml; do sed "s|REPO|file://$repo|" "$f" > "$DATA/
 pids+=($!)
 for _ in $(seq 100); do curl -fs "http://$LISTEN/api/v1/health" >/dev/null && break; sleep 0.1; done
 
-# Register staging and production (409 on a second run is fine).
+# Register staging and production. On a second run (an existing DATA) they are registered
+# already, but kubesim listens on new ports with a new CA: update them to the new kubeconfigs.
 WARDN_PASSWORD="$WARDN_ADMIN_PASSWORD" "$BIN/wardn" login --server "http://$LISTEN" >/dev/null
-for name in staging production; do
-  kubeconfig="$DATA/kubesim/$name.kubeconfig"
-  url=$(sed -n 's/^ *server: *//p' "$kubeconfig" | head -n 1)
-  "$BIN/wardn" clusters add "$name" --server-url "$url" --kubeconfig "$kubeconfig" \
-    --namespaces "$name" --server "http://$LISTEN" 2>&1 | grep -v 'already exists' || true
-done
-
-# The Apps were first tried before their clusters existed: sync them once now.
 cookies="$DATA/cookies.txt"
 curl -fs -c "$cookies" -H 'Content-Type: application/json' \
   -d "{\"username\":\"admin\",\"password\":\"$WARDN_ADMIN_PASSWORD\"}" "http://$LISTEN/api/v1/auth/login" >/dev/null
+for name in staging production; do
+  kubeconfig="$DATA/kubesim/$name.kubeconfig"
+  url=$(sed -n 's/^ *server: *//p' "$kubeconfig" | head -n 1)
+  body=$(jq -n --arg name "$name" --arg url "$url" --rawfile kc "$kubeconfig" \
+    '{name: $name, server_url: $url, kubeconfig: $kc, namespaces: [$name]}')
+  code=$(curl -s -o /dev/null -w '%{http_code}' -b "$cookies" -H 'Content-Type: application/json' \
+    -d "$body" "http://$LISTEN/api/v1/clusters")
+  if [ "$code" = 409 ]; then
+    code=$(curl -s -o /dev/null -w '%{http_code}' -b "$cookies" -X PUT -H 'Content-Type: application/json' \
+      -d "$body" "http://$LISTEN/api/v1/clusters/$name")
+  fi
+  case "$code" in 2??) ;; *) echo "registering cluster $name failed: HTTP $code" >&2; exit 1 ;; esac
+done
+
+# The Apps were first tried before their clusters existed: sync them once now.
 for app in staging/demo-staging production/demo-production; do
   curl -fs -b "$cookies" -X POST -H 'Content-Type: application/json' "http://$LISTEN/api/v1/apps/$app/sync" >/dev/null || true
 done

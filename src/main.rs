@@ -78,14 +78,37 @@ enum Command {
     Crd,
 }
 
-fn main() -> anyhow::Result<std::process::ExitCode> {
+/// Runs the command; a failure prints its cause chain on one line (`error: a: b: c`) and exits
+/// with status 1. Never a backtrace: anyhow's `Debug` form, which `main` returning a `Result`
+/// would print, adds one whenever `RUST_BACKTRACE` is set, as it is on many machines.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve(_)) {
+        die_quietly_on_closed_pipe();
+    }
     telemetry::init(cli.log_format);
     install_crypto_provider();
     match cli.command {
         Command::Version => println!("wardn {}", env!("CARGO_PKG_VERSION")),
         Command::Render { dir, json } => print!("{}", wardn::render::render_path(&dir, json)?),
-        Command::Serve(args) => runtime()?.block_on(wardn::cli::serve::run(args))?,
+        Command::Serve(args) => {
+            let runtime = runtime()?;
+            let result = runtime.block_on(wardn::cli::serve::run(args));
+            // Blocking work still running (a render, a Git fetch) must not hold the exit: the
+            // grace period is over by now.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+            result?
+        }
         Command::Login(args) => runtime()?.block_on(commands::login(args))?,
         Command::Tokens {
             connection,
@@ -128,4 +151,17 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 fn install_crypto_provider() {
     // An Err only means a provider is installed already, which is what we want.
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A client command whose output goes to a closed pipe (`wardn clusters list | head -1`) ends
+/// quietly, as other command-line tools do, instead of panicking in `println!`: Rust ignores
+/// SIGPIPE by default, which turns the closed pipe into a write error. The daemon keeps
+/// ignoring it (a client hanging up must never end the server).
+fn die_quietly_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called at start-up, before any thread is spawned, to restore the default
+    // disposition of one signal; no handler code is involved.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

@@ -247,3 +247,178 @@ async fn app_resources_are_deployed_updated_approved_and_removed() {
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
 }
+
+/// Stops the `wardn serve` child by its PID when dropped.
+struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Without `--kubeconfig`, the management cluster comes from `KUBECONFIG` for both of its
+/// uses: App resources applied there are reconciled (before, only `--kubeconfig` or in-cluster
+/// configuration made wardn watch them), and the choice is logged with the server's URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_from_the_environment_finds_the_app_resources() {
+    use std::io::{BufRead, BufReader, Read};
+
+    let sim = common::start(&["staging", "team"]).await;
+    let crd = wardn::app::crd_yaml().unwrap();
+    sim.kubectl(&["apply", "-f", "-"], Some(&crd));
+    sim.kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/apps.cd.wardn.space",
+            "--timeout=20s",
+        ],
+        None,
+    );
+    let work = tempfile::tempdir().unwrap();
+    let source = write_source(work.path(), "env", "env-config");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--probe-interval",
+            "3600",
+            "--data-dir",
+        ])
+        .arg(work.path().join("data"))
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .env("HOME", work.path())
+        .env(
+            "WARDN_CREDENTIALS_KEY",
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        )
+        .env("WARDN_ADMIN_PASSWORD", "correct horse battery staple")
+        .env("NO_COLOR", "1")
+        .env_remove("WARDN_APPS_DIR")
+        .env_remove("WARDN_ROLE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let daemon = Daemon(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("wardn serve printed its address")
+            .unwrap();
+        if let Some(addr) = line.strip_prefix("wardn: listening on ") {
+            break addr.to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+
+    sim.kubectl(
+        &["apply", "-f", "-"],
+        Some(&app_cr("from-env", &source, false)),
+    );
+    let exists = || {
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), "env-config")
+            .is_some()
+    };
+    eventually("env-config deployed", exists).await;
+    drop(daemon);
+    let mut log = String::new();
+    stderr.read_to_string(&mut log).unwrap();
+    let server = std::fs::read_to_string(&sim.kubeconfig).unwrap();
+    let url = server
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: "))
+        .unwrap()
+        .trim_end_matches('/');
+    assert!(
+        log.lines().any(|l| l.contains("management cluster")
+            && l.contains(url)
+            && l.contains("KUBECONFIG")),
+        "the choice is logged with its URL ({addr}): {log}"
+    );
+}
+
+/// SIGTERM stops `wardn serve` within its grace period (10 s) even while a pass waits on a
+/// cluster that does not answer (here kubesim holding every request for ten minutes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_daemon_whatever_a_pass_is_doing() {
+    use std::io::{BufRead, BufReader};
+
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let source = write_source(work.path(), "slow", "slow-config");
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(apps.join("slow.yaml"), app_cr("slow", &source, false)).unwrap();
+    sim.cluster.set_faults(kubesim::Faults {
+        latency: Duration::from_secs(600),
+        ..Default::default()
+    });
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--probe-interval",
+            "3600",
+            "--kubeconfig",
+        ])
+        .arg(&sim.kubeconfig)
+        .arg("--apps")
+        .arg(&apps)
+        .arg("--data-dir")
+        .arg(work.path().join("data"))
+        .env(
+            "WARDN_CREDENTIALS_KEY",
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        )
+        .env("WARDN_ADMIN_PASSWORD", "correct horse battery staple")
+        .env_remove("WARDN_ROLE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut daemon = Daemon(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("wardn serve printed its address")
+            .unwrap();
+        if let Some(addr) = line.strip_prefix("wardn: listening on http://") {
+            break addr.to_string();
+        }
+    };
+    // A client that never finishes its request (graceful shutdown would wait for it).
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut slow, b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // Let the pass start and block on the silent cluster.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let pid = i32::try_from(daemon.0.id()).unwrap();
+    // SAFETY: sends SIGTERM to the child this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let sent = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = daemon.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(30),
+            "still running {:?} after SIGTERM",
+            sent.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(status.success(), "{status:?}");
+    sim.cluster.set_faults(kubesim::Faults::default());
+}

@@ -1,8 +1,9 @@
 //! The Apps seen from the clusters' side, with the `wardn` binary against an in-process server
 //! and kubesim clusters: `clusters validate` (unregistered cluster, disallowed destination and
-//! object namespaces), `generate rbac` (files kubectl 1.32 applies, whose token can do exactly
-//! what the Apps need), `clusters check` (access reviews with an admin and a namespaced token)
-//! and `clusters bootstrap --apps`.
+//! object namespaces, rendered CRDs redeclaring built-in kinds, cluster-scoped built-ins),
+//! `generate rbac` (files kubectl 1.32 applies, whose token can do exactly what the Apps
+//! need), `clusters check` (access reviews with an admin and a namespaced token) and
+//! `clusters bootstrap --apps`.
 
 mod common;
 mod support;
@@ -532,4 +533,131 @@ async fn bootstrap_derives_kinds_and_namespaces_from_the_apps() {
             {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": wardn::clusters::rbac::VERBS},
         ])
     );
+}
+
+/// CRDs redeclaring built-in kinds as Namespaced (issue #12), a cluster-admin binding and
+/// cluster-scoped built-ins of 1.32.
+const ATTACK: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: customresourcedefinitions.apiextensions.k8s.io
+spec:
+  group: apiextensions.k8s.io
+  scope: Namespaced
+  names: {kind: CustomResourceDefinition, plural: customresourcedefinitions}
+  versions: [{name: v1, served: true, storage: true}]
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: clusterrolebindings.rbac.authorization.k8s.io
+spec:
+  group: rbac.authorization.k8s.io
+  scope: Namespaced
+  names: {kind: ClusterRoleBinding, plural: clusterrolebindings}
+  versions: [{name: v1, served: true, storage: true}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: pwn
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: default, namespace: team-a}]
+"#;
+
+const CLUSTER_SCOPED_BUILTINS: &str = r#"---
+apiVersion: storage.k8s.io/v1beta1
+kind: VolumeAttributesClass
+metadata:
+  name: fast
+driverName: csi.example.com
+---
+apiVersion: networking.k8s.io/v1beta1
+kind: ServiceCIDR
+metadata:
+  name: extra
+spec: {cidrs: [10.100.0.0/16]}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_reports_redeclaring_crds_and_cluster_scoped_builtins() {
+    let sim = common::start(&["team-a"]).await;
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    register(
+        &server,
+        "target",
+        sim.cluster.kubeconfig(),
+        sim.cluster.url(),
+        &["team-a"],
+    )
+    .await;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    write_app(
+        &root,
+        "restricted",
+        "target",
+        "team-a",
+        &format!("{ATTACK}{CLUSTER_SCOPED_BUILTINS}"),
+    );
+    write_app(&root, "open", "", "anything", ATTACK);
+    let base = server.base.clone();
+    let out = blocking(move || {
+        let apps = root.join("apps");
+        let failed = wardn(
+            &root,
+            &[
+                "clusters",
+                "validate",
+                "--apps",
+                apps.to_str().unwrap(),
+                "--server",
+                &base,
+                "--token",
+                &token,
+            ],
+        );
+        assert!(!failed.status.success(), "{}", text(&failed));
+        text(&failed)
+    })
+    .await;
+    let has = |app: &str, needles: &[&str]| {
+        assert!(
+            out.lines()
+                .any(|l| l.contains(&format!("App default/{app}:"))
+                    && needles.iter().all(|n| l.contains(n))),
+            "no line of {app} with {needles:?} in:\n{out}"
+        );
+    };
+    for app in ["restricted", "open"] {
+        for crd in [
+            "customresourcedefinitions.apiextensions.k8s.io",
+            "clusterrolebindings.rbac.authorization.k8s.io",
+        ] {
+            has(
+                app,
+                &[
+                    "spec.source (rendered objects)",
+                    &format!("CustomResourceDefinition {crd} defines"),
+                    "built-in group",
+                ],
+            );
+        }
+    }
+    for object in [
+        "ClusterRoleBinding pwn (rbac.authorization.k8s.io/v1)",
+        "VolumeAttributesClass fast (storage.k8s.io/v1beta1)",
+        "ServiceCIDR extra (networking.k8s.io/v1beta1)",
+        "CustomResourceDefinition customresourcedefinitions.apiextensions.k8s.io (apiextensions.k8s.io/v1)",
+    ] {
+        has(
+            "restricted",
+            &[
+                object,
+                "cluster-scoped objects are not allowed on cluster target",
+            ],
+        );
+    }
+    assert!(out.contains("9 violation(s)"), "{out}");
 }

@@ -1076,3 +1076,75 @@ async fn an_app_never_silently_takes_over_another_apps_object() {
     );
     running.stop().await;
 }
+
+/// An App whose destination cluster was removed from the registry: a sync answers 409 naming
+/// the cluster (not 502), and the App's status says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn syncing_an_app_whose_cluster_was_removed_names_the_cluster() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let src = write_source(work.path(), "remote");
+    let yaml = app_yaml("remote", &src, false).replace("cluster: \"\"", "cluster: edge");
+    std::fs::write(apps.join("remote.yaml"), yaml).unwrap();
+    let running = Running::start(&sim, &work.path().join("data"), &apps).await;
+    let base = running.base.clone();
+    let http = reqwest::Client::new();
+    let cookie = support::server::login(&base, PASSWORD).await;
+    let kubeconfig = std::fs::read_to_string(&sim.kubeconfig).unwrap();
+    let url = kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: "))
+        .unwrap()
+        .to_string();
+    let send = |request: reqwest::RequestBuilder| {
+        let request = request.header("cookie", &cookie);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap())
+        }
+    };
+    let registration = json!({"name": "edge", "server_url": url, "kubeconfig": kubeconfig});
+    let (status, body) = send(
+        http.post(format!("{base}/api/v1/clusters"))
+            .json(&registration),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let sync = || {
+        http.post(format!("{base}/api/v1/apps/edge/remote/sync"))
+            .json(&json!({}))
+    };
+    let mut synced = (0, String::new());
+    for _ in 0..300 {
+        synced = send(sync()).await;
+        if synced.0 == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(synced.0, 200, "{}", synced.1);
+
+    let remove = http
+        .delete(format!("{base}/api/v1/clusters/edge"))
+        .header("content-type", "application/json");
+    let (status, body) = send(remove).await;
+    assert_eq!(status, 204, "{body}");
+    let (status, body) = send(sync()).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains("cluster \\\"edge\\\" is not registered"),
+        "{body}"
+    );
+    let status = running.runner.status("wardn/remote").unwrap();
+    assert!(
+        status
+            .message
+            .unwrap_or_default()
+            .contains("\"edge\" is not registered"),
+        "the status says why"
+    );
+    running.stop().await;
+}

@@ -9,12 +9,13 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use support::Upstream;
 use tower::ServiceExt;
+use wardn::server::webhook::{WebhookState, router};
 use wardn::sources::credentials::Credentials;
 use wardn::sources::git::GitSettings;
 use wardn::sources::poller::{Poller, PollerConfig};
 use wardn::sources::spec::{GitRef, GitSource};
 use wardn::sources::url::parse_repo_url;
-use wardn::sources::webhook::{ROUTE, WebhookSecrets, WebhookState, router, sign};
+use wardn::sources::webhook::{ROUTE, WebhookSecrets, sign};
 
 async fn post(app: &axum::Router, headers: &[(&str, String)], body: &str) -> StatusCode {
     let mut req = Request::post(ROUTE).header("content-type", "application/json");

@@ -79,6 +79,13 @@ async fn run(state: Arc<State>) {
                 Ok(ev) => {
                     if WORKLOADS.contains(&ev.key.as_str()) && ev.event_type != EventType::Deleted {
                         let (ns, name) = ns_name(&ev.object);
+                        // A ReplicaSet's status feeds its Deployment's, as in the deployment
+                        // controller.
+                        if ev.key == REPLICA_SETS
+                            && let Some(owner) = controller_named(&ev.object, "Deployment")
+                        {
+                            dirty.insert((DEPLOYMENTS.to_string(), ns.clone(), owner));
+                        }
                         dirty.insert((ev.key.clone(), ns, name));
                     }
                 }
@@ -100,6 +107,29 @@ fn all_workloads(store: &Store) -> BTreeSet<Key> {
             })
         })
         .collect()
+}
+
+/// The name of `obj`'s controlling owner when it is a `kind`.
+fn controller_named(obj: &Value, kind: &str) -> Option<String> {
+    obj.pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("kind").and_then(Value::as_str) == Some(kind))
+        .and_then(|r| r.get("name").and_then(Value::as_str))
+        .map(str::to_string)
+}
+
+/// Whether a ReplicaSet has all its replicas ready (its Pods Running and Ready).
+fn replica_set_ready(rs: &Value) -> bool {
+    let wanted = rs
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let ready = rs
+        .pointer("/status/readyReplicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    ready >= wanted
 }
 
 fn uid_of(obj: &Value) -> &str {
@@ -234,7 +264,9 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
             }
             deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!(rev);
         }
-        let status = kwok::workload_status(&deployment, ready, nodes.len(), &now);
+        // Available only once the current ReplicaSet's Pods are: the controller counts them.
+        let rs_ready = current.as_deref().is_some_and(replica_set_ready);
+        let status = kwok::workload_status(&deployment, ready && rs_ready, nodes.len(), &now);
         if let Some(s) = status {
             deployment["status"] = s;
         }

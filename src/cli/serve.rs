@@ -45,7 +45,9 @@ pub struct ServeArgs {
     /// Directory of App YAML files to reconcile.
     #[arg(long, env = "WARDN_APPS_DIR")]
     pub apps: Option<PathBuf>,
-    /// Kubeconfig of the management cluster (default: in-cluster, `KUBECONFIG`, ~/.kube/config).
+    /// Kubeconfig of the management cluster, where App resources are watched and
+    /// `destination.cluster: ""` deploys (default: `KUBECONFIG`, else in-cluster, else
+    /// ~/.kube/config; the choice is logged with its server URL).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// PEM file of extra CA certificates trusted for https:// Git remotes (private Git servers).
@@ -164,7 +166,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         println!("wardn: generated password for user 'admin' (shown once): {password}");
     }
     println!("wardn: listening on http://{}", server.addr);
-    server.run(shutdown_signal()).await
+    within_grace(|shutdown| server.run(shutdown)).await
 }
 
 /// The pass settings of `args` (`--approval-ttl`, `--health-timeout`).
@@ -206,8 +208,40 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
     };
     let operator = OperatorServer::bind(options).await?;
     println!("wardn operator: health on http://{}", operator.addr);
-    operator.run(shutdown_signal()).await
+    within_grace(|shutdown| operator.run(shutdown)).await
 }
+
+/// How long the process may take to stop after SIGTERM or Ctrl-C.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs `serve` until SIGTERM or Ctrl-C, then gives it [`SHUTDOWN_GRACE`] to stop (finish
+/// open requests, cancel passes, store statuses); past that the process stops anyway, whatever
+/// a pass or a connection is doing.
+async fn within_grace<F>(serve: impl FnOnce(BoxFuture) -> F) -> Result<(), ServeError>
+where
+    F: std::future::Future<Output = Result<(), ServeError>>,
+{
+    let (signalled, on_signal) = tokio::sync::watch::channel(false);
+    let shutdown: BoxFuture = Box::pin(async move {
+        shutdown_signal().await;
+        signalled.send_replace(true);
+    });
+    let mut on_signal = on_signal;
+    let deadline = async move {
+        let _ = on_signal.wait_for(|signalled| *signalled).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        result = serve(shutdown) => result,
+        () = deadline => {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "not stopped within the grace period; exiting");
+            Ok(())
+        }
+    }
+}
+
+/// The shutdown future handed to the servers.
+type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
 
 async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
+use crate::object::scope::RefusedCrds;
 use crate::object::{IdentityError, ObjectRef};
 
 /// The namespaces (and whether cluster-scoped objects) an App may deploy to on one cluster.
@@ -41,6 +42,30 @@ impl Allowlist {
             .is_none_or(|set| set.contains(namespace))
     }
 
+    /// Whether the placed object `id` is allowed: a namespaced object in an allowed namespace,
+    /// a cluster-scoped one when the list allows them (or a Namespace the list names).
+    pub fn allows(&self, id: &ObjectRef) -> bool {
+        match &id.namespace {
+            Some(ns) => self.allows_namespace(ns),
+            None => {
+                self.cluster_scoped
+                    || (id.group().is_empty()
+                        && id.kind == "Namespace"
+                        && self.allows_namespace(&id.name))
+            }
+        }
+    }
+
+    /// Whether prune may delete `id` (from an inventory) today: a namespaced object in an
+    /// allowed namespace, a cluster-scoped one only when the list is unrestricted for them
+    /// (never a Namespace under a restricted list: deleting it deletes what it holds).
+    pub fn allows_prune(&self, id: &ObjectRef) -> bool {
+        match &id.namespace {
+            Some(ns) => self.allows_namespace(ns),
+            None => self.cluster_scoped,
+        }
+    }
+
     fn describe(&self) -> String {
         match &self.namespaces {
             None => "all namespaces".to_string(),
@@ -55,8 +80,11 @@ pub enum PlaceError {
     /// An object lacks apiVersion, kind or name.
     #[error(transparent)]
     Identity(#[from] IdentityError),
-    /// Neither the built-in table, the rendered CRDs nor the cluster know the kind.
-    #[error("{object}: unknown kind (no CRD defines {kind} in {api_version})")]
+    /// Neither the cluster (or offline, the built-in table) nor a rendered CRD knows the kind,
+    /// so its scope cannot be established.
+    #[error(
+        "{object}: unknown kind (neither the cluster nor a rendered CRD defines {kind} in {api_version}, so its scope cannot be established)"
+    )]
     UnknownKind {
         /// The object.
         object: String,
@@ -65,6 +93,9 @@ pub enum PlaceError {
         /// Its apiVersion.
         api_version: String,
     },
+    /// Rendered CRDs redeclare built-in kinds or kinds the cluster serves with another scope.
+    #[error(transparent)]
+    Crds(#[from] RefusedCrds),
 }
 
 /// A refusal by the allowlist (HTTP 403 in the API), listing every violation.
@@ -124,17 +155,15 @@ pub fn check(
         ));
     }
     for (id, _) in placed {
-        match &id.namespace {
-            Some(ns) if !allowlist.allows_namespace(ns) => violations.push(format!(
-                "{id}: namespace {ns:?} is not in the allowlist of cluster {cluster} (allowed: {allowed})"
-            )),
-            Some(_) => {}
-            None if allowlist.cluster_scoped => {}
-            None if id.group().is_empty() && id.kind == "Namespace" && allowlist.allows_namespace(&id.name) => {}
-            None => violations.push(format!(
-                "{id}: cluster-scoped objects are not allowed on cluster {cluster}"
-            )),
+        if allowlist.allows(id) {
+            continue;
         }
+        violations.push(match &id.namespace {
+            Some(ns) => format!(
+                "{id}: namespace {ns:?} is not in the allowlist of cluster {cluster} (allowed: {allowed})"
+            ),
+            None => format!("{id}: cluster-scoped objects are not allowed on cluster {cluster}"),
+        });
     }
     if violations.is_empty() {
         Ok(())
@@ -197,5 +226,23 @@ mod tests {
         assert!(e.to_string().starts_with("403 Forbidden: "));
         assert!(check(&list, "prod", "other", &[]).is_err());
         assert!(check(&Allowlist::unrestricted(), "prod", "any", &placed).is_ok());
+    }
+
+    #[test]
+    fn prune_reaches_only_what_the_allowlist_allows_now() {
+        let id = |kind: &str, ns: Option<&str>, name: &str| ObjectRef {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            namespace: ns.map(str::to_string),
+            name: name.into(),
+        };
+        let list = Allowlist::namespaces(["staging"]);
+        assert!(list.allows_prune(&id("ConfigMap", Some("staging"), "a")));
+        assert!(!list.allows_prune(&id("ConfigMap", Some("old"), "x")));
+        assert!(
+            !list.allows_prune(&id("Namespace", None, "staging")),
+            "no cluster-scoped prune under a restricted list, not even an allowed Namespace"
+        );
+        assert!(Allowlist::unrestricted().allows_prune(&id("Namespace", None, "old")));
     }
 }

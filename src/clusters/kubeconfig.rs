@@ -1,7 +1,7 @@
 //! Validation of kubeconfigs submitted for registration. Each rejection names the field and
 //! the reason, and never quotes the kubeconfig's contents (they may hold credentials).
 
-use axum::http::Uri;
+use http::Uri;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 

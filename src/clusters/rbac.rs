@@ -73,8 +73,8 @@ fn rendered_crd_plurals(objects: &[Value]) -> BTreeMap<(String, String), String>
 /// The grant for `kind` of `api_version`, known without a cluster: built-in kinds, and kinds
 /// whose CRD is among `objects`. `None` for other custom kinds.
 pub fn offline_grant(api_version: &str, kind: &str, objects: &[Value]) -> Option<Grant> {
-    let crds = scope::rendered_crd_scopes(objects);
-    let namespaced = scope::static_scope(api_version, kind, &crds)?;
+    let crds = scope::rendered_crds(objects);
+    let namespaced = scope::offline_scope(api_version, kind, &crds)?;
     let group = crate::object::group_of(api_version).to_string();
     let resource = match rendered_crd_plurals(objects).remove(&(group.clone(), kind.to_string())) {
         Some(plural) => plural,

@@ -34,6 +34,11 @@ pub enum ResolveError {
         /// What failed.
         reason: String,
     },
+    /// The App deploys to the management cluster, but none was found at start-up.
+    #[error(
+        "no management cluster: give wardn serve --kubeconfig, set KUBECONFIG, run it in a cluster, or create ~/.kube/config"
+    )]
+    NoManagementCluster,
     /// A client could not be built.
     #[error("cannot connect to cluster {cluster:?}: {source}")]
     Connect {
@@ -93,7 +98,8 @@ pub enum ClusterSource {
 /// Resolves destinations to cached clients.
 pub struct Resolver {
     source: ClusterSource,
-    management: tokio::sync::OnceCell<kube::Client>,
+    /// The management cluster's client, found at start-up (see `crate::daemon::management`).
+    management: Option<kube::Client>,
     timeout: Duration,
     throttles: Arc<Throttles>,
 }
@@ -103,7 +109,7 @@ impl Resolver {
     pub fn new(source: ClusterSource, timeout: Duration) -> Resolver {
         Resolver {
             source,
-            management: tokio::sync::OnceCell::new(),
+            management: None,
             timeout,
             throttles: Arc::default(),
         }
@@ -120,13 +126,11 @@ impl Resolver {
         &self.throttles
     }
 
-    /// Uses `client` for the management cluster instead of inferring one (in-cluster config,
-    /// else `KUBECONFIG`/`~/.kube/config` and its current context) on first use. Call after
+    /// Uses `client` for the management cluster (`destination.cluster: ""`); without it such
+    /// destinations fail with [`ResolveError::NoManagementCluster`]. Call after
     /// [`Resolver::with_throttles`]: the client is wrapped in the management cluster's throttle.
     pub fn with_management(self, client: kube::Client) -> Resolver {
-        let management = tokio::sync::OnceCell::new();
-        // A fresh cell: setting it cannot fail.
-        let _ = management.set(self.throttles.wrap("", client));
+        let management = Some(self.throttles.wrap("", client));
         Resolver { management, ..self }
     }
 
@@ -182,24 +186,8 @@ impl Resolver {
 
     async fn management(&self) -> Result<kube::Client, ResolveError> {
         self.management
-            .get_or_try_init(|| async {
-                let mut config =
-                    kube::Config::infer()
-                        .await
-                        .map_err(|err| ResolveError::Connect {
-                            cluster: String::new(),
-                            source: ConnectError::Config(err.to_string()),
-                        })?;
-                connect::no_hidden_retries(&mut config);
-                kube::client::ClientBuilder::try_from(config)
-                    .map(|b| b.with_layer(&self.throttles.layer("")).build())
-                    .map_err(|err| ResolveError::Connect {
-                        cluster: String::new(),
-                        source: connect::classify(&err),
-                    })
-            })
-            .await
-            .cloned()
+            .clone()
+            .ok_or(ResolveError::NoManagementCluster)
     }
 
     async fn cached(&self, cluster: &str) -> Result<CachedCluster, ResolveError> {

@@ -1,32 +1,110 @@
 //! The management cluster: where App resources live and where Apps with
-//! `destination.cluster: ""` deploy.
+//! `destination.cluster: ""` deploy. Found once at start-up, the same way for both uses, in
+//! kubectl's order with in-cluster configuration where a controller expects it: `--kubeconfig`,
+//! else `KUBECONFIG`, else the Pod's service account (in-cluster), else `~/.kube/config`. The
+//! choice and its server URL are logged.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::DaemonError;
-use crate::clusters::connect::client_from_kubeconfig;
+use kube::config::{KubeConfigOptions, Kubeconfig};
 
-/// The management cluster's client when one is configured: the kubeconfig at `path`, else the
-/// in-cluster service account. (Without either, the management cluster is still inferred on
-/// first use as a destination, but App resources are not watched.)
-pub async fn client(
-    path: Option<&Path>,
+use super::DaemonError;
+use crate::clusters::connect::no_hidden_retries;
+
+/// The management cluster's client and where its configuration came from.
+pub struct Management {
+    /// The client (kube's built-in retries off, like every wardn client).
+    pub client: kube::Client,
+    /// Where the configuration came from: `--kubeconfig PATH`, `KUBECONFIG`, `in-cluster` or
+    /// `~/.kube/config`.
+    pub origin: String,
+    /// The API server's URL.
+    pub server: String,
+}
+
+/// Finds the management cluster (see the module docs); `None` when nothing configures one.
+/// A configuration that exists but cannot be used is an error naming it, never skipped.
+pub async fn infer(
+    explicit: Option<&Path>,
+    timeout: Duration,
+) -> Result<Option<Management>, DaemonError> {
+    if let Some(path) = explicit {
+        let config = from_files(&[path.to_path_buf()]).await?;
+        return build(config, format!("--kubeconfig {}", path.display()), timeout).map(Some);
+    }
+    if let Some(paths) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        let paths: Vec<PathBuf> = std::env::split_paths(&paths).collect();
+        let config = from_files(&paths).await?;
+        return build(config, "KUBECONFIG".into(), timeout).map(Some);
+    }
+    if let Ok(config) = kube::Config::incluster() {
+        return build(config, "in-cluster".into(), timeout).map(Some);
+    }
+    let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config"));
+    if let Some(path) = home.filter(|p| p.is_file()) {
+        let config = from_files(&[path]).await?;
+        return build(config, "~/.kube/config".into(), timeout).map(Some);
+    }
+    Ok(None)
+}
+
+/// The configuration of the current context of the kubeconfig files `paths` (merged as
+/// kubectl merges them).
+async fn from_files(paths: &[PathBuf]) -> Result<kube::Config, DaemonError> {
+    let error = |message: String| DaemonError::Kubeconfig {
+        path: std::env::join_paths(paths).map_or_else(|_| PathBuf::new(), PathBuf::from),
+        message,
+    };
+    let mut merged: Option<Kubeconfig> = None;
+    for path in paths {
+        let one = Kubeconfig::read_from(path).map_err(|e| error(e.to_string()))?;
+        merged = Some(match merged {
+            Some(before) => before.merge(one).map_err(|e| error(e.to_string()))?,
+            None => one,
+        });
+    }
+    let kubeconfig = merged.ok_or_else(|| error("no kubeconfig file named".into()))?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| error(e.to_string()))
+}
+
+fn build(
+    mut config: kube::Config,
+    origin: String,
+    timeout: Duration,
+) -> Result<Management, DaemonError> {
+    config.connect_timeout = Some(timeout);
+    no_hidden_retries(&mut config);
+    let server = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).map_err(|e| DaemonError::Kubeconfig {
+        path: PathBuf::from(&origin),
+        message: e.to_string(),
+    })?;
+    Ok(Management {
+        client,
+        origin,
+        server,
+    })
+}
+
+/// [`infer`], logging what was found: the management cluster is where App resources are
+/// watched and where `destination.cluster: ""` deploys, so an operator must see which one it is.
+pub async fn infer_logged(
+    explicit: Option<&Path>,
     timeout: Duration,
 ) -> Result<Option<kube::Client>, DaemonError> {
-    if let Some(path) = path {
-        let kubeconfig_error = |message: String| DaemonError::Kubeconfig {
-            path: path.to_path_buf(),
-            message,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| kubeconfig_error(e.to_string()))?;
-        let client = client_from_kubeconfig(&text, timeout)
-            .await
-            .map_err(|e| kubeconfig_error(e.to_string()))?;
-        return Ok(Some(client));
+    let found = infer(explicit, timeout).await?;
+    match &found {
+        Some(m) => tracing::info!(
+            server = %m.server,
+            from = %m.origin,
+            "management cluster: App resources are watched there and destination.cluster \"\" deploys there"
+        ),
+        None => tracing::warn!(
+            "no management cluster (no --kubeconfig, KUBECONFIG, in-cluster service account or ~/.kube/config): App resources are not watched and Apps with destination.cluster \"\" fail"
+        ),
     }
-    Ok(kube::Config::incluster().ok().and_then(|mut config| {
-        crate::clusters::connect::no_hidden_retries(&mut config);
-        kube::Client::try_from(config).ok()
-    }))
+    Ok(found.map(|m| m.client))
 }

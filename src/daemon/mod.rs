@@ -5,6 +5,7 @@
 //! [`operator::Operator`] for `--role operator`, which resolves clusters through a server.
 //! The HTTP API on top of them lives in `crate::server`.
 
+pub mod lock;
 pub mod management;
 pub mod operator;
 pub mod runner;
@@ -27,6 +28,7 @@ use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
 use crate::sources::repositories::Repositories;
 use crate::store::{Store, StoreError};
+use lock::DataDirLock;
 use runner::Runner;
 
 /// Settings of `wardn serve`: the daemon's, and the API listener's that `crate::server` reads.
@@ -47,8 +49,8 @@ pub struct ServeOptions {
     pub webhook_secret: Option<String>,
     /// Directory of App YAML files to reconcile (`--apps`); no Apps when absent.
     pub apps_dir: Option<PathBuf>,
-    /// Kubeconfig of the management cluster (`destination.cluster: ""`); inferred from the
-    /// environment (in-cluster, `KUBECONFIG`, `~/.kube/config`) when absent.
+    /// Kubeconfig of the management cluster (`destination.cluster: ""`, App resources); when
+    /// absent, `KUBECONFIG`, else in-cluster, else `~/.kube/config` (see [`management`]).
     pub management_kubeconfig: Option<PathBuf>,
     /// Extra CA certificates (PEM file) trusted for `https://` Git remotes, on top of the
     /// platform's roots (`--git-ca-file`).
@@ -120,6 +122,24 @@ pub enum DaemonError {
         /// The reason.
         message: String,
     },
+    /// Another wardn process holds the data directory.
+    #[error(
+        "data directory {path} is in use by another wardn ({holder}); stop it, or give this one another --data-dir"
+    )]
+    DataDirInUse {
+        /// The lock file.
+        path: PathBuf,
+        /// What the running process wrote into the lock file (pid and listen address).
+        holder: String,
+    },
+    /// The data directory cannot be created or locked.
+    #[error("data directory {path}: {source}")]
+    DataDir {
+        /// The directory or its lock file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The `--role` settings are inconsistent (e.g. an operator without `--server`).
     #[error("{0}")]
     Role(String),
@@ -127,6 +147,8 @@ pub enum DaemonError {
 
 /// The running daemon of `--role all|server`: its registries, poller and App runner.
 pub struct Daemon {
+    /// Held for the daemon's lifetime: one daemon per data directory.
+    _lock: DataDirLock,
     registry: Arc<Registry>,
     repositories: Arc<Repositories>,
     poller: Poller,
@@ -155,6 +177,7 @@ impl Daemon {
     /// restores the stored App statuses, loads the Apps (`--role all`) and starts reconciling
     /// them and probing the registered clusters every `probe_interval`.
     pub async fn start(options: &ServeOptions, sealer: Sealer) -> Result<Daemon, DaemonError> {
+        let lock = DataDirLock::acquire(&options.data_dir, options.listen)?;
         let store = Store::open(&options.data_dir, options.database_url.as_deref()).await?;
         let throttles = Arc::new(Throttles::new(
             options.scheduling.cluster_qps,
@@ -178,7 +201,7 @@ impl Daemon {
             options.probe_timeout,
         )
         .with_throttles(throttles);
-        let management = management::client(
+        let management = management::infer_logged(
             options.management_kubeconfig.as_deref(),
             options.probe_timeout,
         )
@@ -205,6 +228,7 @@ impl Daemon {
         runner.start(updates);
         let prober = tokio::spawn(Arc::clone(&registry).probe_loop(options.probe_interval));
         Ok(Daemon {
+            _lock: lock,
             registry,
             repositories,
             poller,

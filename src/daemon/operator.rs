@@ -78,7 +78,8 @@ impl Operator {
         )
         .with_throttles(throttles);
         let management =
-            management::client(options.management_kubeconfig.as_deref(), options.timeout).await?;
+            management::infer_logged(options.management_kubeconfig.as_deref(), options.timeout)
+                .await?;
         if let Some(client) = &management {
             resolver = resolver.with_management(client.clone());
         }

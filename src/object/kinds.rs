@@ -32,6 +32,8 @@ type KindKey = (String, String);
 #[derive(Clone, Default)]
 pub struct KindCache {
     entries: Arc<Mutex<HashMap<KindKey, (Resolved, Instant)>>>,
+    /// `(group, kind)` → namespaced, for kinds found served in some version of their group.
+    served: Arc<Mutex<HashMap<KindKey, (bool, Instant)>>>,
 }
 
 impl KindCache {
@@ -46,6 +48,19 @@ impl KindCache {
     fn insert(&self, key: KindKey, resolved: Resolved) {
         let mut entries = self.entries.lock();
         entries.insert(key, (resolved, Instant::now()));
+    }
+
+    fn served(&self, key: &KindKey) -> Option<bool> {
+        let served = self.served.lock();
+        served
+            .get(key)
+            .filter(|(_, at)| at.elapsed() < KIND_TTL)
+            .map(|(namespaced, _)| *namespaced)
+    }
+
+    fn insert_served(&self, key: KindKey, namespaced: bool) {
+        let mut served = self.served.lock();
+        served.insert(key, (namespaced, Instant::now()));
     }
 }
 
@@ -100,6 +115,31 @@ impl Resolver {
             Err(Error::Discovery(_)) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether the cluster serves `kind` of `group` in any version, and with which scope
+    /// (`Some(namespaced)`); `None` when it does not serve it (yet). Asks the group's discovery
+    /// (all its versions) and remembers kinds found, like [`Resolver::resolve`].
+    pub async fn served_scope(&mut self, group: &str, kind: &str) -> Result<Option<bool>, Error> {
+        let key = (group.to_string(), kind.to_string());
+        if let Some(namespaced) = self.cache.served(&key) {
+            return Ok(Some(namespaced));
+        }
+        let api_group = match discovery::group(&self.client, group).await {
+            Ok(g) => g,
+            Err(Error::Api(status)) if status.code == 404 => return Ok(None),
+            Err(Error::Discovery(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let found = api_group
+            .versions()
+            .flat_map(|v| api_group.versioned_resources(v))
+            .find(|(resource, _)| resource.kind == kind)
+            .map(|(_, caps)| caps.scope == Scope::Namespaced);
+        if let Some(namespaced) = found {
+            self.cache.insert_served(key, namespaced);
+        }
+        Ok(found)
     }
 
     /// The dynamic API for objects of a resolved kind in `namespace` (ignored when

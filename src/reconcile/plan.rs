@@ -29,6 +29,11 @@ pub struct Plan {
     pub objects: Vec<ObjectDiff>,
     /// Objects to delete.
     pub prunes: Vec<Prune>,
+    /// Inventory entries no longer rendered that prune leaves alone because today's allowlist
+    /// does not allow their namespace (or cluster-scoped objects): kept in the inventory and
+    /// reported, never deleted. Not part of the hash: the plan does nothing to them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_scope: Vec<ObjectRef>,
     /// sha256 (hex) over revision, digest and the touched objects' live resourceVersions.
     pub plan_hash: String,
 }
@@ -55,8 +60,16 @@ impl Plan {
             rendered_digest,
             objects,
             prunes,
+            out_of_scope: Vec::new(),
             plan_hash,
         }
+    }
+
+    /// The plan with `objects` recorded as out of the allowlist's scope (see
+    /// [`Plan::out_of_scope`]); the hash is unchanged.
+    pub fn with_out_of_scope(mut self, objects: Vec<ObjectRef>) -> Plan {
+        self.out_of_scope = objects;
+        self
     }
 
     /// The counts shown in status.
@@ -79,6 +92,11 @@ impl Plan {
         let mut out: String = self.objects.iter().map(|d| d.text.as_str()).collect();
         for p in &self.prunes {
             out.push_str(&format!("# prune {}\n", p.object));
+        }
+        for id in &self.out_of_scope {
+            out.push_str(&format!(
+                "# not pruned, outside the cluster's allowlist: {id}\n"
+            ));
         }
         out
     }

@@ -94,7 +94,34 @@ pub fn planned(
         s.health.get_or_insert(HealthState::Healthy);
     }
     set_phase(&mut s, phase, message, now);
+    set_out_of_scope(&mut s, plan, now);
     s
+}
+
+/// The condition naming inventory objects that prune leaves alone because today's allowlist
+/// does not allow them.
+pub const OUT_OF_SCOPE: &str = "OutOfScope";
+
+/// Sets `OutOfScope=True` naming the plan's out-of-scope objects, or removes the condition
+/// when there are none.
+fn set_out_of_scope(status: &mut AppStatus, plan: &Plan, now: Timestamp) {
+    if plan.out_of_scope.is_empty() {
+        status.conditions.retain(|c| c.type_ != OUT_OF_SCOPE);
+        return;
+    }
+    let names: Vec<String> = plan.out_of_scope.iter().map(ToString::to_string).collect();
+    let message = format!(
+        "kept in the inventory, not pruned: outside the cluster's allowlist now: {}",
+        names.join(", ")
+    );
+    set_condition(
+        &mut status.conditions,
+        OUT_OF_SCOPE,
+        true,
+        "OutsideAllowlist",
+        &message,
+        &rfc3339(now),
+    );
 }
 
 /// The status after an apply: the new inventory, the health outcome (Synced when healthy,
@@ -124,6 +151,7 @@ pub fn applied(
         HealthState::Degraded => Phase::Degraded,
     };
     set_phase(&mut s, phase, message, now);
+    set_out_of_scope(&mut s, plan, now);
     s
 }
 

@@ -42,6 +42,12 @@ pub enum TreeError {
         /// Why it is refused.
         reason: String,
     },
+    /// The path is neither a regular file nor a directory (a FIFO, socket or device).
+    #[error("{path}: not a regular file or directory (FIFOs, sockets and devices are never read)")]
+    Special {
+        /// The offending path.
+        path: String,
+    },
     /// The file is larger than the caller's limit.
     #[error("{path}: file is {size} bytes, over the limit of {limit} bytes")]
     TooLarge {
@@ -149,11 +155,7 @@ impl Tree for DirTree {
             return Ok(None);
         };
         let meta = std::fs::metadata(&real).map_err(|e| io_error(path, &e))?;
-        Ok(Some(if meta.is_dir() {
-            EntryKind::Dir
-        } else {
-            EntryKind::File
-        }))
+        entry_kind(path, &meta).map(Some)
     }
 
     fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, TreeError> {
@@ -165,10 +167,12 @@ impl Tree for DirTree {
             let entry = entry.map_err(|e| io_error(path, &e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let child = join(path, &name);
-            // Entries whose symlinks leave the tree are skipped in listings; reading them
-            // directly is refused by `resolve`.
-            if let Ok(Some(kind)) = self.kind(&child) {
-                entries.push(DirEntry { name, kind });
+            // Entries whose symlinks leave the tree are skipped in listings (reading them
+            // directly is refused by `resolve`); FIFOs, sockets and devices are refused.
+            match self.kind(&child) {
+                Ok(Some(kind)) => entries.push(DirEntry { name, kind }),
+                Err(special @ TreeError::Special { .. }) => return Err(special),
+                Ok(None) | Err(_) => {}
             }
         }
         entries.sort_by(|a, b| a.name.cmp(&b.name));
@@ -179,9 +183,11 @@ impl Tree for DirTree {
         let real = self
             .resolve(path)?
             .ok_or_else(|| TreeError::NotFound(path.to_string()))?;
-        let size = std::fs::metadata(&real)
-            .map_err(|e| io_error(path, &e))?
-            .len();
+        let meta = std::fs::metadata(&real).map_err(|e| io_error(path, &e))?;
+        if entry_kind(path, &meta)? != EntryKind::File {
+            return Err(io_error(path, &std::io::Error::other("is a directory")));
+        }
+        let size = meta.len();
         if size > limit {
             return Err(TreeError::TooLarge {
                 path: path.to_string(),
@@ -190,6 +196,20 @@ impl Tree for DirTree {
             });
         }
         std::fs::read(&real).map_err(|e| io_error(path, &e))
+    }
+}
+
+/// A directory or a regular file; anything else (a FIFO, a socket, a device) is refused, since
+/// reading it could block forever or read without end.
+fn entry_kind(path: &str, meta: &std::fs::Metadata) -> Result<EntryKind, TreeError> {
+    if meta.is_dir() {
+        Ok(EntryKind::Dir)
+    } else if meta.is_file() {
+        Ok(EntryKind::File)
+    } else {
+        Err(TreeError::Special {
+            path: path.to_string(),
+        })
     }
 }
 
@@ -212,6 +232,33 @@ mod tests {
             normalize("a", "../../etc/passwd"),
             Err(TreeError::Forbidden { .. })
         ));
+    }
+
+    #[test]
+    fn fifos_sockets_and_devices_are_refused_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), "a: 1\n").unwrap();
+        let fifo = dir.path().join("b.yaml");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid, NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.yaml")).unwrap();
+        let tree = DirTree::new(dir.path()).unwrap();
+        // Reading the FIFO would block forever.
+        let err = tree.read_file("b.yaml", 1 << 20).unwrap_err();
+        assert!(matches!(err, TreeError::Special { .. }), "{err}");
+        assert!(
+            err.to_string().starts_with("b.yaml: not a regular file"),
+            "{err}"
+        );
+        // A device (here through a symlink, which leaves the tree) is never read either.
+        let err = tree.read_file("zero.yaml", 1 << 20).unwrap_err();
+        assert!(matches!(err, TreeError::Forbidden { .. }), "{err}");
+        let err = tree.read_dir("").unwrap_err();
+        assert!(
+            err.to_string().contains("b.yaml"),
+            "a listing names it: {err}"
+        );
     }
 
     #[test]

@@ -83,7 +83,9 @@ impl From<OperationError> for ApiError {
             OperationError::NotRendered(_) => StatusCode::CONFLICT,
             // The App names a cluster that is not (or no longer) registered: the App and the
             // registry disagree, and the message names the cluster.
-            OperationError::Destination(ResolveError::UnknownCluster(_)) => StatusCode::CONFLICT,
+            OperationError::Destination(
+                ResolveError::UnknownCluster(_) | ResolveError::NoManagementCluster,
+            ) => StatusCode::CONFLICT,
             OperationError::Destination(ResolveError::NamespaceNotAllowed { .. }) => {
                 StatusCode::FORBIDDEN
             }

@@ -11,6 +11,7 @@ pub mod error;
 pub mod login_limit;
 pub mod metrics;
 pub mod repositories;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,9 +28,10 @@ use crate::daemon::runner::Runner;
 use crate::daemon::{Daemon, DaemonError, ServeOptions};
 use crate::seal::Sealer;
 use crate::sources::repositories::Repositories;
-use crate::sources::webhook::{self, WebhookSecrets, WebhookState};
+use crate::sources::webhook::WebhookSecrets;
 use crate::store::{Store, StoreError};
 use crate::time::now_rfc3339;
+use webhook::WebhookState;
 
 /// Largest request body accepted (bigger bodies get 413).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -292,9 +294,10 @@ pub fn route_table() -> Vec<RouteSpec> {
         ),
         route(
             Method::POST,
-            webhook::ROUTE,
+            crate::sources::webhook::ROUTE,
             Webhook,
-            post(webhook::git_webhook).layer(DefaultBodyLimit::max(webhook::MAX_BODY)),
+            post(webhook::git_webhook)
+                .layer(DefaultBodyLimit::max(crate::sources::webhook::MAX_BODY)),
         ),
         route(
             Method::GET,

@@ -31,6 +31,9 @@ pub struct RenderedApp {
     /// The rendered objects placed in the destination namespace, or why rendering or
     /// placement failed.
     pub placed: Result<Vec<(ObjectRef, Value)>, String>,
+    /// The rendered CRDs refused offline (in a built-in group, or without a valid scope), one
+    /// message naming each.
+    pub refused_crds: Vec<String>,
 }
 
 impl RenderedApp {
@@ -71,14 +74,25 @@ pub fn render_app(app: &App, work_dir: &Path) -> Result<Vec<Value>, String> {
         .map_err(|e| format!("render failed: {e}"))
 }
 
-/// Places `objects` in `namespace` like the reconciler does; kinds whose scope is unknown
-/// offline (custom kinds without a rendered CRD) are an error naming them.
+/// Places `objects` in `namespace` like the reconciler does, with the built-in kinds of
+/// Kubernetes 1.32 standing in for the cluster's discovery: kinds whose scope is unknown offline
+/// (kinds of built-in groups missing from the table, custom kinds without a rendered CRD) are an
+/// error naming them, and a rendered CRD never decides the scope of a built-in group's kind.
 pub fn place(objects: &[Value], namespace: &str) -> Result<Vec<(ObjectRef, Value)>, String> {
-    let crds = scope::rendered_crd_scopes(objects);
+    let crds = scope::rendered_crds(objects);
     allowlist::place(objects, namespace, |av, kind| {
-        scope::static_scope(av, kind, &crds)
+        scope::offline_scope(av, kind, &crds)
     })
     .map_err(|e| e.to_string())
+}
+
+/// The rendered CRDs of `objects` the reconciler would refuse whatever the cluster serves (in a
+/// built-in group, or without a valid scope), one message naming each.
+pub fn refused_crds(objects: &[Value]) -> Vec<String> {
+    scope::offline_crd_refusals(&scope::rendered_crds(objects))
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 /// Loads every App of `dir` and renders each (blocking). `work_dir` holds Git mirrors.
@@ -86,9 +100,16 @@ pub fn load_and_render(dir: &Path, work_dir: &Path) -> Result<Vec<RenderedApp>, 
     Ok(load_dir_with_files(dir)?
         .into_iter()
         .map(|(file, app)| {
-            let placed = render_app(&app, work_dir)
-                .and_then(|objects| place(&objects, &app.spec.destination.namespace));
-            RenderedApp { file, app, placed }
+            let rendered = render_app(&app, work_dir);
+            let refused_crds = rendered.as_deref().map(refused_crds).unwrap_or_default();
+            let placed =
+                rendered.and_then(|objects| place(&objects, &app.spec.destination.namespace));
+            RenderedApp {
+                file,
+                app,
+                placed,
+                refused_crds,
+            }
         })
         .collect())
 }
@@ -120,9 +141,15 @@ pub fn needs_by_cluster(apps: &[RenderedApp]) -> BTreeMap<String, ClusterNeeds> 
         by_namespace
             .entry(app.app.spec.destination.namespace.clone())
             .or_default();
-        let placed = match &app.placed {
-            Ok(placed) => placed,
-            Err(reason) => {
+        let placed = match (&app.placed, app.refused_crds.is_empty()) {
+            (Ok(placed), true) => placed,
+            (Ok(_), false) => {
+                for reason in &app.refused_crds {
+                    needs.errors.push(format!("App {}: {reason}", app.key()));
+                }
+                continue;
+            }
+            (Err(reason), _) => {
                 needs.errors.push(format!("App {}: {reason}", app.key()));
                 continue;
             }

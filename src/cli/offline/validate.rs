@@ -1,7 +1,9 @@
 //! `wardn clusters validate`: checks App files against the registered clusters before they are
 //! deployed — every `destination.cluster` names a registered cluster (empty: the management
 //! cluster), its `destination.namespace` is in that cluster's allowlist, and every object the
-//! App renders lands in an allowed namespace (the reconciler's own allowlist check).
+//! App renders lands in an allowed namespace (the reconciler's own allowlist check, with the
+//! built-in kinds of Kubernetes 1.32 for scopes: cluster-scoped built-ins are refused by a
+//! restricted allowlist), and no rendered CRD redeclares a kind of a built-in group.
 
 use std::path::PathBuf;
 
@@ -72,6 +74,9 @@ pub fn validate(apps: &[RenderedApp], clusters: &[ClusterView]) -> Vec<Violation
         };
         let destination = &app.app.spec.destination.namespace;
         let destination_refused = !allowlist.allows_namespace(destination);
+        for reason in &app.refused_crds {
+            violations.push(violation("spec.source (rendered objects)", reason.clone()));
+        }
         let placed = match &app.placed {
             Ok(placed) => placed.as_slice(),
             Err(reason) => {
