@@ -89,6 +89,7 @@ async fn big_app(n: usize) {
                 target,
                 manifests,
                 known: None,
+                journal: None,
             })
             .await
             .unwrap_or_else(|e| panic!("plan: {e}"));
@@ -111,6 +112,7 @@ async fn big_app(n: usize) {
             target: &target,
             manifests: &manifests,
             known: None,
+            journal: None,
         },
         &Trigger::Automatic,
         &options,
@@ -162,6 +164,7 @@ async fn big_app(n: usize) {
                 verified: &outcome.verified,
                 live: &live,
             }),
+            journal: None,
         },
         &Trigger::Automatic,
         &options,

@@ -108,6 +108,7 @@ async fn on_kubesim(n: usize) {
             target: &target,
             manifests: &manifests,
             known: None,
+            journal: None,
         };
         let start = Instant::now();
         let outcome = pipeline::reconcile(

@@ -98,6 +98,7 @@ fn p<'a>(
         target,
         manifests,
         known: None,
+        journal: None,
     }
 }
 
@@ -236,6 +237,7 @@ async fn create_update_noop_prune() {
         target: &t,
         manifests: &foreign,
         known: None,
+        journal: None,
     };
     let o_other = pipeline::reconcile(
         other,
@@ -926,6 +928,7 @@ async fn known_pass(
 ) -> Outcome {
     let pass = Pass {
         known,
+        journal: None,
         ..p(spec, previous, t, m)
     };
     pipeline::reconcile(
@@ -1084,4 +1087,110 @@ async fn verified_objects_skip_their_dry_runs_until_the_live_state_changes() {
     )
     .await;
     assert_eq!(requests() - before, 6);
+}
+
+/// Issue #12, item 3: a CRD served at `v1alpha1` and `v1`; an automated, pruning App moves a
+/// Gadget from `ex.com/v1alpha1` to `ex.com/v1`. The move updates the object in place (same
+/// uid) and deletes nothing; the App is Synced and Healthy, and the inventory stores the new
+/// version. Removing the Gadget later prunes it, looked up by the stored version.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_version_move_updates_in_place_and_prunes_nothing() {
+    let sim = common::start(&[NS]).await;
+    let t = target(&sim, Allowlist::unrestricted()).await;
+    let version = |name: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+    };
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.ex.com"},
+        "spec": {"group": "ex.com", "scope": "Namespaced",
+            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
+            "versions": [version("v1alpha1", false), version("v1", true)]}});
+    let gadget = |api_version: &str, size: u32| json!({"apiVersion": api_version, "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"size": size}});
+    let app = spec(auto());
+    let m1 = manifests(
+        "r1",
+        vec![crd.clone(), cm("a", "1"), gadget("ex.com/v1alpha1", 1)],
+    );
+    let o1 = pass(&app, &AppStatus::default(), &t, &m1, Trigger::Automatic)
+        .await
+        .unwrap();
+    assert_eq!(
+        o1.status.phase,
+        Some(Phase::Synced),
+        "{:?}",
+        o1.status.message
+    );
+    let before = sim
+        .cluster
+        .get_object("ex.com/v1", "Gadget", Some(NS), "g")
+        .expect("the Gadget exists, served at v1 too");
+    assert!(
+        sim.cluster
+            .get_object("ex.com/v1alpha1", "Gadget", Some(NS), "g")
+            .is_some(),
+        "and at v1alpha1"
+    );
+
+    let m2 = manifests(
+        "r2",
+        vec![crd.clone(), cm("a", "1"), gadget("ex.com/v1", 2)],
+    );
+    let o2 = pass(&app, &o1.status, &t, &m2, Trigger::Automatic)
+        .await
+        .unwrap();
+    assert_eq!(
+        o2.status.phase,
+        Some(Phase::Synced),
+        "{:?}",
+        o2.status.message
+    );
+    assert_eq!(o2.status.health, Some(HealthState::Healthy));
+    assert!(o2.plan.prunes.is_empty(), "{}", o2.plan.text());
+    assert_eq!(o2.pruned.as_ref().unwrap().deleted, Vec::<ObjectRef>::new());
+    let summary = o2.status.plan.unwrap();
+    assert_eq!(
+        (summary.creates, summary.updates, summary.prunes),
+        (0, 1, 0)
+    );
+    let after = sim
+        .cluster
+        .get_object("ex.com/v1", "Gadget", Some(NS), "g")
+        .expect("the Gadget was not deleted");
+    assert_eq!(
+        after["metadata"]["uid"], before["metadata"]["uid"],
+        "updated in place"
+    );
+    assert_eq!(after["spec"]["size"], 2);
+    let stored = o2
+        .status
+        .inventory
+        .iter()
+        .find(|r| r.kind == "Gadget")
+        .unwrap();
+    assert_eq!(
+        stored.api_version, "ex.com/v1",
+        "the inventory stores the new version"
+    );
+    assert_eq!(o2.status.inventory.len(), 3);
+
+    // Removed from the source: pruned, looked up by the version the inventory stored.
+    let m3 = manifests("r3", vec![crd, cm("a", "1")]);
+    let o3 = pass(&app, &o2.status, &t, &m3, Trigger::Automatic)
+        .await
+        .unwrap();
+    assert_eq!(
+        o3.status.phase,
+        Some(Phase::Synced),
+        "{:?}",
+        o3.status.message
+    );
+    assert_eq!(o3.plan.prunes.len(), 1);
+    assert_eq!(o3.plan.prunes[0].object.api_version, "ex.com/v1");
+    assert_eq!(o3.pruned.unwrap().deleted.len(), 1);
+    assert!(
+        sim.cluster
+            .get_object("ex.com/v1", "Gadget", Some(NS), "g")
+            .is_none()
+    );
 }

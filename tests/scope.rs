@@ -69,6 +69,7 @@ async fn pass(prev: &AppStatus, t: &Target, m: &Manifests) -> Result<Outcome, Re
             target: t,
             manifests: m,
             known: None,
+            journal: None,
         },
         &Trigger::Automatic,
         &Options {

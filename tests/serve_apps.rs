@@ -706,6 +706,377 @@ async fn apps_of_the_same_name_are_told_apart_by_namespace() {
     running.stop().await;
 }
 
+/// An automated, pruning Directory App named `name` over `dir`.
+fn pruning_app_yaml(name: &str, dir: &std::path::Path) -> String {
+    app_yaml(name, dir, false).replace("automated: true\n", "automated: true\n    prune: true\n")
+}
+
+/// Writes `count` ConfigMaps named `PREFIX-i` into `dir` and a kustomization listing every
+/// ConfigMap file of `dir`.
+fn write_configmaps(dir: &std::path::Path, prefix: &str, count: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for i in 0..count {
+        std::fs::write(
+            dir.join(format!("{prefix}-{i}.yaml")),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {prefix}-{i}\ndata:\n  k: v\n"
+            ),
+        )
+        .unwrap();
+    }
+    write_kustomization(dir);
+}
+
+/// Removes the ConfigMaps `PREFIX-*` from `dir` (the commit that added them is reverted).
+fn remove_configmaps(dir: &std::path::Path, prefix: &str) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with(&format!("{prefix}-")) {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    write_kustomization(dir);
+}
+
+fn write_kustomization(dir: &std::path::Path) {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "kustomization.yaml")
+        .collect();
+    files.sort();
+    let mut text = String::from("resources:\n");
+    for f in files {
+        text.push_str(&format!("- {f}\n"));
+    }
+    std::fs::write(dir.join("kustomization.yaml"), text).unwrap();
+}
+
+/// The names of the ConfigMaps `PREFIX-*` on the cluster.
+fn configmaps(sim: &common::Sim, prefix: &str) -> Vec<String> {
+    sim.cluster
+        .list_objects("v1", "ConfigMap")
+        .into_iter()
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+        .filter(|n| n.starts_with(&format!("{prefix}-")))
+        .collect()
+}
+
+/// Issue #12, item 2 (injected 500s): a pass applying 150 new ConfigMaps fails midway (the
+/// cluster answers every write after the 60th with a 500); the commit is reverted; the next
+/// pass prunes what the failed one created, since the inventory was widened, and stored,
+/// before the first write. The cluster ends with exactly the reverted set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let src = work.path().join("cms");
+    write_configmaps(&src, "base", 100);
+    std::fs::write(apps.join("cms.yaml"), pruning_app_yaml("cms", &src)).unwrap();
+    let running = Running::start(&sim, &work.path().join("data"), &apps).await;
+    let runner = std::sync::Arc::clone(&running.runner);
+    let key = "wardn/cms";
+    let synced_with = |n: usize| {
+        let runner = std::sync::Arc::clone(&runner);
+        move || {
+            runner
+                .status(key)
+                .is_some_and(|s| s.phase == Some(Phase::Synced) && s.inventory.len() == n)
+        }
+    };
+    eventually("the base set Synced", synced_with(100)).await;
+
+    // The next commit adds 150 ConfigMaps; the cluster fails every write after the 60th.
+    sim.cluster.set_faults(kubesim::Faults {
+        fail_writes_after: Some(60),
+        error_status: 500,
+        ..Default::default()
+    });
+    write_configmaps(&src, "extra", 150);
+    eventually("the pass failed midway", || {
+        runner.status(key).and_then(|s| s.phase) == Some(Phase::Failed)
+    })
+    .await;
+    let created = configmaps(&sim, "extra").len();
+    assert!(created > 0 && created < 150, "created {created}");
+    let failed = runner.status(key).unwrap();
+    assert_eq!(
+        failed.inventory.len(),
+        250,
+        "the failed pass keeps the widened inventory: {:?}",
+        failed.message
+    );
+
+    // The commit is reverted and the cluster recovers.
+    remove_configmaps(&src, "extra");
+    sim.cluster.set_faults(kubesim::Faults::default());
+    let reverted = synced_with(100);
+    for _ in 0..300 {
+        if reverted() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(reverted(), "not Synced: {:?}", runner.status(key));
+    assert_eq!(
+        configmaps(&sim, "extra"),
+        Vec::<String>::new(),
+        "objects created by the failed pass are orphaned"
+    );
+    assert_eq!(configmaps(&sim, "base").len(), 100);
+    running.stop().await;
+}
+
+/// A daemon on a runtime of its own, which `kill` drops at once: every task stops at its
+/// next await and nothing pending is flushed, as with `kill -9`.
+struct Killable {
+    runtime: tokio::runtime::Runtime,
+    runner: std::sync::Arc<wardn::daemon::runner::Runner>,
+}
+
+impl Killable {
+    fn start(options: ServeOptions) -> Killable {
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let running = runtime.block_on(Running::start_with(options));
+            let runner = std::sync::Arc::clone(&running.runner);
+            // The server keeps running on `runtime` until it is dropped.
+            std::mem::forget(running);
+            Killable { runtime, runner }
+        })
+        .join()
+        .unwrap()
+    }
+
+    fn kill(self) {
+        self.runtime.shutdown_background();
+    }
+}
+
+/// Issue #12, item 2 (`kill -9`): a daemon applying 120 new ConfigMaps is killed midway
+/// (its runtime dropped, nothing flushed); the commit is reverted and a fresh daemon starts
+/// on the same store: it prunes what the killed pass created. The cluster ends with exactly
+/// the reverted set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_killed_midway_orphans_nothing_after_a_revert_and_restart() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let src = work.path().join("cms");
+    write_configmaps(&src, "base", 100);
+    std::fs::write(apps.join("cms.yaml"), pruning_app_yaml("cms", &src)).unwrap();
+    let data = work.path().join("data");
+    let options = ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: data.clone(),
+        admin_password: Some(PASSWORD.into()),
+        apps_dir: Some(apps.clone()),
+        management_kubeconfig: Some(sim.kubeconfig.clone()),
+        probe_interval: Duration::from_secs(3600),
+        probe_timeout: Duration::from_secs(5),
+        ..ServeOptions::default()
+    };
+    let key = "wardn/cms";
+    let first = Killable::start(options.clone());
+    let runner = std::sync::Arc::clone(&first.runner);
+    eventually("the base set Synced", || {
+        runner
+            .status(key)
+            .is_some_and(|s| s.phase == Some(Phase::Synced) && s.inventory.len() == 100)
+    })
+    .await;
+
+    // Slow writes, and a kill as soon as the new objects start to appear.
+    sim.cluster.set_faults(kubesim::Faults {
+        latency: Duration::from_millis(40),
+        ..Default::default()
+    });
+    write_configmaps(&src, "extra", 120);
+    let mut written = 0;
+    for _ in 0..3000 {
+        written = configmaps(&sim, "extra").len();
+        if written >= 10 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(written >= 10, "the apply never started");
+    drop(runner);
+    first.kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let created = configmaps(&sim, "extra").len();
+    assert!(created < 120, "the kill came too late: {created} created");
+    sim.cluster.set_faults(kubesim::Faults::default());
+
+    // The commit is reverted; a fresh daemon starts on the same store.
+    remove_configmaps(&src, "extra");
+    let second = Running::start_with(options).await;
+    let runner = std::sync::Arc::clone(&second.runner);
+    let reverted = || {
+        runner.status(key).is_some_and(|s| {
+            s.phase == Some(Phase::Synced)
+                && s.inventory.len() == 100
+                && s.plan.is_some_and(|p| p.creates == 0)
+        })
+    };
+    for _ in 0..300 {
+        if reverted() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(reverted(), "not Synced: {:?}", runner.status(key));
+    assert_eq!(
+        configmaps(&sim, "extra"),
+        Vec::<String>::new(),
+        "objects created by the killed pass ({created}) are orphaned"
+    );
+    assert_eq!(configmaps(&sim, "base").len(), 100);
+    second.stop().await;
+}
+
+/// A source rendering the ConfigMap `shared` with `k: VALUE`.
+fn write_shared_source(root: &std::path::Path, dir: &str, value: &str) -> std::path::PathBuf {
+    let dir = root.join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kustomization.yaml"), "resources:\n- cm.yaml\n").unwrap();
+    std::fs::write(
+        dir.join("cm.yaml"),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata:\n  k: {value}\n"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// Issue #12, item 4: two Apps render the same ConfigMap. The second leaves it untouched and
+/// reports a SharedResource condition naming the object and the first App (phase Degraded,
+/// shown by the API); the object keeps the first App's annotation and data. With
+/// `syncPolicy.adopt: true` the second takes it over, which its status records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_never_silently_takes_over_another_apps_object() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let first_src = write_shared_source(work.path(), "first", "from-first");
+    let second_src = write_shared_source(work.path(), "second", "from-second");
+    std::fs::write(
+        apps.join("first.yaml"),
+        app_yaml("first", &first_src, false),
+    )
+    .unwrap();
+    let running = Running::start(&sim, &work.path().join("data"), &apps).await;
+    let runner = std::sync::Arc::clone(&running.runner);
+    let phase = |key: &str| runner.status(key).and_then(|s| s.phase);
+    eventually("first Synced", || {
+        phase("wardn/first") == Some(Phase::Synced)
+    })
+    .await;
+
+    std::fs::write(
+        apps.join("second.yaml"),
+        app_yaml("second", &second_src, false),
+    )
+    .unwrap();
+    eventually("second Degraded", || {
+        phase("wardn/second") == Some(Phase::Degraded)
+    })
+    .await;
+    let live = || {
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), "shared")
+            .unwrap()
+    };
+    let owner =
+        |o: &Value| o["metadata"]["annotations"][wardn::object::owner::OWNER_ANNOTATION].clone();
+    assert_eq!(owner(&live()), "wardn/first");
+    assert_eq!(live()["data"]["k"], "from-first");
+    let status = runner.status("wardn/second").unwrap();
+    assert!(
+        status.inventory.iter().all(|o| o.name != "shared"),
+        "not the second App's: {:?}",
+        status.inventory
+    );
+
+    // The API shows the condition, naming the object and the owning App.
+    let http = reqwest::Client::new();
+    let cookie = support::server::login(&running.base, PASSWORD).await;
+    let body: Value = http
+        .get(format!("{}/api/v1/apps/local/second", running.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["phase"], "Degraded", "{body}");
+    let conditions = body["status"]["conditions"].as_array().unwrap();
+    let shared = conditions
+        .iter()
+        .find(|c| c["type"] == "SharedResource")
+        .unwrap_or_else(|| panic!("no SharedResource condition: {body}"));
+    assert_eq!(shared["status"], "True");
+    let message = shared["message"].as_str().unwrap();
+    assert!(
+        message.contains("ConfigMap staging/shared") && message.contains("App wardn/first"),
+        "{message}"
+    );
+    assert!(
+        body["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("SharedResource"),
+        "{body}"
+    );
+
+    // `adopt: true`: the second App takes the object over, and says so.
+    std::fs::write(
+        apps.join("second.yaml"),
+        app_yaml("second", &second_src, false)
+            .replace("automated: true\n", "automated: true\n    adopt: true\n"),
+    )
+    .unwrap();
+    eventually("second Synced", || {
+        phase("wardn/second") == Some(Phase::Synced)
+    })
+    .await;
+    assert_eq!(owner(&live()), "wardn/second");
+    assert_eq!(live()["data"]["k"], "from-second");
+    let status = runner.status("wardn/second").unwrap();
+    assert!(status.inventory.iter().any(|o| o.name == "shared"));
+    assert!(
+        status
+            .conditions
+            .iter()
+            .all(|c| c.type_ != "SharedResource"),
+        "{:?}",
+        status.conditions
+    );
+    let adopted = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Adopted")
+        .unwrap_or_else(|| panic!("no Adopted condition: {:?}", status.conditions));
+    assert!(
+        adopted.message.contains("ConfigMap staging/shared")
+            && adopted.message.contains("App wardn/first"),
+        "{}",
+        adopted.message
+    );
+    running.stop().await;
+}
+
 /// An App whose destination cluster was removed from the registry: a sync answers 409 naming
 /// the cluster (not 502), and the App's status says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

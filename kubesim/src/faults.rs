@@ -15,6 +15,10 @@ pub struct Faults {
     pub latency: Duration,
     /// While true, open watch streams are closed and new ones close at once.
     pub drop_watches: bool,
+    /// `Some(n)`: the next `n` writes (POST, PUT, PATCH and DELETE requests that are not
+    /// dry-runs) are served, every later one is answered with `error_status` — a cluster
+    /// failing midway through an apply. Counted from the `set_faults` call that set it.
+    pub fail_writes_after: Option<usize>,
 }
 
 impl Faults {
@@ -32,6 +36,17 @@ impl Faults {
     }
 }
 
+/// Whether a request with this method and query is a write that counts against
+/// [`Faults::fail_writes_after`] (dry-runs do not).
+pub fn is_write(method: &hyper::Method, query: Option<&str>) -> bool {
+    let writes = matches!(
+        *method,
+        hyper::Method::POST | hyper::Method::PUT | hyper::Method::PATCH | hyper::Method::DELETE
+    );
+    let dry_run = query.is_some_and(|q| q.split('&').any(|kv| kv.starts_with("dryRun=")));
+    writes && !dry_run
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +61,20 @@ mod tests {
         let e = f.roll().unwrap();
         assert_eq!((e.code, e.retry_after), (429, Some(1)));
         assert!(Faults::default().roll().is_none());
+    }
+
+    #[test]
+    fn dry_runs_and_reads_are_not_writes() {
+        use hyper::Method;
+        assert!(is_write(
+            &Method::PATCH,
+            Some("fieldManager=wardn&force=true")
+        ));
+        assert!(!is_write(
+            &Method::PATCH,
+            Some("fieldManager=wardn&dryRun=All")
+        ));
+        assert!(!is_write(&Method::GET, None));
+        assert!(is_write(&Method::DELETE, None));
     }
 }

@@ -84,6 +84,15 @@ async fn serve(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bod
     if let Some(e) = faults.roll() {
         return Err(e);
     }
+    if let Some(budget) = faults.fail_writes_after
+        && crate::faults::is_write(req.method(), req.uri().query())
+        && state.write_over_budget(budget)
+    {
+        return Err(ApiError::fault(match faults.error_status {
+            429 | 503 => faults.error_status,
+            _ => 500,
+        }));
+    }
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)

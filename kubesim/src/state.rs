@@ -2,7 +2,7 @@
 //! and faults. Outlives restarts of the listener.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use tokio::sync::watch;
@@ -24,6 +24,8 @@ pub struct State {
     store: Mutex<Store>,
     registry: RwLock<Arc<Registry>>,
     faults: Mutex<Faults>,
+    /// Writes served since the faults were last set (for [`Faults::fail_writes_after`]).
+    writes: AtomicUsize,
     /// Bumped whenever watch streams must be dropped (fault injection, stop).
     pub drop_watches: watch::Sender<u64>,
     /// Service cluster IPs allocated so far.
@@ -42,6 +44,7 @@ impl State {
             ca_pem,
             registry: RwLock::new(Arc::new(Registry::new(&[]))),
             faults: Mutex::new(Faults::default()),
+            writes: AtomicUsize::new(0),
             drop_watches: watch::channel(0).0,
             ip_seq: AtomicU32::new(0),
             port_seq: AtomicU32::new(0),
@@ -73,10 +76,17 @@ impl State {
         self.faults.lock().clone()
     }
 
+    /// Counts one write against [`Faults::fail_writes_after`]: whether it is over the budget
+    /// (and must fail).
+    pub fn write_over_budget(&self, budget: usize) -> bool {
+        self.writes.fetch_add(1, Ordering::SeqCst) >= budget
+    }
+
     /// Replaces the faults; turning on `drop_watches` closes every open watch.
     pub fn set_faults(&self, faults: Faults) {
         let drop = faults.drop_watches;
         *self.faults.lock() = faults;
+        self.writes.store(0, Ordering::SeqCst);
         if drop {
             self.drop_watches.send_modify(|n| *n += 1);
         }

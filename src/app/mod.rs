@@ -82,6 +82,11 @@ pub struct SyncPolicy {
     /// Stage every change as a Held plan that must be approved before it is applied.
     #[serde(default)]
     pub requires_approval: bool,
+    /// Take over rendered objects whose owner annotation names another App (each takeover is
+    /// logged, audited and recorded in the status and Events). Without it such an object is
+    /// left untouched and the App reports a `SharedResource` condition.
+    #[serde(default)]
+    pub adopt: bool,
     /// Time windows that allow or deny automated syncs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sync_windows: Vec<SyncWindow>,
@@ -127,7 +132,8 @@ pub enum Phase {
     Held,
     /// A deny sync window (or no open allow window) blocks the sync.
     Waiting,
-    /// Applied, but objects did not become healthy in time.
+    /// Applied, but objects did not become healthy in time, or a rendered object belongs to
+    /// another App and was left untouched (the `SharedResource` condition names it).
     Degraded,
     /// The pipeline failed (render, allowlist, API errors); see the message.
     Failed,

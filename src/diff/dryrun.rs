@@ -8,7 +8,7 @@ use super::digest::{self, Digest};
 use super::{Action, ObjectDiff, compare};
 use crate::object::ObjectRef;
 use crate::object::kinds::{Resolved, Resolver};
-use crate::object::owner::FIELD_MANAGER;
+use crate::object::owner::{FIELD_MANAGER, owner_of};
 
 /// The result of one dry-run.
 #[derive(Debug, Clone)]
@@ -17,6 +17,8 @@ pub struct DryRun {
     pub diff: ObjectDiff,
     /// When the object is unchanged: the [`digest::live`] of the live object it agrees with.
     pub agreed: Option<Digest>,
+    /// The App the live object's owner annotation names, if it exists and has one.
+    pub owner: Option<String>,
 }
 
 /// Diffs one rendered object against the cluster. `resolved` is `None` when the cluster does
@@ -35,6 +37,7 @@ pub async fn dry_run(
         return Ok(DryRun {
             diff: compare(id, None, object),
             agreed: None,
+            owner: None,
         });
     };
     let api = resolver.api(resolved, id.namespace.as_deref());
@@ -58,5 +61,10 @@ pub async fn dry_run(
         (Some(live), Action::Unchanged) => Some(digest::live(live)),
         _ => None,
     };
-    Ok(DryRun { diff, agreed })
+    let owner = live.as_ref().and_then(owner_of).map(str::to_string);
+    Ok(DryRun {
+        diff,
+        agreed,
+        owner,
+    })
 }

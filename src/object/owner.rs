@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+use super::ObjectRef;
+
 /// The server-side apply field manager wardn applies (and dry-runs, and publishes status) with.
 pub const FIELD_MANAGER: &str = "wardn";
 
@@ -39,15 +41,32 @@ pub fn stamp(object: &mut Value, owner: &str) {
     }
 }
 
+/// The App (`namespace/name`) the owner annotation of `live` names, if any.
+pub fn owner_of(live: &Value) -> Option<&str> {
+    live.pointer("/metadata/annotations")
+        .and_then(|a| a.get(OWNER_ANNOTATION))
+        .and_then(Value::as_str)
+}
+
+/// A rendered object whose live copy is owned by another App.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The object.
+    pub object: ObjectRef,
+    /// The App (`namespace/name`) its owner annotation names.
+    pub owner: String,
+}
+
+impl std::fmt::Display for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} is owned by App {}", self.object, self.owner)
+    }
+}
+
 /// Whether the live object may be pruned by `owner`: wardn applied it (its field manager has an
 /// Apply entry) and it carries `owner` in the owner annotation.
 pub fn prunable(live: &Value, owner: &str) -> bool {
-    managed_by_wardn(live)
-        && live
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(OWNER_ANNOTATION))
-            .and_then(Value::as_str)
-            == Some(owner)
+    managed_by_wardn(live) && owner_of(live) == Some(owner)
 }
 
 #[cfg(test)]

@@ -225,6 +225,7 @@ mod tests {
                 skipped: vec![],
             }),
             verified: Default::default(),
+            adopted: Vec::new(),
         }
     }
 

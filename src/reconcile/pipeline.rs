@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use futures_util::{StreamExt, TryStreamExt, stream};
 use jiff::Timestamp;
 use kube::Client;
@@ -25,7 +26,7 @@ use crate::diff::known::{Known, LiveState, Verified};
 use crate::diff::{Action, ObjectDiff};
 use crate::object::ObjectRef;
 use crate::object::kinds::{KindCache, Resolver};
-use crate::object::owner::{prunable, stamp};
+use crate::object::owner::{Claim, prunable, stamp};
 use crate::object::scope::{self, RefusedCrds, RenderedCrd};
 
 /// How many dry-runs are in flight at once.
@@ -98,6 +99,20 @@ pub struct Pass<'a> {
     /// What may be taken as known without a dry-run (automatic passes); `None`: dry-run every
     /// object (manual syncs, approvals, `…/diff`).
     pub known: Option<Known<'a>>,
+    /// Where the pass makes its widened inventory durable before its first write (the
+    /// daemon's store); `None`: nowhere (tests, benchmarks, plans).
+    pub journal: Option<&'a dyn Journal>,
+}
+
+/// Keeps an App's inventory durable ahead of its writes, so that a pass that fails or is
+/// killed midway orphans nothing: before the first apply, the pass hands the journal its
+/// previous status with the inventory widened to the union of the previous inventory and
+/// every object it will apply; it narrows to the rendered set only in the status of a pass
+/// that succeeded.
+pub trait Journal: Sync {
+    /// Persists `status` (the previous status with the widened inventory) and returns once
+    /// it is durable; an error stops the pass before anything is written to the cluster.
+    fn widen<'a>(&'a self, status: &'a AppStatus) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// The result of a pass: the new status, the plan it acted on, and what prune did.
@@ -111,6 +126,9 @@ pub struct Outcome {
     pub pruned: Option<PruneReport>,
     /// The objects seen to agree with their rendered form in this pass (for the next ones).
     pub verified: Verified,
+    /// The objects this pass took over from another App (`syncPolicy.adopt`), each with the
+    /// App that owned it.
+    pub adopted: Vec<Claim>,
 }
 
 /// Why a pass failed.
@@ -175,6 +193,16 @@ pub enum ReconcileError {
     /// Apply, prune or the health wait failed.
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    /// The widened inventory could not be made durable; nothing was applied.
+    #[error(
+        "cannot record the inventory of {app} ahead of applying (nothing was applied): {error}"
+    )]
+    Journal {
+        /// The App's `namespace/name`.
+        app: String,
+        /// Why the journal refused.
+        error: String,
+    },
 }
 
 /// The kinds of [`ReconcileError`].
@@ -229,7 +257,8 @@ impl ReconcileError {
             | ReconcileError::ApprovalExpired { .. } => ErrorClass::Conflict,
             ReconcileError::Object { .. }
             | ReconcileError::Discovery { .. }
-            | ReconcileError::Apply(_) => ErrorClass::Cluster,
+            | ReconcileError::Apply(_)
+            | ReconcileError::Journal { .. } => ErrorClass::Cluster,
         }
     }
 
@@ -255,6 +284,10 @@ struct Planned {
     verified: Verified,
     /// Inventory entries kept although not rendered (prune is off).
     kept: Vec<ObjectRef>,
+    /// Rendered objects owned by another App, left untouched (not in the plan).
+    shared: Vec<Claim>,
+    /// Rendered objects owned by another App that the plan takes over (`syncPolicy.adopt`).
+    adopted: Vec<Claim>,
     guard: Option<String>,
     /// The App's `namespace/name`.
     owner: String,
@@ -381,6 +414,7 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         target,
         manifests,
         known,
+        journal: _,
     } = pass;
     parse_all(&spec.sync_policy.sync_windows)?;
     let mut resolver = Resolver::shared(target.client.clone(), target.kinds.clone());
@@ -444,14 +478,27 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         .buffered(DIFF_CONCURRENCY)
         .try_collect::<Vec<_>>()
         .await?;
+    let mut claims = Vec::new();
     for (slot, run) in checked {
+        if let Some(owner) = run.owner.filter(|owner| owner != app) {
+            claims.push(Claim {
+                object: run.diff.object.clone(),
+                owner,
+            });
+        }
         if let Some(live) = run.agreed {
             let id = &run.diff.object;
             verified.record(id.clone(), digests[id], live);
         }
         diffs[slot] = Some(run.diff);
     }
-    let diffs: Vec<ObjectDiff> = diffs.into_iter().flatten().collect();
+    let mut diffs: Vec<ObjectDiff> = diffs.into_iter().flatten().collect();
+    let (shared, adopted) = if spec.sync_policy.adopt {
+        (Vec::new(), claims)
+    } else {
+        diffs.retain(|d| !claims.iter().any(|c| c.object == d.object));
+        (claims, Vec::new())
+    };
     let current: BTreeSet<ObjectRef> = placed.iter().map(|(id, _)| id.clone()).collect();
     let gone = orphans(&previous.inventory, &current);
     let (gone, out_of_scope) = split_out_of_scope(&target.allowlist, spec.sync_policy.prune, gone);
@@ -510,6 +557,8 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
             digests,
             verified,
             kept,
+            shared,
+            adopted,
             guard,
             owner: app.to_string(),
         },
@@ -551,19 +600,26 @@ pub async fn reconcile(
         planned.guard.as_deref(),
         now,
     );
+    let shared = planned.shared.clone();
     let (phase, message) = match decision {
-        Decision::Apply => return execute(previous, planned, resolver, options, progress).await,
+        Decision::Apply => {
+            let mut outcome = execute(pass, planned, resolver, options, progress).await?;
+            status::mark_shared(&mut outcome.status, &shared, Timestamp::now());
+            return Ok(outcome);
+        }
         Decision::Synced => (Phase::Synced, String::new()),
         Decision::Held(m) => (Phase::Held, m),
         Decision::Waiting(m) => (Phase::Waiting, m),
         Decision::OutOfSync(m) => (Phase::OutOfSync, m),
     };
-    let status = status::planned(previous, &planned.plan, phase, &message, now);
+    let mut status = status::planned(previous, &planned.plan, phase, &message, now);
+    status::mark_shared(&mut status, &shared, now);
     Ok(Outcome {
         status,
         plan: planned.plan,
         pruned: None,
         verified: planned.verified,
+        adopted: Vec::new(),
     })
 }
 
@@ -580,14 +636,17 @@ pub async fn approve(
     let Pass { previous, .. } = pass;
     let held = held_plan(previous, plan_hash)?;
     let (planned, resolver) = make_plan(pass).await?;
+    let shared = planned.shared.clone();
     if planned.plan.is_noop() {
         // The cluster already matches (e.g. someone applied the change): nothing to approve.
-        let status = status::planned(previous, &planned.plan, Phase::Synced, "", now);
+        let mut status = status::planned(previous, &planned.plan, Phase::Synced, "", now);
+        status::mark_shared(&mut status, &shared, now);
         return Ok(Outcome {
             status,
             plan: planned.plan,
             pruned: None,
             verified: planned.verified,
+            adopted: Vec::new(),
         });
     }
     let expired = options.approval_ttl.is_some_and(|ttl| {
@@ -608,12 +667,14 @@ pub async fn approve(
         let mut fresh = previous.clone();
         fresh.held_at = None;
         fresh.phase = None;
-        let status = status::planned(&fresh, &planned.plan, Phase::Held, &message, now);
+        let mut status = status::planned(&fresh, &planned.plan, Phase::Held, &message, now);
+        status::mark_shared(&mut status, &shared, now);
         let outcome = Box::new(Outcome {
             status,
             plan: planned.plan,
             pruned: None,
             verified: planned.verified,
+            adopted: Vec::new(),
         });
         return Err(if expired {
             ReconcileError::ApprovalExpired { held, outcome }
@@ -621,7 +682,9 @@ pub async fn approve(
             ReconcileError::PlanChanged { held, outcome }
         });
     }
-    execute(previous, planned, resolver, options, progress).await
+    let mut outcome = execute(pass, planned, resolver, options, progress).await?;
+    status::mark_shared(&mut outcome.status, &shared, Timestamp::now());
+    Ok(outcome)
 }
 
 /// The hash of the Held plan, which `plan_hash` (when given) must name.
@@ -639,9 +702,10 @@ fn held_plan(previous: &AppStatus, plan_hash: Option<&str>) -> Result<String, Re
     }
 }
 
-/// Applies a plan: staged apply of creates and updates, prune, then the health wait.
+/// Applies a plan: the widened inventory made durable (see [`Journal`]), staged apply of
+/// creates and updates, prune, then the health wait.
 async fn execute(
-    previous: &AppStatus,
+    pass: Pass<'_>,
     planned: Planned,
     mut resolver: Resolver,
     options: &Options,
@@ -653,6 +717,8 @@ async fn execute(
         digests,
         mut verified,
         kept,
+        shared,
+        adopted,
         owner,
         ..
     } = planned;
@@ -667,6 +733,16 @@ async fn execute(
         .filter(|(id, _)| touched.contains(id))
         .cloned()
         .collect();
+    let previous = pass.previous;
+    if let (Some(journal), Some(widened)) = (pass.journal, widened(previous, &to_apply)) {
+        journal
+            .widen(&widened)
+            .await
+            .map_err(|error| ReconcileError::Journal {
+                app: owner.clone(),
+                error,
+            })?;
+    }
     let applied = stage::apply_staged(&mut resolver, &to_apply, options.crd_timeout).await?;
     // wardn's own apply produced these live states from exactly these rendered objects.
     for (id, live) in &applied {
@@ -677,6 +753,15 @@ async fn execute(
     let applied: HashMap<ObjectRef, Value> = applied.into_iter().collect();
     let prune_ids: Vec<ObjectRef> = plan.prunes.iter().map(|p| p.object.clone()).collect();
     let report = prune(&mut resolver, &prune_ids, &owner).await?;
+    for claim in &adopted {
+        tracing::warn!(app = %owner, object = %claim.object, from = %claim.owner,
+            "adopted an object owned by another App (syncPolicy.adopt)");
+    }
+    // Objects another App owns and this one left untouched are not this App's.
+    let placed: Vec<(ObjectRef, Value)> = placed
+        .into_iter()
+        .filter(|(id, _)| !shared.iter().any(|c| &c.object == id))
+        .collect();
     let mut inventory: Vec<ObjectRef> = placed
         .iter()
         .map(|(id, _)| id.clone())
@@ -701,7 +786,7 @@ async fn execute(
         options.poll,
     )
     .await?;
-    let status = status::applied(
+    let mut status = status::applied(
         previous,
         &plan,
         inventory,
@@ -709,12 +794,35 @@ async fn execute(
         &h.message,
         Timestamp::now(),
     );
+    status::mark_adopted(&mut status, &adopted, Timestamp::now());
     Ok(Outcome {
         status,
         plan,
         pruned: Some(report),
         verified,
+        adopted,
     })
+}
+
+/// The previous status with its inventory widened by the objects about to be applied (their
+/// rendered apiVersion replacing a stored one), or `None` when the inventory already lists
+/// them all. The widened status names no synced revision: once the pass writes, the cluster
+/// is no longer known to match the last synced one, so a later render of that revision (a
+/// revert) is applied, not taken for drift.
+fn widened(previous: &AppStatus, to_apply: &[(ObjectRef, Value)]) -> Option<AppStatus> {
+    let mut inventory: BTreeSet<ObjectRef> = previous.inventory.iter().cloned().collect();
+    let before = inventory.len();
+    for (id, _) in to_apply {
+        inventory.replace(id.clone());
+    }
+    if inventory.len() == before {
+        return None;
+    }
+    let mut status = previous.clone();
+    status.inventory = inventory.into_iter().collect();
+    status.synced_revision = None;
+    status.synced_digest = None;
+    Some(status)
 }
 
 /// Rejects the Held plan (which `plan_hash`, when given, must name): the App goes OutOfSync

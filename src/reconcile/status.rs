@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use super::plan::Plan;
 use crate::app::{AppStatus, Condition, HealthState, Phase};
 use crate::object::ObjectRef;
+use crate::object::owner::Claim;
 use crate::time::rfc3339;
 
 fn set_condition(
@@ -159,6 +160,77 @@ pub fn failed(previous: &AppStatus, error: &str, now: Timestamp) -> AppStatus {
     let mut s = previous.clone();
     set_phase(&mut s, Phase::Failed, error, now);
     s
+}
+
+/// The condition naming rendered objects owned by another App, which the App left untouched.
+pub const SHARED_RESOURCE: &str = "SharedResource";
+
+/// The condition recording the last takeover of objects from another App (`syncPolicy.adopt`).
+pub const ADOPTED: &str = "Adopted";
+
+/// Marks the rendered objects `shared` that another App owns and this pass left untouched: a
+/// `SharedResource=True` condition naming each object and its owner, and phase Degraded
+/// instead of Synced (the App is not deployed as rendered, and approving a plan cannot change
+/// that); Held, Waiting, OutOfSync and Failed keep their phase, with the conflict added to
+/// the message. The revision is not synced (no synced revision is recorded), so the pass that
+/// can apply the object (its owner gave it up, or `adopt` was set) applies it. Without shared
+/// objects the condition is removed.
+pub fn mark_shared(status: &mut AppStatus, shared: &[Claim], now: Timestamp) {
+    if shared.is_empty() {
+        status.conditions.retain(|c| c.type_ != SHARED_RESOURCE);
+        return;
+    }
+    status.synced_revision = None;
+    status.synced_digest = None;
+    let names: Vec<String> = shared.iter().map(Claim::to_string).collect();
+    let message = format!(
+        "{SHARED_RESOURCE}: {} (left untouched; set syncPolicy.adopt to take over)",
+        names.join("; ")
+    );
+    let phase = status.phase.unwrap_or(Phase::Degraded);
+    if matches!(phase, Phase::Synced | Phase::Degraded | Phase::Progressing) {
+        let combined = match status.message.as_deref() {
+            Some(m) if phase != Phase::Synced && !m.is_empty() => format!("{m}; {message}"),
+            _ => message.clone(),
+        };
+        set_phase(status, Phase::Degraded, &combined, now);
+    } else {
+        status.message = Some(match status.message.as_deref() {
+            Some(m) if !m.is_empty() => format!("{m}; {message}"),
+            _ => message.clone(),
+        });
+    }
+    set_condition(
+        &mut status.conditions,
+        SHARED_RESOURCE,
+        true,
+        "OwnedByAnotherApp",
+        &message,
+        &rfc3339(now),
+    );
+}
+
+/// Records that this pass took `adopted` over from other Apps: an `Adopted=True` condition
+/// naming each object and its previous owner (kept until the next takeover).
+pub fn mark_adopted(status: &mut AppStatus, adopted: &[Claim], now: Timestamp) {
+    if adopted.is_empty() {
+        return;
+    }
+    let names: Vec<String> = adopted
+        .iter()
+        .map(|c| format!("{} from App {}", c.object, c.owner))
+        .collect();
+    let message = format!("took over {}", names.join("; "));
+    // A new takeover is a new transition, even if the condition was already True.
+    status.conditions.retain(|c| c.type_ != ADOPTED);
+    set_condition(
+        &mut status.conditions,
+        ADOPTED,
+        true,
+        "AdoptedFromAnotherApp",
+        &message,
+        &rfc3339(now),
+    );
 }
 
 /// The condition recording whether the App's source fetches (set by the runner).

@@ -260,6 +260,7 @@ impl Runner {
                 previous: previous.phase,
                 status: Box::new(failed),
                 managed: false,
+                written: None,
             });
         }
     }

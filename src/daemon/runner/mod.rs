@@ -43,7 +43,7 @@ use crate::sources::url::SourceKey;
 use crate::store::{Store, StoreError};
 pub use app_set::{FindError, RunnerError, Upserted};
 pub use operations::{Completed, Operation, OperationError};
-use publish::{Change, Publisher};
+use publish::{Change, PublishError, Publisher};
 
 /// Where an App comes from. When a file and a custom resource define the same
 /// `namespace/name`, the custom resource wins.
@@ -242,26 +242,46 @@ impl Runner {
 
     /// Records `status` for `key` (if the App is still managed), logging a phase change and
     /// publishing any change.
-    fn record(&self, key: &str, mut status: AppStatus) {
+    fn record(&self, key: &str, status: AppStatus) {
+        if let Some(change) = self.recorded(key, status) {
+            self.publisher.send(change);
+        }
+    }
+
+    /// Records `status` for `key` like [`Runner::record`], and returns once it is written to
+    /// the store (and, for an App resource, its status): the pass that widened its inventory
+    /// waits for this before its first write.
+    async fn record_durably(&self, key: &str, status: AppStatus) -> Result<(), PublishError> {
+        match self.recorded(key, status) {
+            Some(change) => self.publisher.send_and_wait(change).await,
+            // Unchanged: the status already queued is the one to wait for.
+            None => {
+                self.publisher.flush().await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Takes `status` as App `key`'s status; the change to publish, if it changed.
+    fn recorded(&self, key: &str, mut status: AppStatus) -> Option<Change> {
         let mut apps = self.apps.lock();
-        let Some(record) = apps.get_mut(key) else {
-            return;
-        };
+        let record = apps.get_mut(key)?;
         status.observed_generation = match record.origin {
             Origin::Resource => record.app.metadata.generation,
             Origin::File => None,
         };
         if record.status == status {
-            return;
+            return None;
         }
-        self.publisher.send(Change::Status {
+        let change = Change::Status {
             key: key.to_string(),
             app: Box::new(record.app.clone()),
             origin: record.origin,
             previous: record.status.phase,
             status: Box::new(status.clone()),
             managed: true,
-        });
+            written: None,
+        };
         if record.status.phase != status.phase {
             tracing::info!(
                 app = %key,
@@ -272,6 +292,7 @@ impl Runner {
             );
         }
         record.status = status;
+        Some(change)
     }
 
     /// Publishes an Event-worthy note about App `key` (App resources only get Events).

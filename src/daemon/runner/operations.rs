@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use jiff::Timestamp;
 
 use super::Runner;
@@ -15,10 +16,11 @@ use crate::diff::known::{Known, Verified};
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::drift::WatchClient;
 use crate::reconcile::live::ClusterLive;
-use crate::reconcile::pipeline::{self, Manifests, Pass, ReconcileError, Target};
+use crate::reconcile::pipeline::{self, Journal, Manifests, Pass, ReconcileError, Target};
 use crate::reconcile::plan::Plan;
 use crate::reconcile::status;
 use crate::reconcile::upkeep::PassEnd;
+use crate::time::now_rfc3339;
 
 impl Runner {
     /// The destination of `app` as a pipeline target, and the identity of the credentials its
@@ -130,7 +132,7 @@ impl Runner {
     /// Plans App `key` without deciding or applying (`…/diff`).
     async fn plan(&self, key: &str) -> Result<Plan, OperationError> {
         let p = self.prepare(key).await?;
-        Ok(pipeline::plan(p.pass(key, None)).await?)
+        Ok(pipeline::plan(p.pass(key, None, None)).await?)
     }
 
     /// Runs one pass of App `key` with `trigger` and records the resulting status. Automatic
@@ -148,8 +150,9 @@ impl Runner {
         let now = Timestamp::now();
         let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
+        let journal = Journaled::new(self, key);
         let result = pipeline::reconcile(
-            p.pass(key, known),
+            p.pass(key, known, Some(&journal)),
             trigger,
             &self.options,
             now,
@@ -157,7 +160,26 @@ impl Runner {
         )
         .await;
         self.follow_up(key, &p, &result, started);
-        self.settle(key, &p.previous, now, result.map(|o| o.status))
+        self.takeovers(key, &result).await;
+        let previous = journal.previous(&p.previous);
+        self.settle(key, &previous, now, result.map(|o| o.status))
+    }
+
+    /// Records each object a pass took over from another App (`syncPolicy.adopt`): an
+    /// `Adopted` Event on the App and an `app.adopt` audit entry (the pipeline logged it).
+    async fn takeovers(&self, key: &str, result: &Result<pipeline::Outcome, ReconcileError>) {
+        let Ok(outcome) = result else { return };
+        for claim in &outcome.adopted {
+            let note = format!("took over {} from App {}", claim.object, claim.owner);
+            self.note(key, true, "Adopted", note);
+            if let Some(store) = &self.store {
+                let target = format!("{key} {}", claim.object);
+                let outcome = format!("success: taken from App {}", claim.owner);
+                store
+                    .record_audit("wardn", "app.adopt", &target, &outcome, &now_rfc3339())
+                    .await;
+            }
+        }
     }
 
     /// A hard refresh of App `key`: its source is fetched now (a new revision starts another
@@ -218,8 +240,9 @@ impl Runner {
         let now = Timestamp::now();
         let started = std::time::Instant::now();
         let mut progress = |s: &AppStatus| self.record(key, s.clone());
+        let journal = Journaled::new(self, key);
         let result = pipeline::approve(
-            p.pass(key, None),
+            p.pass(key, None, Some(&journal)),
             plan_hash,
             &self.options,
             now,
@@ -227,12 +250,14 @@ impl Runner {
         )
         .await;
         self.follow_up(key, &p, &result, started);
+        self.takeovers(key, &result).await;
         let held = p.previous.plan_hash.clone().unwrap_or_default();
         match &result {
             Ok(_) => self.note(key, false, "Approved", format!("plan {held} approved")),
             Err(e) => self.note(key, true, "ApprovalRefused", format!("plan {held}: {e}")),
         }
-        self.settle(key, &p.previous, now, result.map(|o| o.status))
+        let previous = journal.previous(&p.previous);
+        self.settle(key, &previous, now, result.map(|o| o.status))
     }
 
     /// Rejects App `key`'s Held plan.
@@ -314,7 +339,12 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn pass<'p>(&'p self, key: &'p str, known: Option<Known<'p>>) -> Pass<'p> {
+    fn pass<'p>(
+        &'p self,
+        key: &'p str,
+        known: Option<Known<'p>>,
+        journal: Option<&'p dyn Journal>,
+    ) -> Pass<'p> {
         Pass {
             app: key,
             spec: &self.app.spec,
@@ -322,6 +352,7 @@ impl Prepared {
             target: &self.target,
             manifests: &self.manifests,
             known,
+            journal,
         }
     }
 
@@ -331,6 +362,47 @@ impl Prepared {
             verified: &self.verified,
             live: &self.live,
         }
+    }
+}
+
+/// The runner's [`Journal`] for one pass of one App: the widened inventory is recorded as
+/// the App's status and written to the store (and the App resource's status) before the pass
+/// writes anything; a pass that then fails keeps it (see [`Journaled::previous`]).
+struct Journaled<'r> {
+    runner: &'r Runner,
+    key: &'r str,
+    /// The status with the widened inventory, once recorded.
+    widened: parking_lot::Mutex<Option<AppStatus>>,
+}
+
+impl<'r> Journaled<'r> {
+    fn new(runner: &'r Runner, key: &'r str) -> Journaled<'r> {
+        Journaled {
+            runner,
+            key,
+            widened: parking_lot::Mutex::new(None),
+        }
+    }
+
+    /// The status a failed pass starts from: the widened one if the pass recorded it (what
+    /// it may have applied stays prunable), else `previous`.
+    fn previous(&self, previous: &AppStatus) -> AppStatus {
+        self.widened
+            .lock()
+            .take()
+            .unwrap_or_else(|| previous.clone())
+    }
+}
+
+impl Journal for Journaled<'_> {
+    fn widen<'a>(&'a self, status: &'a AppStatus) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            *self.widened.lock() = Some(status.clone());
+            self.runner
+                .record_durably(self.key, status.clone())
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 }
 

@@ -16,8 +16,8 @@ use tokio::task::JoinHandle;
 use super::Origin;
 use crate::app::{App, AppStatus, Phase};
 use crate::object::owner::FIELD_MANAGER;
-use crate::store::Store;
 use crate::store::apps::AppStatusRecord;
+use crate::store::{Store, StoreError};
 
 /// One change to publish.
 pub(super) enum Change {
@@ -36,6 +36,8 @@ pub(super) enum Change {
         /// Whether the runner manages the App (only then is the status stored; an invalid
         /// App resource is reported on the resource alone).
         managed: bool,
+        /// Answered once the status is written (with the store's error, if it failed).
+        written: Option<oneshot::Sender<Result<(), StoreError>>>,
     },
     /// Something happened to App `key` that is worth an Event (approval, rejection).
     Note {
@@ -59,6 +61,17 @@ pub(super) enum Change {
     Resources(Client),
     /// Answer once every earlier change is written.
     Flush(oneshot::Sender<()>),
+}
+
+/// Why a status could not be made durable.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The store refused the write.
+    #[error("storing the App status failed: {0}")]
+    Store(StoreError),
+    /// The publishing task is gone (the runner stopped).
+    #[error("the status publisher has stopped")]
+    Stopped,
 }
 
 /// The sending side of the publishing task.
@@ -87,6 +100,25 @@ impl Publisher {
     pub(super) fn send(&self, change: Change) {
         // The task ends only with the runner; a change after that has nowhere to go.
         let _ = self.tx.send(change);
+    }
+
+    /// Queues `change` and waits until it is written; for a [`Change::Status`], with the
+    /// store's error if storing it failed (`Ok` without a store).
+    pub(super) async fn send_and_wait(&self, mut change: Change) -> Result<(), PublishError> {
+        let (done, written) = oneshot::channel();
+        match &mut change {
+            Change::Status { written, .. } => *written = Some(done),
+            _ => {
+                self.send(change);
+                self.flush().await;
+                return Ok(());
+            }
+        }
+        self.send(change);
+        match written.await {
+            Ok(stored) => stored.map_err(PublishError::Store),
+            Err(_) => Err(PublishError::Stopped),
+        }
     }
 
     /// Waits until every change queued so far is written.
@@ -172,6 +204,7 @@ impl Writer {
                 previous,
                 status,
                 managed,
+                written,
             } => {
                 if origin == Origin::Resource {
                     self.patch_status(&key, &app, &status).await;
@@ -184,8 +217,13 @@ impl Writer {
                         self.event(&app, warning, reason, note).await;
                     }
                 }
-                if managed {
-                    self.store(key, &app, *status).await;
+                let stored = if managed {
+                    self.store(key, &app, *status).await
+                } else {
+                    Ok(())
+                };
+                if let Some(written) = written {
+                    let _ = written.send(stored);
                 }
             }
             Change::Note {
@@ -208,8 +246,10 @@ impl Writer {
         }
     }
 
-    async fn store(&self, key: String, app: &App, status: AppStatus) {
-        let Some(store) = &self.store else { return };
+    async fn store(&self, key: String, app: &App, status: AppStatus) -> Result<(), StoreError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
         let record = AppStatusRecord {
             cluster: app.spec.destination.cluster_segment().to_string(),
             name: app.metadata.name.clone().unwrap_or_default(),
@@ -217,9 +257,11 @@ impl Writer {
             status,
             updated_at: crate::time::now_rfc3339(),
         };
-        if let Err(error) = store.put_app_status(&record).await {
+        let stored = store.put_app_status(&record).await;
+        if let Err(error) = &stored {
             tracing::warn!(app = %record.key, %error, "cannot store the App status");
         }
+        stored
     }
 
     async fn patch_status(&self, key: &str, app: &App, status: &AppStatus) {
