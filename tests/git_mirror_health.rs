@@ -6,9 +6,9 @@ mod support;
 
 use std::path::Path;
 
-use support::Upstream;
+use support::{Upstream, damage_packs};
 use wardn::sources::credentials::Credentials;
-use wardn::sources::git::{GitSettings, MIN_SLOTS, Maintenance, Mirror, PACK_LIMIT};
+use wardn::sources::git::{GitError, GitSettings, MIN_SLOTS, Maintenance, Mirror, PACK_LIMIT};
 use wardn::sources::spec::GitRef;
 use wardn::sources::url::parse_repo_url;
 
@@ -167,4 +167,24 @@ fn repacks_keep_unreachable_commits() {
         snap.tree.read_file("app/cm.yaml", 100).unwrap(),
         b"round: 1\n"
     );
+}
+
+/// Packs removed or damaged between fetches: the fetch reports the mirror (not the remote)
+/// as corrupted, which is what makes the poller re-create it.
+#[test]
+fn removed_or_damaged_packs_are_reported_as_a_corrupted_mirror() {
+    for damage in ["remove", "remove-idx", "garble"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (up, m) = fixture(tmp.path());
+        drop(m);
+        damage_packs(&tmp.path().join("data"), damage);
+        commit_round(&up, 1);
+        let m = mirror(&tmp.path().join("data"), &up.url());
+        let err = m.fetch().unwrap_err();
+        assert!(matches!(err, GitError::Corrupt { .. }), "{damage}: {err}");
+        assert!(
+            err.to_string().contains(&m.dir().display().to_string()),
+            "{damage}: {err}"
+        );
+    }
 }

@@ -491,6 +491,11 @@ impl Mirror {
             .map_err(|e| match e.dominant_class() {
                 Some(gix::error::Class::Corruption) => FetchFailure::Other(self.corrupt(&e)),
                 _ if self.out_of_slots(&e) => FetchFailure::Slots(e),
+                // Negotiation reads the commits the mirror's refs point to: if one is gone
+                // (packs removed or damaged), the mirror, not the remote, is at fault.
+                _ if before.values().any(|id| !repo.has_object(id)) => {
+                    FetchFailure::Other(self.corrupt(&e))
+                }
                 _ => FetchFailure::Other(GitError::Fetch {
                     url: self.url.fetch_url.clone(),
                     message: describe(&e),
