@@ -1,11 +1,12 @@
 //! The polling scheduler against real repositories: shared mirrors, notifications, force-push,
-//! moved tag, deleted branch, unreachable remote and a corrupted mirror.
+//! moved tag, deleted branch, unreachable remote, a corrupted mirror and packs removed between
+//! fetches.
 
 mod support;
 
 use std::time::Duration;
 
-use support::Upstream;
+use support::{Upstream, damage_packs};
 use tokio::sync::mpsc::UnboundedReceiver;
 use wardn::sources::credentials::Credentials;
 use wardn::sources::git::GitSettings;
@@ -226,4 +227,46 @@ async fn corrupted_mirror_is_reported_and_recreated() {
     let snap = u.snapshot.unwrap();
     assert_eq!(snap.revision, c1);
     assert_eq!(snap.tree.read_file("f.yaml", 100).unwrap(), b"a: 1\n");
+}
+
+/// Packs removed or overwritten between two fetches of a changed branch: the poll reports the
+/// mirror as corrupted (not the remote as failing), re-creates it, fetches again at once and
+/// the App gets the new revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packs_removed_between_fetches_are_repaired() {
+    for damage in ["remove", "remove-idx", "garble"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = Upstream::init(&tmp.path().join("up"));
+        let c1 = up.commit(&[("f.yaml", "a: 1\n"), ("g.yaml", "b: 1\n")], "one");
+        let data = tmp.path().join("data");
+        let (poller, mut rx) = poller(&data);
+        let src = source(&up.url(), GitRef::Branch("main".into()));
+        poller
+            .subscribe("a", &src, Credentials::Anonymous)
+            .await
+            .unwrap();
+        assert_eq!(next(&mut rx, "a").await.status.revision.unwrap(), c1);
+
+        damage_packs(&data, damage);
+        let c2 = up.commit(&[("f.yaml", "a: 2\n")], "two");
+        poller.trigger(&src.url.key);
+        let u = next(&mut rx, "a").await;
+        assert_eq!(
+            u.status.reason,
+            Reason::Corrupted,
+            "{damage}: {}",
+            u.status.message
+        );
+        let u = next(&mut rx, "a").await;
+        assert_eq!(
+            u.status.reason,
+            Reason::Fetched,
+            "{damage}: {}",
+            u.status.message
+        );
+        let snap = u.snapshot.unwrap();
+        assert_eq!(snap.revision, c2, "{damage}");
+        assert_eq!(snap.tree.read_file("f.yaml", 100).unwrap(), b"a: 2\n");
+        assert_eq!(snap.tree.read_file("g.yaml", 100).unwrap(), b"b: 1\n");
+    }
 }

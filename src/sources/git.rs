@@ -14,17 +14,32 @@
 //! `git-upload-pack` program of the installed Git. Every call sets a credentials callback, so
 //! the daemon never prompts.
 //!
+//! Maintenance: every fetch that brings objects adds one pack, and gix's object store has a
+//! fixed number of index slots per opened handle. The repository handle is therefore opened
+//! with slots sized to the packs on disk (at least [`MIN_SLOTS`], twice the pack count) and
+//! re-opened before a fetch could need more; once a mirror holds more than [`PACK_LIMIT`]
+//! packs, the next fetch first consolidates them with the installed Git (`git repack -a -d
+//! --keep-unreachable`, so no object the mirror had is lost) and re-opens the handle. The
+//! repack is serialised with fetches of the same mirror and postponed to a later fetch while
+//! a [`Snapshot`] of the mirror is alive, so a render never reads through a handle whose packs
+//! were removed; without Git it is skipped (logged once) and slot sizing alone keeps the
+//! mirror working (up to gix's limit of 32,767 packs).
+//! A fetch that fails because the handle ran out of slots is repaired (re-opened) and retried
+//! once; damaged or missing objects are reported as [`GitError::Corrupt`], on which the
+//! poller re-creates the mirror.
+//!
 //! Every function here blocks: call them from `tokio::task::spawn_blocking`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::remote::Direction;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::credentials::{Credentials, InsecureCredentials};
 use super::snapshot::{GitTree, Snapshot, describe};
@@ -33,6 +48,19 @@ use super::url::{RepoUrl, Scheme, SourceKey};
 
 /// The refspecs of a mirror: every branch and tag, force-updated.
 const REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
+
+/// A mirror holding more packs than this is consolidated (repacked) before its next fetch.
+pub const PACK_LIMIT: usize = 16;
+
+/// The fewest object-store index slots a mirror's handle is opened with.
+pub const MIN_SLOTS: usize = 64;
+
+/// The most index slots gix's object store can address.
+const MAX_SLOTS: usize = (1 << 15) - 1;
+
+/// A handle is re-opened (with more slots) before a fetch when fewer than this many slots
+/// would be left free; one fetch adds at most one pack.
+const SLOT_HEADROOM: usize = 4;
 
 /// Settings shared by every mirror of one daemon.
 #[derive(Clone, Debug, Default)]
@@ -144,8 +172,49 @@ pub struct Mirror {
     dir: PathBuf,
     credentials: Credentials,
     extra_roots_pem: Option<Arc<Vec<u8>>>,
-    repo: gix::ThreadSafeRepository,
+    /// The repository handle; replaced (write lock) when it is re-opened after maintenance
+    /// or to get more slots. Readers clone a thread-local handle under the read lock.
+    handle: RwLock<Handle>,
+    /// Serialises fetches and maintenance of this mirror.
     fetch_lock: Mutex<()>,
+    /// One clone per live [`Snapshot`] tree of this mirror: packs are never removed while
+    /// the count is above one.
+    leases: Arc<()>,
+    /// Set once `git repack` could not be run because Git is not installed.
+    git_missing: AtomicBool,
+}
+
+/// An opened repository and the number of object-store index slots it was opened with.
+struct Handle {
+    repo: gix::ThreadSafeRepository,
+    slots: usize,
+}
+
+/// What [`Mirror::maintain`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Maintenance {
+    /// Nothing was needed.
+    None,
+    /// The handle was re-opened with more index slots.
+    Reopened {
+        /// Packs on disk.
+        packs: usize,
+        /// Slots of the new handle.
+        slots: usize,
+    },
+    /// The packs were consolidated and the handle re-opened.
+    Repacked {
+        /// Packs before.
+        before: usize,
+        /// Packs after.
+        after: usize,
+    },
+    /// A repack was due but postponed: a snapshot of the mirror is being read, or Git is
+    /// missing or failed (logged). The handle's slots still cover the packs on disk.
+    Deferred {
+        /// Packs on disk.
+        packs: usize,
+    },
 }
 
 impl std::fmt::Debug for Mirror {
@@ -177,24 +246,140 @@ impl Mirror {
             dir: dir.clone(),
             message,
         };
-        let repo = if dir.join("HEAD").is_file() {
-            gix::open(&dir).map_err(|e| mirror_err(describe(&e)))?
-        } else {
+        if !dir.join("HEAD").is_file() {
             if let Some(parent) = dir.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| mirror_err(e.to_string()))?;
             }
-            let repo = gix::init_bare(&dir).map_err(|e| mirror_err(describe(&e)))?;
+            gix::init_bare(&dir).map_err(|e| mirror_err(describe(&e)))?;
             write_mirror_config(&dir).map_err(|e| mirror_err(e.to_string()))?;
-            gix::open(repo.path()).map_err(|e| mirror_err(describe(&e)))?
-        };
+        }
+        let handle = open_handle(&dir)?;
         Ok(Self {
             url,
             dir,
             credentials,
             extra_roots_pem: settings.extra_roots_pem.clone(),
-            repo: repo.into_sync(),
+            handle: RwLock::new(handle),
             fetch_lock: Mutex::new(()),
+            leases: Arc::new(()),
+            git_missing: AtomicBool::new(false),
         })
+    }
+
+    /// A thread-local handle on the current repository.
+    fn repo(&self) -> gix::Repository {
+        self.handle.read().repo.to_thread_local()
+    }
+
+    /// The number of pack indices in the mirror (one per pack).
+    pub fn pack_count(&self) -> Result<usize, GitError> {
+        count_packs(&self.dir)
+    }
+
+    /// The number of object-store index slots of the current handle.
+    pub fn slots(&self) -> usize {
+        self.handle.read().slots
+    }
+
+    /// Keeps the mirror healthy; [`Mirror::fetch`] calls it first. With more than
+    /// [`PACK_LIMIT`] packs, consolidates them with `git repack` (unless a snapshot of the
+    /// mirror is alive or Git is missing) and re-opens the handle; otherwise re-opens the
+    /// handle when its slots would not cover the next fetch. Blocking.
+    pub fn maintain(&self) -> Result<Maintenance, GitError> {
+        let _serialised = self.fetch_lock.lock();
+        self.maintain_locked()
+    }
+
+    fn maintain_locked(&self) -> Result<Maintenance, GitError> {
+        let packs = self.pack_count()?;
+        if packs > PACK_LIMIT {
+            // The write lock keeps new snapshots from being taken while packs are replaced.
+            let mut handle = self.handle.write();
+            if Arc::strong_count(&self.leases) == 1 && self.repack() {
+                *handle = open_handle(&self.dir)?;
+                let after = self.pack_count()?;
+                return Ok(Maintenance::Repacked {
+                    before: packs,
+                    after,
+                });
+            }
+            if packs + SLOT_HEADROOM > handle.slots {
+                *handle = open_handle(&self.dir)?;
+            }
+            tracing::debug!(
+                dir = %self.dir.display(),
+                packs,
+                live_snapshots = Arc::strong_count(&self.leases) - 1,
+                "mirror repack postponed"
+            );
+            return Ok(Maintenance::Deferred { packs });
+        }
+        if packs + SLOT_HEADROOM > self.handle.read().slots {
+            return self.reopen();
+        }
+        Ok(Maintenance::None)
+    }
+
+    /// Re-opens the handle with slots sized to the packs on disk.
+    fn reopen(&self) -> Result<Maintenance, GitError> {
+        let fresh = open_handle(&self.dir)?;
+        let slots = fresh.slots;
+        *self.handle.write() = fresh;
+        let packs = self.pack_count()?;
+        tracing::info!(dir = %self.dir.display(), packs, slots, "mirror re-opened with more object-store slots");
+        Ok(Maintenance::Reopened { packs, slots })
+    }
+
+    /// Runs `git repack` on the mirror; `false` (logged) when Git is missing or fails.
+    fn repack(&self) -> bool {
+        if self.git_missing.load(Ordering::Relaxed) {
+            return false;
+        }
+        let started = Instant::now();
+        let output = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&self.dir)
+            .args([
+                "repack",
+                "-a",
+                "-d",
+                "-q",
+                "--keep-unreachable",
+                "--no-write-bitmap-index",
+            ])
+            .stdin(std::process::Stdio::null())
+            .output();
+        match output {
+            Ok(out) if out.status.success() => {
+                tracing::debug!(
+                    dir = %self.dir.display(),
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "mirror repacked"
+                );
+                true
+            }
+            Ok(out) => {
+                tracing::warn!(
+                    dir = %self.dir.display(),
+                    status = %out.status,
+                    stderr = %String::from_utf8_lossy(&out.stderr).trim(),
+                    "git repack of the mirror failed; the mirror keeps working with more packs"
+                );
+                false
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.git_missing.store(true, Ordering::Relaxed);
+                tracing::warn!(
+                    dir = %self.dir.display(),
+                    "git is not installed: mirror packs are not consolidated (the mirror keeps working)"
+                );
+                false
+            }
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "cannot run git repack on the mirror");
+                false
+            }
+        }
     }
 
     /// The repository's key.
@@ -215,7 +400,8 @@ impl Mirror {
     /// The mirror's branches and tags with their direct targets (tag objects for annotated
     /// tags).
     pub fn local_refs(&self) -> Result<BTreeMap<String, ObjectId>, GitError> {
-        local_refs(&self.repo.to_thread_local()).map_err(|e| self.corrupt(&e))
+        let handle = self.handle.read();
+        local_refs(&handle.repo.to_thread_local()).map_err(|e| self.corrupt(&e))
     }
 
     /// Fetches from the remote: one ref advertisement, then a pack only if a branch or tag
@@ -230,7 +416,31 @@ impl Mirror {
     pub fn fetch_with(&self, credentials: &Credentials) -> Result<FetchOutcome, GitError> {
         credentials.check_transport(&self.url)?;
         let _serialised = self.fetch_lock.lock();
-        let repo = self.repo.to_thread_local();
+        self.maintain_locked()?;
+        match self.fetch_once(credentials) {
+            Err(FetchFailure::Slots(e)) => {
+                tracing::warn!(
+                    dir = %self.dir.display(),
+                    error = %describe(&e),
+                    "fetch ran out of object-store slots; re-opening the mirror and retrying"
+                );
+                self.reopen()?;
+                self.fetch_once(credentials).map_err(|f| match f {
+                    FetchFailure::Slots(e) => GitError::Fetch {
+                        url: self.url.fetch_url.clone(),
+                        message: describe(&e),
+                    },
+                    FetchFailure::Other(e) => e,
+                })
+            }
+            Err(FetchFailure::Other(e)) => Err(e),
+            Ok(outcome) => Ok(outcome),
+        }
+    }
+
+    /// One fetch attempt; see [`Mirror::fetch_with`].
+    fn fetch_once(&self, credentials: &Credentials) -> Result<FetchOutcome, FetchFailure> {
+        let repo = self.repo();
         let before = local_refs(&repo).map_err(|e| self.corrupt(&e))?;
         let auth_asked = Arc::new(AtomicBool::new(false));
         let remote_err = |e: gix::Error, auth_asked: &AtomicBool| {
@@ -279,11 +489,17 @@ impl Mirror {
         prepare
             .receive(gix::progress::Discard, &AtomicBool::new(false))
             .map_err(|e| match e.dominant_class() {
-                Some(gix::error::Class::Corruption) => self.corrupt(&e),
-                _ => GitError::Fetch {
+                Some(gix::error::Class::Corruption) => FetchFailure::Other(self.corrupt(&e)),
+                _ if self.out_of_slots(&e) => FetchFailure::Slots(e),
+                // Negotiation reads the commits the mirror's refs point to: if one is gone
+                // (packs removed or damaged), the mirror, not the remote, is at fault.
+                _ if before.values().any(|id| !repo.has_object(id)) => {
+                    FetchFailure::Other(self.corrupt(&e))
+                }
+                _ => FetchFailure::Other(GitError::Fetch {
                     url: self.url.fetch_url.clone(),
                     message: describe(&e),
-                },
+                }),
             })?;
         for name in before.keys().filter(|n| !remote_refs.contains_key(*n)) {
             delete_ref(&repo, name).map_err(|e| GitError::Fetch {
@@ -296,9 +512,20 @@ impl Mirror {
         Ok(FetchOutcome { changes })
     }
 
+    /// Whether a failed fetch ran out of object-store slots: gix says so, or the packs on
+    /// disk no longer fit the handle's slots.
+    fn out_of_slots(&self, error: &gix::Error) -> bool {
+        describe(error).contains("too few index slots")
+            || self
+                .pack_count()
+                .is_ok_and(|packs| packs + 1 > self.handle.read().slots)
+    }
+
     /// Resolves a branch, tag or commit to a commit id in the mirror.
     pub fn resolve(&self, reference: &GitRef) -> Result<ObjectId, GitError> {
-        let repo = self.repo.to_thread_local();
+        // Held throughout, so no repack removes packs under this lookup.
+        let handle = self.handle.read();
+        let repo = handle.repo.to_thread_local();
         let not_found = |hint: &str| GitError::RefNotFound {
             key: self.url.key.clone(),
             reference: reference.clone(),
@@ -336,7 +563,11 @@ impl Mirror {
 
     /// The files of `commit`, read straight from the object database.
     pub fn snapshot(&self, commit: ObjectId) -> Result<Snapshot, GitError> {
-        let repo = self.repo.to_thread_local();
+        // Under the read lock, so maintenance sees the lease before it removes any pack.
+        let handle = self.handle.read();
+        let lease = Arc::clone(&self.leases);
+        let repo = handle.repo.to_thread_local();
+        drop(handle);
         let tree = repo
             .find_commit(commit)
             .and_then(|c| c.tree_id().map(|id| id.detach()))
@@ -344,7 +575,7 @@ impl Mirror {
         Ok(Snapshot {
             source_key: self.url.key.clone(),
             revision: commit.to_string(),
-            tree: Arc::new(GitTree::new(repo, tree)),
+            tree: Arc::new(GitTree::new(repo, tree).with_lease(lease)),
         })
     }
 
@@ -389,6 +620,64 @@ impl Mirror {
         }
         Ok(Box::new(options))
     }
+}
+
+/// Why one fetch attempt failed.
+enum FetchFailure {
+    /// The handle ran out of object-store slots: re-open and retry.
+    Slots(gix::Error),
+    /// Anything else.
+    Other(GitError),
+}
+
+impl From<GitError> for FetchFailure {
+    fn from(e: GitError) -> Self {
+        FetchFailure::Other(e)
+    }
+}
+
+/// Counts the pack indices (one per pack) of the bare repository at `dir`.
+fn count_packs(dir: &Path) -> Result<usize, GitError> {
+    let pack_dir = dir.join("objects").join("pack");
+    let entries = match std::fs::read_dir(&pack_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => {
+            return Err(GitError::Mirror {
+                dir: dir.to_path_buf(),
+                message: format!("cannot list {}: {e}", pack_dir.display()),
+            });
+        }
+    };
+    let mut count = 0;
+    for entry in entries {
+        let entry = entry.map_err(|e| GitError::Mirror {
+            dir: dir.to_path_buf(),
+            message: format!("cannot list {}: {e}", pack_dir.display()),
+        })?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(".idx") || name == "multi-pack-index" {
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+/// Opens the bare repository at `dir` with object-store slots sized to its packs: twice the
+/// pack count, at least [`MIN_SLOTS`].
+fn open_handle(dir: &Path) -> Result<Handle, GitError> {
+    let packs = count_packs(dir)?;
+    let slots = (packs * 2).clamp(MIN_SLOTS, MAX_SLOTS);
+    let given = u16::try_from(slots).unwrap_or(u16::MAX >> 1);
+    let options = gix::open::Options::default()
+        .object_store_slots(gix::odb::store::init::Slots::Given(given));
+    let repo =
+        gix::ThreadSafeRepository::open_opts(dir, options).map_err(|e| GitError::Mirror {
+            dir: dir.to_path_buf(),
+            message: describe(&e),
+        })?;
+    Ok(Handle { repo, slots })
 }
 
 /// Writes the mirror's config: never prompt, ssh in batch mode.

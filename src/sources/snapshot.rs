@@ -36,6 +36,8 @@ const MAX_SYMLINKS: usize = 16;
 pub struct GitTree {
     repo: Mutex<gix::Repository>,
     root: ObjectId,
+    /// Held while the tree is alive, so the mirror does not remove packs it may read.
+    _lease: Option<Arc<()>>,
 }
 
 /// What a path resolves to inside a Git tree.
@@ -50,7 +52,15 @@ impl GitTree {
         Self {
             repo: Mutex::new(repo),
             root,
+            _lease: None,
         }
+    }
+
+    /// The same tree holding `lease` until it is dropped (the mirror defers removing packs
+    /// while leases are out).
+    pub fn with_lease(mut self, lease: Arc<()>) -> Self {
+        self._lease = Some(lease);
+        self
     }
 
     fn with_repo<T>(

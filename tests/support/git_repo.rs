@@ -76,3 +76,25 @@ impl Upstream {
         self.dir.display().to_string()
     }
 }
+
+/// Removes (`remove`: packs and indices, `remove-idx`: indices) or overwrites (`garble`)
+/// every pack of every mirror under `data`.
+pub fn damage_packs(data: &Path, damage: &str) {
+    for repo in std::fs::read_dir(data.join("repos")).unwrap() {
+        let pack_dir = repo.unwrap().path().join("objects/pack");
+        for entry in std::fs::read_dir(&pack_dir).unwrap() {
+            let path = entry.unwrap().path();
+            let ext = path.extension().unwrap().to_string_lossy().to_string();
+            match (damage, ext.as_str()) {
+                ("remove", _) | ("remove-idx", "idx") => std::fs::remove_file(&path).unwrap(),
+                ("garble", "pack") => {
+                    let mut bytes = std::fs::read(&path).unwrap();
+                    let end = bytes.len() - 20;
+                    bytes[12..end].fill(0xff);
+                    std::fs::write(&path, bytes).unwrap();
+                }
+                _ => {}
+            }
+        }
+    }
+}
