@@ -21,6 +21,12 @@ pub fn describe(err: &kube::Error) -> String {
     }
 }
 
+/// Whether `err` means the cluster could not be reached at all (no connection, TLS failure,
+/// timeout), as opposed to an answer from its API server.
+pub fn is_unreachable(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::HyperError(_) | kube::Error::Service(_))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -252,7 +252,10 @@ async fn operator_resolution_goes_through_the_internal_endpoint() {
         Duration::from_secs(60),
         Duration::from_secs(5),
     )
-    .with_management(management.client().await.unwrap());
+    .with_management(
+        management.client().await.unwrap(),
+        "https://management.test".into(),
+    );
     let client = operator.resolve("production", "staging").await.unwrap();
     assert!(
         namespaces_seen(client)

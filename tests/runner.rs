@@ -63,7 +63,7 @@ async fn runner(sim: &common::Sim, data: &Path) -> Arc<Runner> {
         .await
         .unwrap();
     let resolver = Resolver::new(ClusterSource::Local(registry), Duration::from_secs(5))
-        .with_management(client);
+        .with_management(client, "https://management.test".into());
     let (poller, updates) = Poller::new(PollerConfig::new(GitSettings {
         data_dir: data.to_path_buf(),
         extra_roots_pem: None,

@@ -1077,10 +1077,11 @@ async fn an_app_never_silently_takes_over_another_apps_object() {
     running.stop().await;
 }
 
-/// An App whose destination cluster was removed from the registry: a sync answers 409 naming
-/// the cluster (not 502), and the App's status says why.
+/// An App whose destination cluster is down: a sync answers 502 naming the cluster and its URL
+/// (the status says the same). Once the cluster was removed from the registry: 409 naming the
+/// cluster (not 502), and the App's status says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn syncing_an_app_whose_cluster_was_removed_names_the_cluster() {
+async fn syncing_an_app_whose_cluster_is_down_or_removed_names_the_cluster() {
     let sim = common::start(&["staging"]).await;
     let work = tempfile::tempdir().unwrap();
     let apps = work.path().join("apps");
@@ -1126,6 +1127,22 @@ async fn syncing_an_app_whose_cluster_was_removed_names_the_cluster() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(synced.0, 200, "{}", synced.1);
+
+    sim.cluster.stop().await;
+    let (status, body) = send(sync()).await;
+    assert_eq!(status, 502, "{body}");
+    let down = format!("cluster edge ({url}) is unreachable: ");
+    assert!(
+        body.contains(&down),
+        "names the cluster and its URL: {body}"
+    );
+    assert!(!body.contains("Status {"), "{body}");
+    let message = running.runner.status("wardn/remote").unwrap().message;
+    assert!(
+        message.unwrap_or_default().starts_with(&down),
+        "the status says the same"
+    );
+    sim.cluster.restart().await.unwrap();
 
     let remove = http
         .delete(format!("{base}/api/v1/clusters/edge"))

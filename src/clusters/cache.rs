@@ -14,17 +14,25 @@ pub struct CachedCluster {
     pub client: kube::Client,
     /// The namespace allowlist; empty means every namespace.
     pub namespaces: Vec<String>,
+    /// The API server's URL (for messages).
+    pub server: String,
     /// [`credentials_identity`] of the kubeconfig the client was built from.
     pub credentials: u64,
     built: Instant,
 }
 
 impl CachedCluster {
-    /// A fresh cache entry for a client built from `kubeconfig`.
-    pub fn new(client: kube::Client, namespaces: Vec<String>, kubeconfig: &str) -> CachedCluster {
+    /// A fresh cache entry for a client of `server` built from `kubeconfig`.
+    pub fn new(
+        client: kube::Client,
+        namespaces: Vec<String>,
+        server: String,
+        kubeconfig: &str,
+    ) -> CachedCluster {
         CachedCluster {
             client,
             namespaces,
+            server,
             credentials: credentials_identity(kubeconfig),
             built: Instant::now(),
         }

@@ -480,7 +480,12 @@ impl Registry {
         )
         .await
         .map_err(ResolveFailure::Connect)?;
-        let entry = CachedCluster::new(client, resolved.namespaces, &resolved.kubeconfig);
+        let entry = CachedCluster::new(
+            client,
+            resolved.namespaces,
+            resolved.server_url,
+            &resolved.kubeconfig,
+        );
         self.clients.insert(name, entry.clone());
         Ok(entry)
     }

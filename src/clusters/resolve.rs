@@ -73,6 +73,8 @@ pub struct Destination {
     /// The namespaces Apps may deploy to; `None` means unrestricted (the management cluster,
     /// or a cluster registered without a list).
     pub namespaces: Option<Vec<String>>,
+    /// The API server's URL, for messages naming an unreachable cluster.
+    pub server: String,
     /// Which credentials the client uses (see [`super::cache::credentials_identity`]; 0 for
     /// the management cluster, whose client is built once).
     pub credentials: u64,
@@ -98,8 +100,9 @@ pub enum ClusterSource {
 /// Resolves destinations to cached clients.
 pub struct Resolver {
     source: ClusterSource,
-    /// The management cluster's client, found at start-up (see `crate::daemon::management`).
-    management: Option<kube::Client>,
+    /// The management cluster's client and server URL, found at start-up (see
+    /// `crate::daemon::management`).
+    management: Option<(kube::Client, String)>,
     timeout: Duration,
     throttles: Arc<Throttles>,
 }
@@ -129,8 +132,8 @@ impl Resolver {
     /// Uses `client` for the management cluster (`destination.cluster: ""`); without it such
     /// destinations fail with [`ResolveError::NoManagementCluster`]. Call after
     /// [`Resolver::with_throttles`]: the client is wrapped in the management cluster's throttle.
-    pub fn with_management(self, client: kube::Client) -> Resolver {
-        let management = Some(self.throttles.wrap("", client));
+    pub fn with_management(self, client: kube::Client, server: String) -> Resolver {
+        let management = Some((self.throttles.wrap("", client), server));
         Resolver { management, ..self }
     }
 
@@ -170,9 +173,11 @@ impl Resolver {
     /// callers that check every object's namespace themselves before applying.
     pub async fn destination(&self, cluster: &str) -> Result<Destination, ResolveError> {
         if cluster.is_empty() {
+            let (client, server) = self.management()?;
             return Ok(Destination {
-                client: self.management().await?,
+                client,
                 namespaces: None,
+                server,
                 credentials: 0,
             });
         }
@@ -180,11 +185,12 @@ impl Resolver {
         Ok(Destination {
             client: entry.client,
             namespaces: (!entry.namespaces.is_empty()).then_some(entry.namespaces),
+            server: entry.server,
             credentials: entry.credentials,
         })
     }
 
-    async fn management(&self) -> Result<kube::Client, ResolveError> {
+    fn management(&self) -> Result<(kube::Client, String), ResolveError> {
         self.management
             .clone()
             .ok_or(ResolveError::NoManagementCluster)
@@ -230,7 +236,12 @@ impl Resolver {
                     cluster: cluster.to_string(),
                     source,
                 })?;
-                let entry = CachedCluster::new(client, resolved.namespaces, &resolved.kubeconfig);
+                let entry = CachedCluster::new(
+                    client,
+                    resolved.namespaces,
+                    resolved.server_url,
+                    &resolved.kubeconfig,
+                );
                 cache.insert(cluster, entry.clone());
                 Ok(entry)
             }

@@ -94,7 +94,7 @@ fn build(
 pub async fn infer_logged(
     explicit: Option<&Path>,
     timeout: Duration,
-) -> Result<Option<kube::Client>, DaemonError> {
+) -> Result<Option<Management>, DaemonError> {
     let found = infer(explicit, timeout).await?;
     match &found {
         Some(m) => tracing::info!(
@@ -106,5 +106,5 @@ pub async fn infer_logged(
             "no management cluster (no --kubeconfig, KUBECONFIG, in-cluster service account or ~/.kube/config): App resources are not watched and Apps with destination.cluster \"\" fail"
         ),
     }
-    Ok(found.map(|m| m.client))
+    Ok(found)
 }

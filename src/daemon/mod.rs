@@ -206,8 +206,8 @@ impl Daemon {
             options.probe_timeout,
         )
         .await?;
-        if let Some(client) = &management {
-            resolver = resolver.with_management(client.clone());
+        if let Some(found) = &management {
+            resolver = resolver.with_management(found.client.clone(), found.server.clone());
         }
         let runner = Runner::new(
             resolver,
@@ -218,8 +218,8 @@ impl Daemon {
         );
         runner.restore().await?;
         if options.reconcile_apps {
-            if let Some(client) = management {
-                runner.watch_resources(client, options.app_namespaces.clone());
+            if let Some(found) = management {
+                runner.watch_resources(found.client, options.app_namespaces.clone());
             }
             if let Some(dir) = &options.apps_dir {
                 runner.watch_apps_dir(dir).await?;

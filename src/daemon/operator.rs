@@ -80,8 +80,8 @@ impl Operator {
         let management =
             management::infer_logged(options.management_kubeconfig.as_deref(), options.timeout)
                 .await?;
-        if let Some(client) = &management {
-            resolver = resolver.with_management(client.clone());
+        if let Some(found) = &management {
+            resolver = resolver.with_management(found.client.clone(), found.server.clone());
         }
         let (poller, updates) = Poller::new(PollerConfig::new(GitSettings {
             data_dir: options.data_dir.clone(),
@@ -95,8 +95,8 @@ impl Operator {
             None,
             options.scheduling.clone(),
         );
-        if let Some(client) = management {
-            runner.watch_resources(client, options.app_namespaces.clone());
+        if let Some(found) = management {
+            runner.watch_resources(found.client, options.app_namespaces.clone());
         }
         if let Some(dir) = &options.apps_dir {
             runner.watch_apps_dir(dir).await?;

@@ -244,6 +244,18 @@ impl ReconcileError {
         }
     }
 
+    /// Whether the cluster could not be reached at all (no answer from its API server).
+    pub fn unreachable(&self) -> bool {
+        match self {
+            ReconcileError::Object { error, .. }
+            | ReconcileError::Discovery { error, .. }
+            | ReconcileError::Apply(ApplyError::Kube { error, .. }) => {
+                crate::kube_error::is_unreachable(error)
+            }
+            _ => false,
+        }
+    }
+
     /// What kind of failure this is: the caller's input, the allowlist, a Held-plan
     /// conflict, or the cluster. (`crate::server` answers each with its HTTP status; metrics
     /// count passes by it.)

@@ -89,7 +89,9 @@ impl From<OperationError> for ApiError {
             OperationError::Destination(ResolveError::NamespaceNotAllowed { .. }) => {
                 StatusCode::FORBIDDEN
             }
-            OperationError::Destination(_) => StatusCode::BAD_GATEWAY,
+            OperationError::Destination(_) | OperationError::Unreachable { .. } => {
+                StatusCode::BAD_GATEWAY
+            }
             OperationError::Reconcile(e) => match e.class() {
                 ErrorClass::Invalid => StatusCode::BAD_REQUEST,
                 ErrorClass::Forbidden => StatusCode::FORBIDDEN,

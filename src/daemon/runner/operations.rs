@@ -25,7 +25,7 @@ use crate::time::now_rfc3339;
 impl Runner {
     /// The destination of `app` as a pipeline target, and the identity of the credentials its
     /// client uses.
-    async fn target(&self, app: &App) -> Result<(Target, u64), ResolveError> {
+    async fn target(&self, app: &App) -> Result<(Target, u64, String), ResolveError> {
         let cluster = &app.spec.destination.cluster;
         let destination = self.resolver.destination(cluster).await?;
         let kinds = self
@@ -43,7 +43,7 @@ impl Runner {
                 .map(Allowlist::namespaces)
                 .unwrap_or_else(Allowlist::unrestricted),
         };
-        Ok((target, destination.credentials))
+        Ok((target, destination.credentials, destination.server))
     }
 
     /// What a pass over App `key` needs: the App, its status, its manifests and its target.
@@ -63,7 +63,7 @@ impl Runner {
                 record.map(|r| Arc::clone(&r.verified)).unwrap_or_default(),
             )
         };
-        let (target, credentials) = match self.target(&app).await {
+        let (target, credentials, server) = match self.target(&app).await {
             Ok(found) => found,
             Err(error) => {
                 let message = error.to_string();
@@ -78,6 +78,7 @@ impl Runner {
             manifests,
             target,
             credentials,
+            server,
             verified,
             live,
         })
@@ -132,7 +133,9 @@ impl Runner {
     /// Plans App `key` without deciding or applying (`…/diff`).
     async fn plan(&self, key: &str) -> Result<Plan, OperationError> {
         let p = self.prepare(key).await?;
-        Ok(pipeline::plan(p.pass(key, None, None)).await?)
+        pipeline::plan(p.pass(key, None, None))
+            .await
+            .map_err(|e| p.failed(e))
     }
 
     /// Runs one pass of App `key` with `trigger` and records the resulting status. Automatic
@@ -162,7 +165,7 @@ impl Runner {
         self.follow_up(key, &p, &result, started);
         self.takeovers(key, &result).await;
         let previous = journal.previous(&p.previous);
-        self.settle(key, &previous, now, result.map(|o| o.status))
+        self.settle(key, &previous, now, result.map(|o| o.status), Some(&p))
     }
 
     /// Records each object a pass took over from another App (`syncPolicy.adopt`): an
@@ -257,7 +260,7 @@ impl Runner {
             Err(e) => self.note(key, true, "ApprovalRefused", format!("plan {held}: {e}")),
         }
         let previous = journal.previous(&p.previous);
-        self.settle(key, &previous, now, result.map(|o| o.status))
+        self.settle(key, &previous, now, result.map(|o| o.status), Some(&p))
     }
 
     /// Rejects App `key`'s Held plan.
@@ -276,7 +279,7 @@ impl Runner {
             let message = status.message.clone().unwrap_or_default();
             self.note(key, false, "Rejected", message);
         }
-        self.settle(key, &previous, now, result)
+        self.settle(key, &previous, now, result, None)
     }
 
     /// Takes the per-App lock serialising passes, approvals and rejections of App `key`.
@@ -295,13 +298,15 @@ impl Runner {
         }
     }
 
-    /// Records the status a pass ended with (the error's status on failure).
+    /// Records the status a pass ended with (the error's status on failure; an unreachable
+    /// destination of `prepared` is named with its URL).
     fn settle(
         &self,
         key: &str,
         previous: &AppStatus,
         now: Timestamp,
         result: Result<AppStatus, ReconcileError>,
+        prepared: Option<&Prepared>,
     ) -> Result<AppStatus, OperationError> {
         match result {
             Ok(status) => {
@@ -309,8 +314,19 @@ impl Runner {
                 Ok(status)
             }
             Err(e) => {
-                self.record(key, e.status(previous, now));
-                Err(OperationError::Reconcile(e))
+                let status = e.status(previous, now);
+                let error = match prepared {
+                    Some(p) => p.failed(e),
+                    None => OperationError::Reconcile(e),
+                };
+                let status = match &error {
+                    OperationError::Unreachable { .. } => {
+                        status::failed(previous, &error.to_string(), now)
+                    }
+                    _ => status,
+                };
+                self.record(key, status);
+                Err(error)
             }
         }
     }
@@ -334,11 +350,26 @@ struct Prepared {
     target: Target,
     /// Which credentials `target.client` uses.
     credentials: u64,
+    /// The destination's API server URL.
+    server: String,
     verified: Arc<Verified>,
     live: ClusterLive,
 }
 
 impl Prepared {
+    /// `error` as the operation's error, naming the destination and its URL when the cluster
+    /// could not be reached at all.
+    fn failed(&self, error: ReconcileError) -> OperationError {
+        if !error.unreachable() {
+            return OperationError::Reconcile(error);
+        }
+        OperationError::Unreachable {
+            cluster: self.app.spec.destination.cluster_segment().to_string(),
+            server: self.server.clone(),
+            source: error,
+        }
+    }
+
     fn pass<'p>(
         &'p self,
         key: &'p str,
@@ -421,6 +452,16 @@ pub enum OperationError {
     /// The pipeline failed.
     #[error(transparent)]
     Reconcile(#[from] ReconcileError),
+    /// The destination cluster did not answer.
+    #[error("cluster {cluster} ({server}) is unreachable: {source}")]
+    Unreachable {
+        /// The cluster's name (`local`: the management cluster).
+        cluster: String,
+        /// Its API server's URL.
+        server: String,
+        /// What failed.
+        source: ReconcileError,
+    },
     /// The task running the operation panicked or was cancelled.
     #[error("operation task failed: {0}")]
     Task(String),
