@@ -366,7 +366,7 @@ impl Prepared {
         OperationError::Unreachable {
             cluster: self.app.spec.destination.cluster_segment().to_string(),
             server: self.server.clone(),
-            source: error,
+            source: Box::new(error),
         }
     }
 
@@ -460,7 +460,7 @@ pub enum OperationError {
         /// Its API server's URL.
         server: String,
         /// What failed.
-        source: ReconcileError,
+        source: Box<ReconcileError>,
     },
     /// The task running the operation panicked or was cancelled.
     #[error("operation task failed: {0}")]
