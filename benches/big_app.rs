@@ -19,7 +19,8 @@ use wardn::clusters::throttle::Throttles;
 use wardn::diff::known::{Known, LiveState, LiveStates};
 use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::drift::{DriftWatches, WatchClient};
-use wardn::reconcile::pipeline::{self, Manifests, Options, Pass, Target};
+use wardn::reconcile::pass::{Manifests, Options, Pass, Target};
+use wardn::reconcile::pipeline;
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 
 fn object(i: usize) -> Value {

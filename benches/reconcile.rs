@@ -12,7 +12,8 @@ use wardn::clusters::allowlist::Allowlist;
 use wardn::diff::compare;
 use wardn::object::ObjectRef;
 use wardn::reconcile::decide::Trigger;
-use wardn::reconcile::pipeline::{self, Manifests, Options, Pass, Target};
+use wardn::reconcile::pass::{Manifests, Options, Pass, Target};
+use wardn::reconcile::pipeline;
 use wardn::reconcile::plan::Plan;
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 

@@ -18,9 +18,9 @@ use wardn::diff::digest;
 use wardn::diff::known::{Known, LiveState, LiveStates, Verified};
 use wardn::object::ObjectRef;
 use wardn::reconcile::decide::Trigger;
-use wardn::reconcile::pipeline::{
-    self, ErrorClass, Manifests, Options, Outcome, Pass, ReconcileError, Target,
-};
+use wardn::reconcile::error::{ErrorClass, ReconcileError};
+use wardn::reconcile::pass::{Manifests, Options, Outcome, Pass, Target};
+use wardn::reconcile::pipeline;
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 
 const NS: &str = "staging";

@@ -14,7 +14,7 @@ use wardn::clusters::registry::Registry;
 use wardn::clusters::resolve::{ClusterSource, Resolver};
 use wardn::daemon::runner::{FindError, Operation, OperationError, Origin, Runner, Upserted};
 use wardn::reconcile::decide::Trigger;
-use wardn::reconcile::pipeline::Options;
+use wardn::reconcile::pass::Options;
 use wardn::seal::Sealer;
 use wardn::sources::git::GitSettings;
 use wardn::sources::poller::{Poller, PollerConfig};

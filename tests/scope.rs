@@ -13,9 +13,9 @@ use sha2::{Digest, Sha256};
 use wardn::app::{AppSpec, AppStatus, Destination, Phase, SyncPolicy};
 use wardn::clusters::allowlist::Allowlist;
 use wardn::reconcile::decide::Trigger;
-use wardn::reconcile::pipeline::{
-    self, ErrorClass, Manifests, Options, Outcome, Pass, ReconcileError, Target,
-};
+use wardn::reconcile::error::{ErrorClass, ReconcileError};
+use wardn::reconcile::pass::{Manifests, Options, Outcome, Pass, Target};
+use wardn::reconcile::pipeline;
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 
 const NS: &str = "staging";

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use wardn::app::Phase;
 use wardn::daemon::ServeOptions;
 use wardn::daemon::runner::Operation;
-use wardn::reconcile::pipeline::Options;
+use wardn::reconcile::pass::Options;
 use wardn::seal::Sealer;
 use wardn::server::Server;
 

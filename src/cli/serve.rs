@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::daemon::operator::OperatorOptions;
 use crate::daemon::{DaemonError, ServeOptions};
-use crate::reconcile::pipeline::Options;
+use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::seal::Sealer;
 use crate::server::{OperatorServer, ServeError, Server};

@@ -21,7 +21,7 @@ use crate::app::files::AppsDirError;
 use crate::clusters::registry::Registry;
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::throttle::Throttles;
-use crate::reconcile::pipeline::Options;
+use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::seal::{SealError, Sealer};
 use crate::sources::git::GitSettings;

@@ -14,7 +14,7 @@ use super::management;
 use super::runner::Runner;
 use crate::clusters::resolve::Resolver;
 use crate::clusters::throttle::Throttles;
-use crate::reconcile::pipeline::Options;
+use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};

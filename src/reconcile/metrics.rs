@@ -17,7 +17,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::pipeline::{Outcome, ReconcileError};
+use super::error::ReconcileError;
+use super::pass::Outcome;
 use crate::clusters::throttle::ClusterCounts;
 
 /// The content type of the Prometheus text exposition format (version 0.0.4).

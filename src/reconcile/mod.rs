@@ -4,9 +4,13 @@
 
 pub mod decide;
 pub mod drift;
+pub mod error;
+mod execute;
 pub mod live;
 pub mod metrics;
+pub mod pass;
 pub mod pipeline;
+mod place;
 pub mod plan;
 pub mod retry;
 pub mod scheduler;

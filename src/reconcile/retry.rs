@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::pipeline::ReconcileError;
+use super::error::ReconcileError;
 use crate::apply::ApplyError;
 use crate::backoff::kube_transient;
 

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::drift::{DriftWatches, WatchClient};
+use super::error::ReconcileError;
 use super::live::ClusterLive;
 use super::metrics::Metrics;
-use super::pipeline::{Outcome, ReconcileError};
+use super::pass::Outcome;
 use super::retry;
 use super::scheduler::Scheduler;
 use crate::backoff::{self, Backoff};

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use crate::clusters::registry::RegistryError;
 use crate::clusters::resolve::ResolveError;
 use crate::daemon::runner::OperationError;
-use crate::reconcile::pipeline::ErrorClass;
+use crate::reconcile::error::ErrorClass;
 use crate::sources::repositories::RepositoryError;
 use crate::store::StoreError;
 

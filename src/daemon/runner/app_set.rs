@@ -90,7 +90,7 @@ struct Version {
     origin: Origin,
     source_key: SourceKey,
     watch: Option<DirectoryWatch>,
-    manifests: Option<Arc<crate::reconcile::pipeline::Manifests>>,
+    manifests: Option<Arc<crate::reconcile::pass::Manifests>>,
 }
 
 impl Runner {

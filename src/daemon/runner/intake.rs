@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::Runner;
-use crate::reconcile::pipeline::Manifests;
+use crate::reconcile::pass::Manifests;
 use crate::reconcile::status;
 use crate::sources::spec::Source;
 use crate::sources::status::{SourceStatus, SourceUpdate};

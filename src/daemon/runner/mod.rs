@@ -32,7 +32,7 @@ use crate::clusters::resolve::Resolver;
 use crate::diff::known::Verified;
 use crate::object::ObjectRef;
 use crate::object::kinds::KindCache;
-use crate::reconcile::pipeline::{Manifests, Options};
+use crate::reconcile::pass::{Manifests, Options};
 use crate::reconcile::scheduler::Scheduler;
 use crate::reconcile::upkeep::{Scheduling, Upkeep};
 use crate::sources::directory::DirectoryWatch;

@@ -15,8 +15,10 @@ use crate::clusters::resolve::ResolveError;
 use crate::diff::known::{Known, Verified};
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::drift::WatchClient;
+use crate::reconcile::error::ReconcileError;
 use crate::reconcile::live::ClusterLive;
-use crate::reconcile::pipeline::{self, Journal, Manifests, Pass, ReconcileError, Target};
+use crate::reconcile::pass::{Journal, Manifests, Pass, Target};
+use crate::reconcile::pipeline;
 use crate::reconcile::plan::Plan;
 use crate::reconcile::status;
 use crate::reconcile::upkeep::PassEnd;
@@ -170,7 +172,11 @@ impl Runner {
 
     /// Records each object a pass took over from another App (`syncPolicy.adopt`): an
     /// `Adopted` Event on the App and an `app.adopt` audit entry (the pipeline logged it).
-    async fn takeovers(&self, key: &str, result: &Result<pipeline::Outcome, ReconcileError>) {
+    async fn takeovers(
+        &self,
+        key: &str,
+        result: &Result<crate::reconcile::pass::Outcome, ReconcileError>,
+    ) {
         let Ok(outcome) = result else { return };
         for claim in &outcome.adopted {
             let note = format!("took over {} from App {}", claim.object, claim.owner);
@@ -212,7 +218,7 @@ impl Runner {
         &self,
         key: &str,
         p: &Prepared,
-        result: &Result<pipeline::Outcome, ReconcileError>,
+        result: &Result<crate::reconcile::pass::Outcome, ReconcileError>,
         started: std::time::Instant,
     ) {
         if let Ok(outcome) = result
