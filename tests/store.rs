@@ -639,3 +639,45 @@ async fn open_creates_the_sqlite_file_in_the_data_dir() {
         Err(StoreError::UnsupportedUrl)
     ));
 }
+
+/// A long run on SQLite: appends `WARDN_AUDIT_LONG_RUN` entries (default 10,000), then verifies
+/// the chain (paged) and one expected head, printing the rates.
+#[tokio::test]
+async fn audit_long_run_on_sqlite() {
+    let n: i64 = std::env::var("WARDN_AUDIT_LONG_RUN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let db = Backend::Sqlite.database("long");
+    let store = Store::connect(&db.url).await.unwrap();
+    store.init_audit(keys(1, None)).await.unwrap();
+    let started = std::time::Instant::now();
+    for i in 0..n {
+        store
+            .append_audit(
+                &entry("app.sync", &format!("local/app-{i}")),
+                "2026-01-01T00:00:00Z",
+            )
+            .await
+            .unwrap();
+    }
+    let appended = started.elapsed();
+    let head = store.audit_head().unwrap();
+    assert_eq!(head.seq, n);
+    let started = std::time::Instant::now();
+    let verified = store
+        .verify_audit(&keys(1, None), Some(&head))
+        .await
+        .unwrap()
+        .unwrap();
+    let verify = started.elapsed();
+    assert_eq!(verified.entries, n);
+    println!(
+        "audit long run: {n} appends in {:.2?} ({:.0}/s), verify in {:.2?} ({:.0} entries/s)",
+        appended,
+        n as f64 / appended.as_secs_f64(),
+        verify,
+        n as f64 / verify.as_secs_f64()
+    );
+    store.close().await;
+}
