@@ -642,7 +642,6 @@ async fn audit_pages_verifies_and_rechains_on_rotation() {
     assert_eq!(ahead["first_bad_seq"], last + 1);
     let (status, _) = get("/api/v1/audit/verify?expect_head=nope").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    drop(get);
     let data = server.stop().await;
 
     // Rotation: the new server still verifies under the previous key, and the reseal
@@ -674,7 +673,6 @@ async fn audit_pages_verifies_and_rechains_on_rotation() {
         rechains["entries"][0]["target"], "previous key",
         "{rechains}"
     );
-    drop(get);
     let data = server.stop().await;
 
     // Without the previous key the old chain would fail; with only the new key it is intact.

@@ -904,7 +904,7 @@ pub(crate) mod tests {
                 };
                 let at = "2026-01-01T00:00:00Z";
                 let hash = entry_mac(key, seq, at, &fields, &prev);
-                let entry = Entry {
+                Entry {
                     seq,
                     at: at.into(),
                     actor: fields.actor,
@@ -913,8 +913,7 @@ pub(crate) mod tests {
                     outcome: fields.outcome,
                     prev_hash: std::mem::replace(&mut prev, hash.clone()),
                     hash,
-                };
-                entry
+                }
             })
             .collect()
     }
