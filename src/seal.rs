@@ -1,6 +1,9 @@
 //! Sealing of kubeconfigs at rest: AES-256-GCM under `WARDN_CREDENTIALS_KEY`, blobs written as
 //! `enc:v1:` + base64(nonce ‖ ciphertext ‖ tag) with a fresh random nonce per blob. During a key
 //! rotation `WARDN_CREDENTIALS_KEY_PREVIOUS` still opens old blobs until `reseal` rewrites them.
+//!
+//! The same keys also key the audit chain, through a separate derived key (HKDF-SHA256 with
+//! the info string [`AUDIT_KEY_INFO`]), so a MAC never reuses the sealing key itself.
 
 use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce};
@@ -13,6 +16,9 @@ pub const PREFIX: &str = "enc:v1:";
 pub const KEY_ENV: &str = "WARDN_CREDENTIALS_KEY";
 /// Environment variable holding the previous key during a rotation.
 pub const PREVIOUS_KEY_ENV: &str = "WARDN_CREDENTIALS_KEY_PREVIOUS";
+
+/// HKDF info string of the audit chain key derived from a credentials key.
+pub const AUDIT_KEY_INFO: &[u8] = b"wardn audit chain v1";
 
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
@@ -53,6 +59,8 @@ pub enum SealError {
 pub struct Sealer {
     current: Aes256Gcm,
     previous: Option<Aes256Gcm>,
+    audit_current: [u8; 32],
+    audit_previous: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -61,6 +69,31 @@ impl std::fmt::Debug for Sealer {
             .field("previous", &self.previous.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// HKDF-SHA256 (RFC 5869) of `ikm` with `salt` and `info`, 32 bytes of output (one block:
+/// `T(1)`). An empty salt stands for the hash length of zeros, as the RFC says.
+pub fn hkdf_sha256(salt: &[u8], ikm: &[u8], info: &[u8]) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    let hmac = |key: &[u8], parts: &[&[u8]]| -> [u8; 32] {
+        let zeros = [0u8; 32];
+        let key = if key.is_empty() { &zeros[..] } else { key };
+        // HMAC accepts keys of any length.
+        let Ok(mut mac) = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key) else {
+            unreachable!("HMAC-SHA256 takes any key length")
+        };
+        for part in parts {
+            mac.update(part);
+        }
+        mac.finalize().into_bytes().into()
+    };
+    let prk = hmac(salt, &[ikm]);
+    hmac(&prk, &[info, &[1u8]])
+}
+
+/// The audit chain key derived from a credentials key (see [`AUDIT_KEY_INFO`]).
+pub fn audit_key(credentials_key: &[u8; 32]) -> [u8; 32] {
+    hkdf_sha256(&[], credentials_key, AUDIT_KEY_INFO)
 }
 
 /// Decodes a key given as 64 hex characters or as base64 (standard or URL-safe) of 32 bytes.
@@ -92,7 +125,14 @@ impl Sealer {
         Sealer {
             current: Aes256Gcm::new(current.into()),
             previous: previous.map(|key| Aes256Gcm::new(key.into())),
+            audit_current: audit_key(current),
+            audit_previous: previous.map(audit_key),
         }
+    }
+
+    /// The audit chain keys derived from the current and the previous credentials key.
+    pub fn audit_keys(&self) -> ([u8; 32], Option<[u8; 32]>) {
+        (self.audit_current, self.audit_previous)
     }
 
     /// Reads `WARDN_CREDENTIALS_KEY` (required) and `WARDN_CREDENTIALS_KEY_PREVIOUS` (optional).
@@ -202,6 +242,27 @@ mod tests {
         let new = rotating.reseal(&old).unwrap();
         assert_eq!(Sealer::new(&KEY_B, None).open(&new).unwrap(), "kubeconfig");
         assert!(Sealer::new(&KEY_A, None).open(&new).is_err());
+    }
+
+    #[test]
+    fn hkdf_matches_rfc_5869_and_audit_keys_are_distinct() {
+        // RFC 5869, test case 1 (the first 32 bytes of its 42-byte OKM).
+        let salt: Vec<u8> = (0u8..=0x0c).collect();
+        let info: Vec<u8> = (0xf0u8..=0xf9).collect();
+        let okm = hkdf_sha256(&salt, &[0x0b; 22], &info);
+        assert_eq!(
+            hex::encode(okm),
+            "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf"
+        );
+        let sealer = Sealer::new(&KEY_B, Some(&KEY_A));
+        let (current, previous) = sealer.audit_keys();
+        assert_eq!(current, audit_key(&KEY_B));
+        assert_eq!(previous, Some(audit_key(&KEY_A)));
+        assert_ne!(
+            current, KEY_B,
+            "the audit key is derived, not the sealing key"
+        );
+        assert_ne!(Some(current), previous);
     }
 
     #[test]

@@ -65,7 +65,7 @@ async fn client_commands_cover_login_tokens_clusters_and_audit() {
     .unwrap();
     let url = cluster.url();
 
-    blocking(move || {
+    let online = blocking(move || {
         let out = failed(&wardn(&dir, &["clusters", "list"]));
         assert!(out.contains("no server: pass --server URL"), "{out}");
 
@@ -205,12 +205,69 @@ async fn client_commands_cover_login_tokens_clusters_and_audit() {
 
         let out = ok(&wardn(&dir, &["audit", "verify"]));
         assert!(out.contains("audit log intact"), "{out}");
+        out
     })
     .await;
+    let online = online.trim().rsplit("head ").next().unwrap().to_string();
+    let (last, mac) = online.split_once(':').unwrap();
+    let last: i64 = last.parse().unwrap();
+    assert_eq!(mac.len(), 64, "{online}");
 
-    // Tamper with one entry in the database: verification fails.
+    // Offline, where the key is: the same head.
+    let data = server.data.path().to_path_buf();
+    let key = hex::encode(support::server::KEY);
+    let offline = {
+        let (dir, data) = (config.path().to_path_buf(), data.clone());
+        move |extra: &[&str], key: Option<&str>| {
+            let mut command = Command::new(WARDN);
+            command
+                .args(["audit", "verify", "--data-dir"])
+                .arg(&data)
+                .args(extra)
+                .env("WARDN_CONFIG_DIR", &dir)
+                .env_remove("WARDN_CREDENTIALS_KEY")
+                .env_remove("WARDN_CREDENTIALS_KEY_PREVIOUS");
+            if let Some(key) = key {
+                command.env("WARDN_CREDENTIALS_KEY", key);
+            }
+            command.output().unwrap()
+        }
+    };
+    let out = ok(&offline(&[], Some(&key)));
+    assert!(out.contains(&format!("head {online}")), "{out}");
+    let out = failed(&offline(&[], None));
+    assert!(out.contains("WARDN_CREDENTIALS_KEY is not set"), "{out}");
+    let out = failed(&offline(&[], Some(&hex::encode([1u8; 32]))));
+    assert!(out.contains("FAILED at entry 1"), "a wrong key: {out}");
+
+    // The newest entry deleted and the head moved back: only the expected head shows it.
     let db = server.data.path().join(wardn::store::SQLITE_FILE);
     let db_url = format!("sqlite://{}", db.display());
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&db_url)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM audit_log WHERE seq = $1")
+        .bind(last)
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE audit_head SET seq = $1, hash = (SELECT hash FROM audit_log WHERE seq = $1) WHERE id = 1")
+        .bind(last - 1)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    ok(&offline(&[], Some(&key)));
+    let out = failed(&offline(&["--expect-head", &online], Some(&key)));
+    assert!(out.contains(&format!("FAILED at entry {last}")), "{out}");
+    assert!(out.contains("entries were deleted"), "{out}");
+    let out = failed(&offline(&["--expect-head", "bogus"], Some(&key)));
+    assert!(out.contains("SEQ:MAC"), "{out}");
+
+    // Tamper with one entry in the database: verification fails.
     support::execute(
         &db_url,
         "UPDATE audit_log SET actor = 'mallory' WHERE seq = 3",
@@ -219,9 +276,11 @@ async fn client_commands_cover_login_tokens_clusters_and_audit() {
     let dir = config.path().to_path_buf();
     let out = blocking(move || failed(&wardn(&dir, &["audit", "verify"]))).await;
     assert!(
-        out.contains("audit log verification FAILED: audit entry 3 was changed"),
+        out.contains("audit log verification FAILED at entry 3: audit entry 3 was changed"),
         "{out}"
     );
+    let out = failed(&offline(&[], Some(&key)));
+    assert!(out.contains("FAILED at entry 3"), "{out}");
 }
 
 #[test]

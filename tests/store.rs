@@ -2,12 +2,17 @@
 
 mod support;
 
+use sqlx::AnyPool;
+use sqlx::any::AnyPoolOptions;
 use support::postgres::Postgres;
 use support::{Backend, TestDb, execute};
 use wardn::app::{AppStatus, Phase};
 use wardn::object::ObjectRef;
 use wardn::store::apps::AppStatusRecord;
-use wardn::store::audit::{self, ChainError, NewEntry};
+use wardn::store::audit::{
+    self, AuditKey, AuditKeys, AuditStart, ChainError, ChainKey, Entry, KeyUsed, NewEntry, Page,
+    PageQuery,
+};
 use wardn::store::clusters::ClusterRecord;
 use wardn::store::repositories::RepositoryRecord;
 use wardn::store::{Store, StoreError};
@@ -194,55 +199,316 @@ fn entry(action: &str, target: &str) -> NewEntry {
     }
 }
 
-async fn audit_chain(db: TestDb) {
-    let store = Store::connect(&db.url).await.unwrap();
-    let (empty, head) = store.audit_log().await.unwrap();
-    assert!(empty.is_empty());
-    audit::verify(&empty, head.as_ref()).unwrap();
-    for (i, target) in ["a", "b", "c", "d"].iter().enumerate() {
+fn keys(current: u8, previous: Option<u8>) -> AuditKeys {
+    AuditKeys {
+        current: AuditKey::new([current; 32]),
+        previous: previous.map(|p| AuditKey::new([p; 32])),
+    }
+}
+
+/// A raw connection, as an attacker with write access to the database has.
+async fn raw(url: &str) -> AnyPool {
+    sqlx::any::install_default_drivers();
+    AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .unwrap()
+}
+
+/// What an attacker without the key can do: re-chain every entry from `from` on with plain
+/// SHA-256 and move the stored head to the new last entry.
+async fn forge_rechain(url: &str, from: i64) {
+    let pool = raw(url).await;
+    let entries: Vec<Entry> = sqlx::query_as(
+        "SELECT seq, at, actor, action, target, outcome, prev_hash, hash FROM audit_log ORDER BY seq",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let mut prev = audit::GENESIS_HASH.to_string();
+    for e in &entries {
+        if e.seq >= from {
+            let fields = NewEntry {
+                actor: e.actor.clone(),
+                action: e.action.clone(),
+                target: e.target.clone(),
+                outcome: e.outcome.clone(),
+            };
+            let hash = audit::entry_mac(ChainKey::Legacy, e.seq, &e.at, &fields, &prev);
+            sqlx::query("UPDATE audit_log SET prev_hash = $1, hash = $2 WHERE seq = $3")
+                .bind(&prev)
+                .bind(&hash)
+                .bind(e.seq)
+                .execute(&pool)
+                .await
+                .unwrap();
+            prev = hash;
+        } else {
+            prev = e.hash.clone();
+        }
+    }
+    let last = entries.last().map_or(0, |e| e.seq);
+    sqlx::query("UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1")
+        .bind(last)
+        .bind(&prev)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+}
+
+async fn append_six(store: &Store) {
+    for (i, (action, actor, target)) in [
+        ("cluster.register", "admin", "a"),
+        ("cluster.update", "admin", "a"),
+        ("repository.add", "token:ci", "r"),
+        ("cluster.remove", "alice", "a"),
+        ("app.sync", "alice", "local/web"),
+        ("cluster.register", "token:ci", "b"),
+    ]
+    .iter()
+    .enumerate()
+    {
         let written = store
             .append_audit(
-                &entry("cluster.register", target),
+                &NewEntry {
+                    actor: actor.to_string(),
+                    action: action.to_string(),
+                    target: target.to_string(),
+                    outcome: "success".to_string(),
+                },
                 &format!("2026-01-0{}T00:00:00Z", i + 1),
             )
             .await
             .unwrap();
         assert_eq!(written.seq, i as i64 + 1);
     }
-    let (entries, head) = store.audit_log().await.unwrap();
-    assert_eq!(entries.len(), 4);
-    assert_eq!(entries[1].prev_hash, entries[0].hash);
-    audit::verify(&entries, head.as_ref()).unwrap();
+}
 
+async fn audit_chain(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let k1 = keys(1, None);
+    assert!(matches!(
+        store.init_audit(k1.clone()).await.unwrap(),
+        AuditStart::Intact(_)
+    ));
+    assert_eq!(
+        store
+            .verify_audit(&k1, None)
+            .await
+            .unwrap()
+            .unwrap()
+            .entries,
+        0
+    );
+    append_six(&store).await;
+    let (entries, _) = store.audit_log().await.unwrap();
+    assert_eq!(entries[1].prev_hash, entries[0].hash);
+    let verified = store.verify_audit(&k1, None).await.unwrap().unwrap();
+    assert_eq!(verified.entries, 6);
+    assert_eq!(verified.key, KeyUsed::Current);
+    let expect = store.audit_head().unwrap();
+    assert_eq!(verified.head.as_ref(), Some(&expect));
+    assert_eq!(
+        store.verify_audit(&k1, Some(&expect)).await.unwrap(),
+        Ok(verified)
+    );
+    // A wrong key fails at the first entry.
+    assert_eq!(
+        store.verify_audit(&keys(2, None), None).await.unwrap(),
+        Err(ChainError::Changed { seq: 1 })
+    );
+
+    // The newest entries deleted and the head moved: intact on its own, truncated against the
+    // head recorded elsewhere.
+    execute(&db.url, "DELETE FROM audit_log WHERE seq > 4").await;
+    let pool = raw(&db.url).await;
+    sqlx::query("UPDATE audit_head SET seq = 4, hash = (SELECT hash FROM audit_log WHERE seq = 4) WHERE id = 1")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    store.verify_audit(&k1, None).await.unwrap().unwrap();
+    let truncated = store.verify_audit(&k1, Some(&expect)).await.unwrap();
+    assert_eq!(truncated, Err(ChainError::Truncated { last: 4, head: 6 }));
+
+    // An edited entry re-chained with plain SHA-256 is named.
     execute(
         &db.url,
-        "UPDATE audit_log SET outcome = 'failure' WHERE seq = 2",
+        "UPDATE audit_log SET actor = 'mallory' WHERE seq = 2",
     )
     .await;
-    let (entries, head) = store.audit_log().await.unwrap();
+    forge_rechain(&db.url, 2).await;
     assert_eq!(
-        audit::verify(&entries, head.as_ref()),
+        store.verify_audit(&k1, None).await.unwrap(),
         Err(ChainError::Changed { seq: 2 })
     );
-    execute(
-        &db.url,
-        "UPDATE audit_log SET outcome = 'success' WHERE seq = 2",
-    )
-    .await;
-
-    execute(&db.url, "DELETE FROM audit_log WHERE seq = 3").await;
-    let (entries, head) = store.audit_log().await.unwrap();
+    // A deleted middle entry is named.
+    execute(&db.url, "DELETE FROM audit_log WHERE seq = 1").await;
     assert_eq!(
-        audit::verify(&entries, head.as_ref()),
-        Err(ChainError::Broken { seq: 4 })
+        store.verify_audit(&k1, None).await.unwrap(),
+        Err(ChainError::Broken { seq: 1 })
     );
+    store.close().await;
+}
 
-    execute(&db.url, "DELETE FROM audit_log WHERE seq = 4").await;
-    let (entries, head) = store.audit_log().await.unwrap();
+/// A legacy SHA-256 log is verified and re-chained under the key at start-up (audited); a
+/// broken legacy log is left as it is and reported.
+async fn audit_legacy_migration(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    store.init_audit(keys(1, None)).await.unwrap();
+    append_six(&store).await;
+    store.close().await;
+    // Make it what an older wardn wrote: an unkeyed SHA-256 chain.
+    forge_rechain(&db.url, 1).await;
+
+    let store = Store::connect(&db.url).await.unwrap();
     assert_eq!(
-        audit::verify(&entries, head.as_ref()),
-        Err(ChainError::Truncated { last: 2, head: 4 })
+        store.init_audit(keys(1, None)).await.unwrap(),
+        AuditStart::Migrated { entries: 6 }
     );
+    let verified = store
+        .verify_audit(&keys(1, None), None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(verified.entries, 7);
+    let (entries, _) = store.audit_log().await.unwrap();
+    assert_eq!(entries[6].action, "audit.rechain");
+    assert_eq!(entries[6].target, "legacy SHA-256 chain");
+    assert_eq!(
+        entries[6].outcome,
+        "success: 6 entries re-chained under the current key"
+    );
+    store.close().await;
+
+    // A legacy log edited before the upgrade is not laundered by the re-chain.
+    let other = Store::connect(&db.url).await.unwrap();
+    forge_rechain(&db.url, 1).await;
+    execute(&db.url, "UPDATE audit_log SET target = 'x' WHERE seq = 3").await;
+    let start = other.init_audit(keys(1, None)).await.unwrap();
+    assert_eq!(start, AuditStart::Broken(ChainError::Changed { seq: 3 }));
+    let pool = raw(&db.url).await;
+    let target: String = sqlx::query_scalar("SELECT target FROM audit_log WHERE seq = 3")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert_eq!(target, "x", "left as it was");
+    other.close().await;
+}
+
+/// A rotation: the chain under the previous key keeps verifying and growing under it, and
+/// `rechain_audit` moves it to the current key (audited); the old key then fails.
+async fn audit_rotation(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    store.init_audit(keys(1, None)).await.unwrap();
+    append_six(&store).await;
+    store.close().await;
+
+    let store = Store::connect(&db.url).await.unwrap();
+    let rotating = keys(2, Some(1));
+    assert!(matches!(
+        store.init_audit(rotating.clone()).await.unwrap(),
+        AuditStart::UnderPreviousKey(_)
+    ));
+    store
+        .record_audit(
+            "alice",
+            "app.sync",
+            "local/web",
+            "success",
+            "2026-02-01T00:00:00Z",
+        )
+        .await;
+    let verified = store.verify_audit(&rotating, None).await.unwrap().unwrap();
+    assert_eq!((verified.entries, verified.key), (7, KeyUsed::Previous));
+    assert_eq!(store.rechain_audit("admin").await.unwrap(), 7);
+    assert_eq!(
+        store.rechain_audit("admin").await.unwrap(),
+        0,
+        "already current"
+    );
+    let verified = store
+        .verify_audit(&keys(2, None), None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((verified.entries, verified.key), (8, KeyUsed::Current));
+    assert_eq!(
+        store.verify_audit(&keys(1, None), None).await.unwrap(),
+        Err(ChainError::Changed { seq: 1 })
+    );
+    let (entries, _) = store.audit_log().await.unwrap();
+    assert_eq!(
+        (
+            entries[7].action.as_str(),
+            entries[7].actor.as_str(),
+            entries[7].target.as_str()
+        ),
+        ("audit.rechain", "admin", "previous key")
+    );
+    store.close().await;
+}
+
+async fn audit_pages(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    store.init_audit(keys(1, None)).await.unwrap();
+    append_six(&store).await;
+    let seqs = |page: &Page| page.entries.iter().map(|e| e.seq).collect::<Vec<_>>();
+    let all = store.audit_page(&PageQuery::default()).await.unwrap();
+    assert_eq!(seqs(&all), [1, 2, 3, 4, 5, 6]);
+    assert_eq!(all.next_before, None);
+    let query = |limit, before| PageQuery {
+        limit: Some(limit),
+        before,
+        ..Default::default()
+    };
+    let newest = store.audit_page(&query(4, None)).await.unwrap();
+    assert_eq!(seqs(&newest), [3, 4, 5, 6]);
+    assert_eq!(newest.next_before, Some(3));
+    let older = store.audit_page(&query(4, Some(3))).await.unwrap();
+    assert_eq!(seqs(&older), [1, 2]);
+    assert_eq!(older.next_before, None);
+    let capped = store.audit_page(&query(1_000_000, None)).await.unwrap();
+    assert_eq!(capped.entries.len(), 6);
+    let filter = |action: Option<&str>, actor: Option<&str>, target: Option<&str>| PageQuery {
+        action: action.map(str::to_string),
+        actor: actor.map(str::to_string),
+        target: target.map(str::to_string),
+        ..Default::default()
+    };
+    let prefix = store
+        .audit_page(&filter(Some("cluster."), None, None))
+        .await
+        .unwrap();
+    assert_eq!(seqs(&prefix), [1, 2, 4, 6]);
+    let exact = store
+        .audit_page(&filter(Some("cluster.register"), None, None))
+        .await
+        .unwrap();
+    assert_eq!(seqs(&exact), [1, 6]);
+    let not_prefix = store
+        .audit_page(&filter(Some("cluster"), None, None))
+        .await
+        .unwrap();
+    assert!(not_prefix.entries.is_empty(), "without the dot it is exact");
+    let wildcard = store
+        .audit_page(&filter(Some("%."), None, None))
+        .await
+        .unwrap();
+    assert!(wildcard.entries.is_empty(), "LIKE wildcards are literal");
+    let by_actor = store
+        .audit_page(&filter(None, Some("token:ci"), None))
+        .await
+        .unwrap();
+    assert_eq!(seqs(&by_actor), [3, 6]);
+    let combined = store
+        .audit_page(&filter(Some("cluster."), Some("admin"), Some("a")))
+        .await
+        .unwrap();
+    assert_eq!(seqs(&combined), [1, 2]);
     store.close().await;
 }
 
@@ -303,6 +569,7 @@ async fn app_statuses(db: TestDb) {
 /// takes the write lock up front instead of failing to upgrade a read snapshot.
 async fn concurrent_writes(db: TestDb) {
     let store = Store::connect(&db.url).await.unwrap();
+    store.init_audit(keys(1, None)).await.unwrap();
     let mut tasks = Vec::new();
     for i in 0..30 {
         let audit = store.clone();
@@ -329,9 +596,10 @@ async fn concurrent_writes(db: TestDb) {
     for task in tasks {
         task.await.unwrap().unwrap();
     }
-    let (entries, head) = store.audit_log().await.unwrap();
+    let (entries, _) = store.audit_log().await.unwrap();
     assert_eq!(entries.len(), 30);
-    assert_eq!(audit::verify(&entries, head.as_ref()), Ok(()));
+    let verified = store.verify_audit(&keys(1, None), None).await.unwrap();
+    assert_eq!(verified.map(|v| v.entries), Ok(30));
     store.close().await;
 }
 
@@ -341,6 +609,9 @@ async fn suite(backend: Backend<'_>) {
     auth(backend.database("auth_case")).await;
     repositories(backend.database("repositories_case")).await;
     audit_chain(backend.database("audit_case")).await;
+    audit_legacy_migration(backend.database("audit_legacy_case")).await;
+    audit_rotation(backend.database("audit_rotation_case")).await;
+    audit_pages(backend.database("audit_pages_case")).await;
     concurrent_writes(backend.database("concurrent_case")).await;
 }
 
@@ -367,4 +638,46 @@ async fn open_creates_the_sqlite_file_in_the_data_dir() {
         Store::connect("mysql://x").await,
         Err(StoreError::UnsupportedUrl)
     ));
+}
+
+/// A long run on SQLite: appends `WARDN_AUDIT_LONG_RUN` entries (default 10,000), then verifies
+/// the chain (paged) and one expected head, printing the rates.
+#[tokio::test]
+async fn audit_long_run_on_sqlite() {
+    let n: i64 = std::env::var("WARDN_AUDIT_LONG_RUN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let db = Backend::Sqlite.database("long");
+    let store = Store::connect(&db.url).await.unwrap();
+    store.init_audit(keys(1, None)).await.unwrap();
+    let started = std::time::Instant::now();
+    for i in 0..n {
+        store
+            .append_audit(
+                &entry("app.sync", &format!("local/app-{i}")),
+                "2026-01-01T00:00:00Z",
+            )
+            .await
+            .unwrap();
+    }
+    let appended = started.elapsed();
+    let head = store.audit_head().unwrap();
+    assert_eq!(head.seq, n);
+    let started = std::time::Instant::now();
+    let verified = store
+        .verify_audit(&keys(1, None), Some(&head))
+        .await
+        .unwrap()
+        .unwrap();
+    let verify = started.elapsed();
+    assert_eq!(verified.entries, n);
+    println!(
+        "audit long run: {n} appends in {:.2?} ({:.0}/s), verify in {:.2?} ({:.0} entries/s)",
+        appended,
+        n as f64 / appended.as_secs_f64(),
+        verify,
+        n as f64 / verify.as_secs_f64()
+    );
+    store.close().await;
 }

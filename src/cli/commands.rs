@@ -17,7 +17,7 @@ use crate::cli::offline::targets;
 use crate::clusters::bootstrap::{self, BootstrapPlan};
 use crate::clusters::connect::Connectivity;
 use crate::clusters::registry::{ClusterView, Status};
-use crate::store::audit::{self, Entry, Head};
+use crate::store::audit::{self, Head};
 
 /// Arguments of `wardn login`.
 #[derive(Debug, clap::Args)]
@@ -323,6 +323,9 @@ pub async fn clusters(
                 .call(Method::POST, "/api/v1/clusters/reseal", None)
                 .await?;
             println!("resealed {} kubeconfig(s)", result["resealed"]);
+            if let Some(n) = result["audit_rechained"].as_i64().filter(|n| *n > 0) {
+                println!("re-chained {n} audit entries under the current key");
+            }
         }
     }
     Ok(())
@@ -408,30 +411,110 @@ pub fn table(views: &[ClusterView]) -> String {
 /// `wardn audit` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {
-    /// Fetch the audit log and check its hash chain: a changed or deleted entry fails.
-    Verify,
+    /// Check the audit log's MAC chain where the audit key is: on the server (default), or
+    /// offline on a database with `WARDN_CREDENTIALS_KEY` (`--data-dir` / `--database-url`).
+    /// A changed, inserted or deleted entry fails, naming the first bad sequence number.
+    Verify(VerifyArgs),
+}
+
+/// Arguments of `wardn audit verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// A head recorded elsewhere (the `audit_seq`/`audit_mac` log line, the
+    /// `wardn_audit_head_info` metric): the log must reach entry SEQ with this MAC, which
+    /// detects deleted newest entries.
+    #[arg(long, value_name = "SEQ:MAC")]
+    pub expect_head: Option<Head>,
+    /// Verify offline the SQLite database in this data directory (needs WARDN_CREDENTIALS_KEY).
+    #[arg(long, value_name = "DIR", conflicts_with = "database_url")]
+    pub data_dir: Option<PathBuf>,
+    /// Verify offline this PostgreSQL (or sqlite:) database (needs WARDN_CREDENTIALS_KEY).
+    #[arg(long, value_name = "URL")]
+    pub database_url: Option<String>,
 }
 
 /// Runs a `wardn audit` subcommand.
 pub async fn audit(connection: &ConnectionArgs, command: AuditCommand) -> Result<(), CliError> {
-    let client = ApiClient::from_args(connection)?;
     match command {
-        AuditCommand::Verify => {
-            let log: Value = client.call(Method::GET, "/api/v1/audit", None).await?;
-            let decode = |err: serde_json::Error| CliError::Decode {
-                what: "audit log".into(),
-                reason: err.to_string(),
+        AuditCommand::Verify(args) => {
+            let result = if args.data_dir.is_some() || args.database_url.is_some() {
+                verify_offline(&args).await?
+            } else {
+                verify_online(connection, args.expect_head.as_ref()).await?
             };
-            let entries: Vec<Entry> =
-                serde_json::from_value(log["entries"].clone()).map_err(decode)?;
-            let head: Option<Head> = serde_json::from_value(log["head"].clone()).map_err(decode)?;
-            audit::verify(&entries, head.as_ref())
-                .map_err(|err| CliError::Failed(format!("audit log verification FAILED: {err}")))?;
-            println!(
-                "audit log intact: {} entries, hash chain verified",
-                entries.len()
-            );
+            match result {
+                Ok(verified) => {
+                    let head = verified
+                        .head
+                        .map_or_else(|| "none (empty log)".to_string(), |head| head.to_string());
+                    println!(
+                        "audit log intact: {} entries, MAC chain verified under {}; head {head}",
+                        verified.entries, verified.key
+                    );
+                    Ok(())
+                }
+                Err((seq, message)) => Err(CliError::Failed(format!(
+                    "audit log verification FAILED at entry {seq}: {message}"
+                ))),
+            }
         }
     }
-    Ok(())
+}
+
+/// A verification: what verified, or the first bad sequence number and why.
+type Verification = Result<audit::Verified, (i64, String)>;
+
+async fn verify_online(
+    connection: &ConnectionArgs,
+    expect: Option<&Head>,
+) -> Result<Verification, CliError> {
+    let client = ApiClient::from_args(connection)?;
+    let path = match expect {
+        Some(head) => format!("/api/v1/audit/verify?expect_head={head}"),
+        None => "/api/v1/audit/verify".to_string(),
+    };
+    let answer: Value = client.call(Method::GET, &path, None).await?;
+    let decode = |reason: String| CliError::Decode {
+        what: "audit verification".into(),
+        reason,
+    };
+    if answer["intact"].as_bool() == Some(true) {
+        let verified = serde_json::from_value(answer).map_err(|err| decode(err.to_string()))?;
+        return Ok(Ok(verified));
+    }
+    let seq = answer["first_bad_seq"]
+        .as_i64()
+        .ok_or_else(|| decode("no first_bad_seq in a failed verification".into()))?;
+    let message = answer["error"].as_str().unwrap_or("verification failed");
+    Ok(Err((seq, message.to_string())))
+}
+
+async fn verify_offline(args: &VerifyArgs) -> Result<Verification, CliError> {
+    let sealer =
+        crate::seal::Sealer::from_env().map_err(|err| CliError::Failed(err.to_string()))?;
+    let (current, previous) = sealer.audit_keys();
+    let keys = audit::AuditKeys {
+        current: audit::AuditKey::new(current),
+        previous: previous.map(audit::AuditKey::new),
+    };
+    if let Some(dir) = &args.data_dir {
+        let file = dir.join(crate::store::SQLITE_FILE);
+        if !file.is_file() {
+            return Err(CliError::Failed(format!(
+                "{}: no wardn database here (expected {})",
+                dir.display(),
+                file.display()
+            )));
+        }
+    }
+    let data_dir = args.data_dir.clone().unwrap_or_default();
+    let store = crate::store::Store::open(&data_dir, args.database_url.as_deref())
+        .await
+        .map_err(|err| CliError::Failed(err.to_string()))?;
+    let result = store
+        .verify_audit(&keys, args.expect_head.as_ref())
+        .await
+        .map_err(|err| CliError::Failed(err.to_string()));
+    store.close().await;
+    Ok(result?.map_err(|err| (err.seq(), err.to_string())))
 }

@@ -616,6 +616,10 @@ mod tests {
     async fn an_over_long_audit_target_is_truncated() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), None).await.unwrap();
+        store
+            .init_audit(crate::store::audit::tests::test_keys())
+            .await
+            .unwrap();
         let registry = Registry::new(
             store.clone(),
             Sealer::new(&[7; 32], None),

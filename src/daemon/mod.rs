@@ -27,6 +27,7 @@ use crate::seal::{SealError, Sealer};
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
 use crate::sources::repositories::Repositories;
+use crate::store::audit::{AuditKey, AuditKeys, AuditStart};
 use crate::store::{Store, StoreError};
 use lock::DataDirLock;
 use runner::Runner;
@@ -172,6 +173,36 @@ fn git_ca(options: &ServeOptions) -> Result<Option<Arc<Vec<u8>>>, DaemonError> {
         .transpose()
 }
 
+/// Gives the store the audit keys derived from the sealing keys and reports the chain's
+/// state: intact, under the previous key (re-chained by a reseal), migrated from a legacy
+/// SHA-256 chain, or broken (logged as an error; the daemon still starts, and verification
+/// keeps naming the first bad entry).
+pub async fn start_audit(store: &Store, sealer: &Sealer) -> Result<AuditStart, StoreError> {
+    let (current, previous) = sealer.audit_keys();
+    let keys = AuditKeys {
+        current: AuditKey::new(current),
+        previous: previous.map(AuditKey::new),
+    };
+    let start = store.init_audit(keys).await?;
+    match &start {
+        AuditStart::Intact(verified) => {
+            tracing::info!(entries = verified.entries, "audit chain verified")
+        }
+        AuditStart::UnderPreviousKey(verified) => tracing::warn!(
+            entries = verified.entries,
+            "audit chain is under WARDN_CREDENTIALS_KEY_PREVIOUS; `wardn clusters reseal` re-chains it"
+        ),
+        AuditStart::Migrated { entries } => tracing::warn!(
+            entries,
+            "legacy SHA-256 audit chain verified and re-chained under the audit key"
+        ),
+        AuditStart::Broken(err) => {
+            tracing::error!(%err, first_bad_seq = err.seq(), "audit chain does not verify")
+        }
+    }
+    Ok(start)
+}
+
 impl Daemon {
     /// Opens the store, builds the registries, the Git poller and the cluster resolver,
     /// restores the stored App statuses, loads the Apps (`--role all`) and starts reconciling
@@ -179,6 +210,7 @@ impl Daemon {
     pub async fn start(options: &ServeOptions, sealer: Sealer) -> Result<Daemon, DaemonError> {
         let lock = DataDirLock::acquire(&options.data_dir, options.listen)?;
         let store = Store::open(&options.data_dir, options.database_url.as_deref()).await?;
+        start_audit(&store, &sealer).await?;
         let throttles = Arc::new(Throttles::new(
             options.scheduling.cluster_qps,
             options.scheduling.cluster_burst,

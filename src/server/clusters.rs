@@ -72,13 +72,18 @@ pub async fn test(
     Ok(Json(state.registry().test(&actor.0, body).await?))
 }
 
-/// `POST /api/v1/clusters/reseal`: rewrites every sealed kubeconfig under the current key.
+/// `POST /api/v1/clusters/reseal`: rewrites every sealed kubeconfig under the current key,
+/// then re-chains the audit log under the current key if it is still under the previous one
+/// (audited as `audit.rechain`; a chain that does not verify is left alone: 409).
 pub async fn reseal(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let count = state.registry().reseal(&actor.0).await?;
-    Ok(Json(serde_json::json!({ "resealed": count })))
+    let rechained = state.store().rechain_audit(&actor.0).await?;
+    Ok(Json(
+        serde_json::json!({ "resealed": count, "audit_rechained": rechained }),
+    ))
 }
 
 /// `POST /api/v1/clusters/{name}/check`: access reviews with the stored credentials.

@@ -70,7 +70,10 @@ impl From<RegistryError> for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> ApiError {
-        ApiError::internal(&err)
+        match &err {
+            StoreError::AuditChain(_) => ApiError::new(StatusCode::CONFLICT, err.to_string()),
+            _ => ApiError::internal(&err),
+        }
     }
 }
 

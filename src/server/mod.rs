@@ -221,6 +221,12 @@ pub fn route_table() -> Vec<RouteSpec> {
         route(Method::GET, "/api/v1/audit", User, get(audit::list)),
         route(
             Method::GET,
+            "/api/v1/audit/verify",
+            User,
+            get(audit::verify),
+        ),
+        route(
+            Method::GET,
             "/api/v1/repositories",
             User,
             get(repositories::list),

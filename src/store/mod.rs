@@ -1,5 +1,5 @@
 //! Persistent state of the control plane: registered clusters (sealed), Git repository
-//! credentials (sealed), users, sessions, API tokens, the hash-chained audit log and the last
+//! credentials (sealed), users, sessions, API tokens, the MAC-chained audit log and the last
 //! status of every App.
 //!
 //! One code path serves both backends through `sqlx::Any`: an embedded SQLite file in the data
@@ -63,6 +63,12 @@ pub enum StoreError {
         /// What was wrong.
         reason: String,
     },
+    /// An audit entry was to be written before the store was given its audit key.
+    #[error("audit log: no audit key configured (WARDN_CREDENTIALS_KEY), cannot chain entries")]
+    AuditKeyMissing,
+    /// The audit chain failed verification where an intact one was needed (a re-chain).
+    #[error("audit log: {0}")]
+    AuditChain(#[from] audit::ChainError),
     /// Any other database error.
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
@@ -82,8 +88,10 @@ pub enum Backend {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
-    /// Serialises audit appends in this process so the hash chain stays linear.
+    /// Serialises audit appends in this process so the MAC chain stays linear.
     audit_lock: Arc<tokio::sync::Mutex<()>>,
+    /// The audit keys and the head last written (see [`Store::init_audit`]).
+    audit: Arc<parking_lot::RwLock<audit::AuditState>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -144,6 +152,7 @@ impl Store {
             pool,
             backend,
             audit_lock: Arc::new(tokio::sync::Mutex::new(())),
+            audit: Arc::default(),
         })
     }
 
