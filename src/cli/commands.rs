@@ -192,6 +192,9 @@ pub enum ClustersCommand {
         /// Namespace allowlist, comma-separated (default: every namespace).
         #[arg(long, value_delimiter = ',')]
         namespaces: Vec<String>,
+        /// Accept a kubeconfig with `insecure-skip-tls-verify: true` (shown and audited).
+        #[arg(long)]
+        allow_insecure_tls: bool,
     },
     /// List clusters with their status.
     List,
@@ -288,9 +291,11 @@ pub async fn clusters(
             server_url,
             kubeconfig,
             namespaces,
+            allow_insecure_tls,
         } => {
             let body = json!({"name": name, "server_url": server_url,
-                              "kubeconfig": read_file(&kubeconfig)?, "namespaces": namespaces});
+                              "kubeconfig": read_file(&kubeconfig)?, "namespaces": namespaces,
+                              "allow_insecure_tls": allow_insecure_tls});
             let view: ClusterView = client
                 .call(Method::POST, "/api/v1/clusters", Some(&body))
                 .await?;
