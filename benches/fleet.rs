@@ -115,6 +115,7 @@ async fn register(data: &Path, sims: &support::Sims) {
                     server_url: url.clone(),
                     kubeconfig: text,
                     namespaces: vec!["bench".into()],
+                    allow_insecure_tls: false,
                 },
             )
             .await

@@ -13,6 +13,11 @@ pub fn rfc3339(at: Timestamp) -> String {
     at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// Unix seconds as [`rfc3339`]; `None` outside the range of timestamps.
+pub fn unix_rfc3339(seconds: i64) -> Option<String> {
+    Timestamp::from_second(seconds).ok().map(rfc3339)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

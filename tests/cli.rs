@@ -519,3 +519,57 @@ async fn bootstrap_creates_a_least_privilege_identity_and_registers_it() {
         "secrets are not granted"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_create_with_a_ttl_list_and_revoke() {
+    let server = TestServer::start(None).await;
+    let admin = server.token().await;
+    let base = server.base.clone();
+    let config = tempfile::tempdir().unwrap();
+    let dir = config.path().to_path_buf();
+    blocking(move || {
+        let run = |args: &[&str]| {
+            let mut all = args.to_vec();
+            all.extend_from_slice(&["--server", base.as_str(), "--token", admin.as_str()]);
+            wardn(&dir, &all)
+        };
+        let created = run(&["tokens", "create", "laptop", "--ttl", "12h"]);
+        let secret = ok(&created).trim().to_string();
+        assert!(secret.starts_with("wardn_"), "{secret}");
+        let note = String::from_utf8(created.stderr.clone()).unwrap();
+        let id = note
+            .strip_prefix("id ")
+            .and_then(|rest| rest.split(',').next())
+            .unwrap()
+            .to_string();
+        let listed = ok(&run(&["tokens", "list"]));
+        let lines: Vec<&str> = listed.lines().collect();
+        assert!(
+            lines[0].starts_with("ID") && lines[0].contains("LAST USED"),
+            "{listed}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&id) && l.contains("laptop")),
+            "{listed}"
+        );
+        assert!(!listed.contains(&secret), "{listed}");
+
+        let out = failed(&run(&["tokens", "create", "bad", "--ttl=-5d"]));
+        assert!(out.contains("400") && out.contains("ttl: "), "{out}");
+        let out = failed(&run(&["tokens", "revoke", "../clusters"]));
+        assert!(out.contains("not an API token id"), "{out}");
+
+        assert!(ok(&run(&["tokens", "revoke", &id])).contains(&id));
+        let out = failed(&wardn(
+            &dir,
+            &["clusters", "list", "--server", &base, "--token", &secret],
+        ));
+        assert!(out.contains("401"), "{out}");
+        assert!(!ok(&run(&["tokens", "list"])).contains(&id));
+        let out = failed(&run(&["tokens", "revoke", &id]));
+        assert!(out.contains("404"), "{out}");
+    })
+    .await;
+}

@@ -74,6 +74,7 @@ async fn register(server: &TestServer, name: &str, kubeconfig: String, url: Stri
                 server_url: url,
                 kubeconfig,
                 namespaces: ns.iter().map(|n| n.to_string()).collect(),
+                allow_insecure_tls: false,
             },
         )
         .await

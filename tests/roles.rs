@@ -96,6 +96,7 @@ async fn an_operator_deploys_to_a_cluster_registered_on_the_server() {
                 server_url: sim.cluster.url(),
                 kubeconfig: sim.cluster.kubeconfig(),
                 namespaces: vec!["team-a".into()],
+                allow_insecure_tls: false,
             },
         )
         .await

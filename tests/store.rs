@@ -13,6 +13,7 @@ use wardn::store::audit::{
     self, AuditKey, AuditKeys, AuditStart, ChainError, ChainKey, Entry, KeyUsed, NewEntry, Page,
     PageQuery,
 };
+use wardn::store::auth::{self, ApiToken};
 use wardn::store::clusters::ClusterRecord;
 use wardn::store::repositories::RepositoryRecord;
 use wardn::store::{Store, StoreError};
@@ -177,16 +178,91 @@ async fn auth(db: TestDb) {
     store.delete_session("s1", 60).await.unwrap();
     assert_eq!(store.session_user("s1", 60).await.unwrap(), None);
 
-    store
-        .create_api_token("th", "ci", "admin", "t")
-        .await
-        .unwrap();
-    let owner = store.api_token_owner("th").await.unwrap().unwrap();
+    let token = |id: &str, name: &str, created: &str| ApiToken {
+        id: id.to_string(),
+        name: name.to_string(),
+        username: "admin".to_string(),
+        created_at: created.to_string(),
+        expires_at: 1_000,
+        last_used_at: None,
+    };
+    let ci = token(&auth::new_token_id().unwrap(), "ci", "2026-01-01T00:00:00Z");
+    assert!(auth::is_token_id(&ci.id), "{}", ci.id);
+    store.create_api_token("th", &ci).await.unwrap();
+    assert_eq!(store.api_token("th").await.unwrap(), Some(ci.clone()));
+    assert_eq!(store.api_token("other").await.unwrap(), None);
+    // last_used_at is written at most once a minute.
+    store.touch_api_token(&ci.id, 100).await.unwrap();
+    store.touch_api_token(&ci.id, 130).await.unwrap();
     assert_eq!(
-        (owner.name.as_str(), owner.username.as_str()),
-        ("ci", "admin")
+        store.api_token("th").await.unwrap().unwrap().last_used_at,
+        Some(100)
     );
-    assert_eq!(store.api_token_owner("other").await.unwrap(), None);
+    store.touch_api_token(&ci.id, 160).await.unwrap();
+    assert_eq!(
+        store.api_token("th").await.unwrap().unwrap().last_used_at,
+        Some(160)
+    );
+    let laptop = token(
+        &auth::new_token_id().unwrap(),
+        "laptop",
+        "2026-01-02T00:00:00Z",
+    );
+    store.create_api_token("th2", &laptop).await.unwrap();
+    let names: Vec<String> = store
+        .api_tokens("admin")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["ci", "laptop"]);
+    assert!(store.api_tokens("nobody").await.unwrap().is_empty());
+    assert!(!store.delete_api_token("nobody", &ci.id).await.unwrap());
+    assert!(store.delete_api_token("admin", &ci.id).await.unwrap());
+    assert!(!store.delete_api_token("admin", &ci.id).await.unwrap());
+    assert_eq!(store.api_token("th").await.unwrap(), None);
+
+    // A password change ends every other session of that user, and nothing else.
+    store.create_session("keep", "admin", 1_000).await.unwrap();
+    store.create_session("other", "admin", 1_000).await.unwrap();
+    store.create_session("bob", "bob", 1_000).await.unwrap();
+    assert_eq!(
+        store
+            .change_password("admin", "h3", Some("keep"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store.session_user("keep", 60).await.unwrap().as_deref(),
+        Some("admin")
+    );
+    assert_eq!(store.session_user("other", 60).await.unwrap(), None);
+    assert_eq!(
+        store.session_user("bob", 60).await.unwrap().as_deref(),
+        Some("bob")
+    );
+    assert_eq!(
+        store.password_hash("admin").await.unwrap().as_deref(),
+        Some("h3")
+    );
+    assert!(store.api_token("th2").await.unwrap().is_some());
+    store.close().await;
+
+    // A token created before tokens had ids (migration 0004) gets an id and an expiry at the
+    // next open.
+    execute(
+        &db.url,
+        "INSERT INTO api_tokens (token_hash, name, username, created_at) \
+         VALUES ('legacy', 'old', 'admin', '2025-01-01T00:00:00Z')",
+    )
+    .await;
+    let store = Store::connect(&db.url).await.unwrap();
+    let legacy = store.api_token("legacy").await.unwrap().unwrap();
+    assert!(auth::is_token_id(&legacy.id), "{}", legacy.id);
+    let now = jiff::Timestamp::now().as_second();
+    assert!(legacy.expires_at > now + auth::DEFAULT_TOKEN_TTL_SECS - 600);
     store.close().await;
 }
 

@@ -140,3 +140,78 @@ async fn signed_push_triggers_a_poll_and_bad_or_unknown_ones_do_nothing() {
         .unwrap();
     assert_eq!(update.snapshot.unwrap().revision, c2);
 }
+
+/// A per-repository secret authenticates payloads for its own repository only: a payload that
+/// names the polled repository beside one whose secret the sender knows is checked against the
+/// polled repository's secret (its own, else the server's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_secret_does_not_trigger_another_repository() {
+    let tmp = tempfile::tempdir().unwrap();
+    let up = Upstream::init(&tmp.path().join("up"));
+    up.commit(&[("f", "1")], "one");
+    let mut config = PollerConfig::new(GitSettings {
+        data_dir: tmp.path().join("data"),
+        extra_roots_pem: None,
+    });
+    config.backoff_base = Duration::from_secs(3600);
+    let (poller, mut rx) = Poller::new(config);
+    let src = GitSource {
+        url: parse_repo_url(&up.url()).unwrap(),
+        reference: GitRef::Branch("main".into()),
+        path: String::new(),
+        interval: Duration::from_secs(3600),
+    };
+    poller
+        .subscribe("app", &src, Credentials::Anonymous)
+        .await
+        .unwrap();
+    rx.recv().await.unwrap();
+    let polls = poller.stats(&src.url.key).unwrap().polls;
+    let polled = format!("file://{}/", up.url());
+    // The other repository's URL comes first, where the secret used to be looked up.
+    let body = serde_json::json!({
+        "repository": {"clone_url": "https://example.com/other/repo.git"},
+        "repoURL": polled,
+    })
+    .to_string();
+    let signed = |secret: &[u8]| vec![("x-wardn-signature", sign(secret, body.as_bytes()))];
+
+    // The polled repository has no secret of its own: the server secret governs it.
+    let app = router(WebhookState {
+        poller: poller.clone(),
+        secrets: Arc::new(
+            WebhookSecrets::new(Some("server-secret"))
+                .with_repository("https://example.com/other/repo", "other-secret")
+                .unwrap(),
+        ),
+    });
+    assert_eq!(
+        post(&app, &signed(b"other-secret"), &body).await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(poller.stats(&src.url.key).unwrap().polls, polls);
+
+    // The polled repository has its own secret: neither the other's nor the server's will do.
+    let app = router(WebhookState {
+        poller: poller.clone(),
+        secrets: Arc::new(
+            WebhookSecrets::new(Some("server-secret"))
+                .with_repository("https://example.com/other/repo", "other-secret")
+                .unwrap()
+                .with_repository(&up.url(), "own-secret")
+                .unwrap(),
+        ),
+    });
+    for wrong in [&b"other-secret"[..], b"server-secret"] {
+        assert_eq!(
+            post(&app, &signed(wrong), &body).await,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(poller.stats(&src.url.key).unwrap().polls, polls);
+    assert!(rx.try_recv().is_err());
+    assert_eq!(
+        post(&app, &signed(b"own-secret"), &body).await,
+        StatusCode::OK
+    );
+}

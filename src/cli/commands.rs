@@ -1,4 +1,4 @@
-//! The client subcommands: `login`, `tokens create`,
+//! The client subcommands: `login`, `tokens create|list|revoke`,
 //! `clusters add|list|get|test|rm|reseal|bootstrap|validate|check` and `audit verify`.
 
 use std::io::BufRead;
@@ -100,6 +100,16 @@ pub enum TokensCommand {
     Create {
         /// A label for the token.
         name: String,
+        /// Time to live, e.g. 30d, 12h, 15m (default 90d, at most 365d).
+        #[arg(long)]
+        ttl: Option<String>,
+    },
+    /// List your API tokens (id, name, created, last used, expiry; never the secret).
+    List,
+    /// Revoke an API token by its id (as `tokens list` shows it).
+    Revoke {
+        /// The token's id.
+        id: String,
     },
 }
 
@@ -107,18 +117,63 @@ pub enum TokensCommand {
 pub async fn tokens(connection: &ConnectionArgs, command: TokensCommand) -> Result<(), CliError> {
     let client = ApiClient::from_args(connection)?;
     match command {
-        TokensCommand::Create { name } => {
+        TokensCommand::Create { name, ttl } => {
+            let mut body = json!({ "name": name });
+            if let Some(ttl) = ttl {
+                body["ttl"] = Value::String(ttl);
+            }
             let created: Value = client
-                .call(
-                    Method::POST,
-                    "/api/v1/tokens",
-                    Some(&json!({ "name": name })),
-                )
+                .call(Method::POST, "/api/v1/tokens", Some(&body))
                 .await?;
             println!("{}", created["token"].as_str().unwrap_or_default());
+            eprintln!(
+                "id {}, expires {}",
+                created["id"].as_str().unwrap_or("?"),
+                created["expires_at"].as_str().unwrap_or("?")
+            );
+        }
+        TokensCommand::List => {
+            let listed: Value = client.call(Method::GET, "/api/v1/tokens", None).await?;
+            print!("{}", tokens_table(&listed));
+        }
+        TokensCommand::Revoke { id } => {
+            // The id goes into the path: refuse anything that is not an id before sending.
+            if !crate::store::auth::is_token_id(&id) {
+                return Err(CliError::Failed(format!(
+                    "{id:?} is not an API token id (24 lowercase hex digits, as `wardn tokens list` shows)"
+                )));
+            }
+            let _: Value = client
+                .call(Method::DELETE, &format!("/api/v1/tokens/{id}"), None)
+                .await?;
+            println!("revoked {id}");
         }
     }
     Ok(())
+}
+
+/// The `wardn tokens list` table for a `GET /api/v1/tokens` answer.
+fn tokens_table(listed: &Value) -> String {
+    let text = |token: &Value, field: &str| token[field].as_str().unwrap_or("-").to_string();
+    let mut rows = vec![
+        ["ID", "NAME", "CREATED", "LAST USED", "EXPIRES"]
+            .map(str::to_string)
+            .to_vec(),
+    ];
+    for token in listed["tokens"].as_array().into_iter().flatten() {
+        let mut expires = text(token, "expires_at");
+        if token["expired"].as_bool() == Some(true) {
+            expires.push_str(" (expired)");
+        }
+        rows.push(vec![
+            text(token, "id"),
+            text(token, "name"),
+            text(token, "created_at"),
+            text(token, "last_used_at"),
+            expires,
+        ]);
+    }
+    format!("{}\n", super::table::render(&rows))
 }
 
 /// `wardn clusters` subcommands.
@@ -137,6 +192,9 @@ pub enum ClustersCommand {
         /// Namespace allowlist, comma-separated (default: every namespace).
         #[arg(long, value_delimiter = ',')]
         namespaces: Vec<String>,
+        /// Accept a kubeconfig with `insecure-skip-tls-verify: true` (shown and audited).
+        #[arg(long)]
+        allow_insecure_tls: bool,
     },
     /// List clusters with their status.
     List,
@@ -233,9 +291,11 @@ pub async fn clusters(
             server_url,
             kubeconfig,
             namespaces,
+            allow_insecure_tls,
         } => {
             let body = json!({"name": name, "server_url": server_url,
-                              "kubeconfig": read_file(&kubeconfig)?, "namespaces": namespaces});
+                              "kubeconfig": read_file(&kubeconfig)?, "namespaces": namespaces,
+                              "allow_insecure_tls": allow_insecure_tls});
             let view: ClusterView = client
                 .call(Method::POST, "/api/v1/clusters", Some(&body))
                 .await?;

@@ -9,6 +9,8 @@ use serde::de::IgnoredAny;
 pub const MAX_KUBECONFIG_BYTES: usize = 256 * 1024;
 /// Names that would collide with fixed routes under `/api/v1/clusters/`.
 pub const RESERVED_NAMES: &[&str] = &["test", "reseal"];
+/// The name Apps use for the management cluster (the one wardn runs in); never registrable.
+pub const MANAGEMENT_CLUSTER: &str = "local";
 
 /// A rejected registration field: rendered as `FIELD: REASON` and answered with 400.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,6 +59,41 @@ pub struct ClusterEntry {
     /// A CA file path on the machine reading the kubeconfig (rejected).
     #[serde(rename = "certificate-authority")]
     pub certificate_authority: Option<IgnoredAny>,
+    /// Skips verifying the server's certificate (refused unless the registration allows it).
+    #[serde(rename = "insecure-skip-tls-verify", default)]
+    pub insecure_skip_tls_verify: bool,
+}
+
+impl Kubeconfig {
+    /// The index of the first cluster entry that skips TLS verification, if any.
+    pub fn insecure_cluster(&self) -> Option<usize> {
+        self.clusters
+            .iter()
+            .position(|named| named.cluster.insecure_skip_tls_verify)
+    }
+}
+
+/// Whether a stored (already validated) kubeconfig skips TLS verification; unparseable text
+/// counts as not skipping it.
+pub fn skips_tls_verify(kubeconfig: &str) -> bool {
+    serde_saphyr::from_str::<Kubeconfig>(kubeconfig)
+        .ok()
+        .and_then(|parsed| parsed.insecure_cluster())
+        .is_some()
+}
+
+/// Refuses a kubeconfig that skips TLS verification unless `allow_insecure_tls` (the
+/// registration's explicit opt-in); returns whether it skips it.
+pub fn check_tls(parsed: &Kubeconfig, allow_insecure_tls: bool) -> Result<bool, ValidationError> {
+    match parsed.insecure_cluster() {
+        None => Ok(false),
+        Some(_) if allow_insecure_tls => Ok(true),
+        Some(index) => Err(invalid(
+            format!("kubeconfig.clusters[{index}].cluster.insecure-skip-tls-verify"),
+            "skips verifying the server certificate; embed certificate-authority-data, or \
+             register with \"allow_insecure_tls\": true to accept this",
+        )),
+    }
 }
 
 /// A `users[]` entry.
@@ -113,9 +150,16 @@ pub fn check_dns_label(field: &str, value: &str) -> Result<(), ValidationError> 
     }
 }
 
-/// Checks a cluster name: a DNS label that is not reserved.
+/// Checks a cluster name: a DNS label that is not reserved (route names, and
+/// [`MANAGEMENT_CLUSTER`]).
 pub fn check_name(name: &str) -> Result<(), ValidationError> {
     check_dns_label("name", name)?;
+    if name == MANAGEMENT_CLUSTER {
+        return Err(invalid(
+            "name",
+            "\"local\" is reserved for the management cluster (the one wardn runs in)",
+        ));
+    }
     if RESERVED_NAMES.contains(&name) {
         return Err(invalid("name", "is reserved for an API route"));
     }
@@ -310,7 +354,16 @@ mod tests {
             "server_url"
         );
         check_name("staging-2").unwrap();
-        for bad in ["", "Staging", "-a", "a-", "a_b", &"a".repeat(64), "test"] {
+        for bad in [
+            "",
+            "Staging",
+            "-a",
+            "a-",
+            "a_b",
+            &"a".repeat(64),
+            "test",
+            "local",
+        ] {
             assert_eq!(check_name(bad).unwrap_err().field, "name", "{bad:?}");
         }
         check_namespaces(&["staging".into(), "default".into()]).unwrap();
@@ -319,6 +372,30 @@ mod tests {
                 .unwrap_err()
                 .field,
             "namespaces[1]"
+        );
+    }
+
+    #[test]
+    fn insecure_tls_is_refused_naming_the_field_unless_allowed() {
+        let text = format!(
+            "clusters:\n- name: a\n  cluster:\n    server: {URL}\n\
+             - name: b\n  cluster:\n    server: {URL}\n    insecure-skip-tls-verify: true\n"
+        );
+        let parsed = validate(&text, URL).unwrap();
+        let err = check_tls(&parsed, false).unwrap_err();
+        assert_eq!(
+            err.field,
+            "kubeconfig.clusters[1].cluster.insecure-skip-tls-verify"
+        );
+        assert!(err.to_string().contains("allow_insecure_tls"), "{err}");
+        assert_eq!(check_tls(&parsed, true), Ok(true));
+        let secure = validate(&kubeconfig(URL, "    token: abc"), URL).unwrap();
+        assert_eq!(check_tls(&secure, false), Ok(false));
+        assert_eq!(check_tls(&secure, true), Ok(false));
+        let explicit_false = text.replace("verify: true", "verify: false");
+        assert_eq!(
+            check_tls(&validate(&explicit_false, URL).unwrap(), false),
+            Ok(false)
         );
     }
 }

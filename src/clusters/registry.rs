@@ -42,6 +42,9 @@ pub struct RegisterRequest {
     /// Namespace allowlist; absent or empty means every namespace.
     #[serde(default)]
     pub namespaces: Vec<String>,
+    /// Accept a kubeconfig with `insecure-skip-tls-verify: true` (refused otherwise).
+    #[serde(default)]
+    pub allow_insecure_tls: bool,
 }
 
 /// `PUT /api/v1/clusters/{name}` body: absent fields keep their stored value.
@@ -56,6 +59,9 @@ pub struct UpdateRequest {
     pub kubeconfig: Option<String>,
     /// New namespace allowlist.
     pub namespaces: Option<Vec<String>>,
+    /// Accept a kubeconfig with `insecure-skip-tls-verify: true`; when absent, a cluster
+    /// registered with an insecure kubeconfig keeps that allowance.
+    pub allow_insecure_tls: Option<bool>,
 }
 
 /// `POST /api/v1/clusters/test` body.
@@ -65,6 +71,9 @@ pub struct TestRequest {
     pub server_url: String,
     /// Kubeconfig YAML text.
     pub kubeconfig: String,
+    /// Accept a kubeconfig with `insecure-skip-tls-verify: true` (refused otherwise).
+    #[serde(default)]
+    pub allow_insecure_tls: bool,
 }
 
 /// The outcome of a connection test (and the status board's value per cluster).
@@ -121,6 +130,13 @@ pub struct ClusterView {
     pub status: Status,
     /// Namespace allowlist (empty: every namespace).
     pub namespaces: Vec<String>,
+    /// Whether every namespace and cluster-scoped objects are allowed (the allowlist is empty).
+    #[serde(default)]
+    pub unrestricted: bool,
+    /// Whether the kubeconfig skips verifying the server's certificate (registered with
+    /// `allow_insecure_tls`).
+    #[serde(default)]
+    pub insecure_tls: bool,
     /// When the registered credentials expire, if known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credential_expires_at: Option<String>,
@@ -166,14 +182,16 @@ struct Registered {
     server_url: String,
     namespaces: Vec<String>,
     credential_expires_at: Option<String>,
+    insecure_tls: bool,
 }
 
 impl Registered {
-    fn of(record: &ClusterRecord) -> Registered {
+    fn of(record: &ClusterRecord, insecure_tls: bool) -> Registered {
         Registered {
             server_url: record.server_url.clone(),
             namespaces: record.namespaces.clone(),
             credential_expires_at: record.credential_expires_at.clone(),
+            insecure_tls,
         }
     }
 }
@@ -252,19 +270,31 @@ impl Registry {
                 Ok::<_, RegistryError>(RwLock::new(
                     records
                         .iter()
-                        .map(|r| (r.name.clone(), Registered::of(r)))
+                        .map(|r| (r.name.clone(), Registered::of(r, self.insecure_of(r))))
                         .collect(),
                 ))
             })
             .await
     }
 
+    /// Whether the stored kubeconfig of `record` skips TLS verification (false when it cannot
+    /// be unsealed: the prober reports that).
+    fn insecure_of(&self, record: &ClusterRecord) -> bool {
+        self.sealer
+            .open(&record.kubeconfig_sealed)
+            .is_ok_and(|plain| kubeconfig::skips_tls_verify(&plain))
+    }
+
     /// Records `record` on the board (after it was written to the store).
-    async fn board_put(&self, record: &ClusterRecord) -> Result<(), RegistryError> {
+    async fn board_put(
+        &self,
+        record: &ClusterRecord,
+        insecure_tls: bool,
+    ) -> Result<(), RegistryError> {
         self.board()
             .await?
             .write()
-            .insert(record.name.clone(), Registered::of(record));
+            .insert(record.name.clone(), Registered::of(record, insecure_tls));
         Ok(())
     }
 
@@ -274,15 +304,37 @@ impl Registry {
             server_url: registered.server_url.clone(),
             status: self.status_of(name),
             namespaces: registered.namespaces.clone(),
+            unrestricted: registered.namespaces.is_empty(),
+            insecure_tls: registered.insecure_tls,
             credential_expires_at: registered.credential_expires_at.clone(),
         }
     }
 
-    /// Validates a server URL and kubeconfig pair; returns the credential expiry if known.
-    fn check(server_url: &str, kubeconfig: &str) -> Result<Option<String>, ValidationError> {
+    /// Validates a server URL and kubeconfig pair (one that skips TLS verification only when
+    /// `allow_insecure_tls`); returns the credential expiry if known, and whether it skips TLS
+    /// verification.
+    fn check(
+        server_url: &str,
+        kubeconfig: &str,
+        allow_insecure_tls: bool,
+    ) -> Result<(Option<String>, bool), ValidationError> {
         kubeconfig::check_server_url(server_url)?;
         let parsed = kubeconfig::validate(kubeconfig, server_url)?;
-        Ok(credential_expiry(&parsed).map(rfc3339))
+        let insecure = kubeconfig::check_tls(&parsed, allow_insecure_tls)?;
+        Ok((credential_expiry(&parsed).map(rfc3339), insecure))
+    }
+
+    /// Audits that the cluster `name` was accepted with a kubeconfig skipping TLS verification.
+    async fn audit_insecure(&self, actor: &str, name: &str, view: &ClusterView) {
+        if view.insecure_tls {
+            self.audit(
+                actor,
+                "cluster.insecure_tls",
+                name,
+                "allowed: the kubeconfig skips TLS verification (allow_insecure_tls)",
+            )
+            .await;
+        }
     }
 
     /// Registers a cluster (audited as `cluster.register`).
@@ -293,15 +345,22 @@ impl Registry {
     ) -> Result<ClusterView, RegistryError> {
         let name = request.name.clone();
         let result = self.register_inner(request).await;
-        self.store
+        let view = self
+            .store
             .audited(actor, "cluster.register", &name, result)
-            .await
+            .await?;
+        self.audit_insecure(actor, &name, &view).await;
+        Ok(view)
     }
 
     async fn register_inner(&self, request: RegisterRequest) -> Result<ClusterView, RegistryError> {
         kubeconfig::check_name(&request.name)?;
         kubeconfig::check_namespaces(&request.namespaces)?;
-        let expires = Registry::check(&request.server_url, &request.kubeconfig)?;
+        let (expires, insecure) = Registry::check(
+            &request.server_url,
+            &request.kubeconfig,
+            request.allow_insecure_tls,
+        )?;
         let now = now_rfc3339();
         let record = ClusterRecord {
             name: request.name.clone(),
@@ -317,8 +376,8 @@ impl Registry {
             other => other?,
         }
         self.forget(&record.name);
-        self.board_put(&record).await?;
-        Ok(self.view(&record.name, &Registered::of(&record)))
+        self.board_put(&record, insecure).await?;
+        Ok(self.view(&record.name, &Registered::of(&record, insecure)))
     }
 
     /// Updates a cluster (audited as `cluster.update`); drops its cached client.
@@ -329,9 +388,12 @@ impl Registry {
         request: UpdateRequest,
     ) -> Result<ClusterView, RegistryError> {
         let result = self.update_inner(name, request).await;
-        self.store
+        let view = self
+            .store
             .audited(actor, "cluster.update", name, result)
-            .await
+            .await?;
+        self.audit_insecure(actor, name, &view).await;
+        Ok(view)
     }
 
     async fn update_inner(
@@ -356,13 +418,20 @@ impl Registry {
             kubeconfig::check_namespaces(&namespaces)?;
             record.namespaces = namespaces;
         }
-        if request.server_url.is_some() || request.kubeconfig.is_some() {
+        let mut insecure = self.insecure_of(&record);
+        if request.server_url.is_some()
+            || request.kubeconfig.is_some()
+            || request.allow_insecure_tls.is_some()
+        {
             let server_url = request.server_url.unwrap_or(record.server_url.clone());
             let plain = match request.kubeconfig {
                 Some(plain) => plain,
                 None => self.sealer.open(&record.kubeconfig_sealed)?,
             };
-            record.credential_expires_at = Registry::check(&server_url, &plain)?;
+            let allow = request.allow_insecure_tls.unwrap_or(insecure);
+            let (expires, now_insecure) = Registry::check(&server_url, &plain, allow)?;
+            record.credential_expires_at = expires;
+            insecure = now_insecure;
             record.kubeconfig_sealed = self.sealer.seal(&plain)?;
             record.server_url = server_url;
         }
@@ -371,8 +440,8 @@ impl Registry {
             return Err(RegistryError::NotFound(name.to_string()));
         }
         self.forget(name);
-        self.board_put(&record).await?;
-        Ok(self.view(name, &Registered::of(&record)))
+        self.board_put(&record, insecure).await?;
+        Ok(self.view(name, &Registered::of(&record, insecure)))
     }
 
     /// Removes a cluster (audited as `cluster.remove`); drops its cached client.
@@ -393,7 +462,11 @@ impl Registry {
     /// Connects with an unregistered kubeconfig and reports, storing nothing but the audit
     /// entry `cluster.test`. Invalid input is an error; an unreachable cluster is a report.
     pub async fn test(&self, actor: &str, request: TestRequest) -> Result<Status, RegistryError> {
-        let result = match Registry::check(&request.server_url, &request.kubeconfig) {
+        let result = match Registry::check(
+            &request.server_url,
+            &request.kubeconfig,
+            request.allow_insecure_tls,
+        ) {
             Err(err) => Err(err.into()),
             Ok(_) => Ok(self.connect_and_probe(&request.kubeconfig).await),
         };

@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use axum::Json;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use super::AppState;
 use super::body::JsonBody;
 use super::error::ApiError;
+use crate::store::auth::LAST_USED_RESOLUTION_SECS;
 use crate::time::now_rfc3339;
 
 /// The administrator's user name.
@@ -34,6 +35,18 @@ pub const TOKEN_PREFIX: &str = "wardn_";
 /// Who is making a request, as recorded in audit entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor(pub String);
+
+/// The authenticated user of a request, beside its [`Actor`]: the user name, and which
+/// session or API token authenticated it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The user.
+    pub username: String,
+    /// The SHA-256 hash of the session cookie, when a session authenticated the request.
+    pub session_hash: Option<String>,
+    /// The id of the API token, when a token authenticated the request.
+    pub token_id: Option<String>,
+}
 
 /// Errors of the authentication helpers.
 #[derive(Debug, thiserror::Error)]
@@ -80,7 +93,7 @@ pub fn verify_password(password: &str, stored: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn now_secs() -> i64 {
+pub(super) fn now_secs() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
@@ -93,7 +106,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
-fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+pub(super) fn session_cookie(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -120,17 +133,40 @@ pub async fn require_user(
     next: Next,
 ) -> Result<Response, ApiError> {
     let headers = request.headers();
-    let actor = if let Some(token) = bearer(headers) {
-        let owner = state
+    let now = now_secs();
+    let (actor, caller) = if let Some(token) = bearer(headers) {
+        let token = state
             .store()
-            .api_token_owner(&token_hash(token))
+            .api_token(&token_hash(token))
             .await?
             .ok_or_else(|| ApiError::unauthorized("invalid API token"))?;
-        Actor(format!("{}/token:{}", owner.username, owner.name))
+        if token.expires_at <= now {
+            return Err(ApiError::unauthorized(
+                "API token expired; create a new one (POST /api/v1/tokens)",
+            ));
+        }
+        if token
+            .last_used_at
+            .is_none_or(|at| at <= now - LAST_USED_RESOLUTION_SECS)
+        {
+            // Bookkeeping only: a failed write must not refuse a valid token.
+            if let Err(err) = state.store().touch_api_token(&token.id, now).await {
+                tracing::warn!(error = %err, token = %token.id, "cannot record API token use");
+            }
+        }
+        (
+            Actor(format!("{}/token:{}", token.username, token.name)),
+            Caller {
+                username: token.username,
+                session_hash: None,
+                token_id: Some(token.id),
+            },
+        )
     } else if let Some(session) = session_cookie(headers) {
+        let hash = token_hash(session);
         let user = state
             .store()
-            .session_user(&token_hash(session), now_secs())
+            .session_user(&hash, now)
             .await?
             .ok_or_else(|| ApiError::unauthorized("session expired or invalid; log in again"))?;
         let safe = matches!(
@@ -143,12 +179,20 @@ pub async fn require_user(
                 "cookie-authenticated writes require Content-Type: application/json (CSRF protection)",
             ));
         }
-        Actor(user)
+        (
+            Actor(user.clone()),
+            Caller {
+                username: user,
+                session_hash: Some(hash),
+                token_id: None,
+            },
+        )
     } else {
         return Err(ApiError::unauthorized(
             "authentication required: log in (POST /api/v1/auth/login) or send Authorization: Bearer TOKEN",
         ));
     };
+    request.extensions_mut().insert(caller);
     request.extensions_mut().insert(actor);
     Ok(next.run(request).await)
 }
@@ -252,61 +296,6 @@ pub async fn login(
     Ok((
         [(header::SET_COOKIE, cookie)],
         Json(serde_json::json!({ "username": body.username })),
-    )
-        .into_response())
-}
-
-/// `POST /api/v1/auth/logout`: ends the session and clears the cookie.
-pub async fn logout(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    if let Some(session) = session_cookie(&headers) {
-        state
-            .store()
-            .delete_session(&token_hash(session), now_secs())
-            .await?;
-    }
-    let cookie = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
-    Ok(([(header::SET_COOKIE, cookie)], StatusCode::NO_CONTENT).into_response())
-}
-
-/// `POST /api/v1/tokens` body.
-#[derive(Debug, Deserialize)]
-pub struct TokenRequest {
-    /// A label for the token (e.g. `ci` or `laptop`).
-    pub name: String,
-}
-
-/// `POST /api/v1/tokens`: creates an API token, shown once in the answer.
-pub async fn create_token(
-    State(state): State<AppState>,
-    Extension(actor): Extension<Actor>,
-    JsonBody(body): JsonBody<TokenRequest>,
-) -> Result<Response, ApiError> {
-    let name = body.name.trim();
-    if name.is_empty() || name.len() > 100 {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "name: must be 1-100 characters",
-        ));
-    }
-    let token = format!(
-        "{TOKEN_PREFIX}{}",
-        random_secret(32).map_err(|err| ApiError::internal(&err))?
-    );
-    let user = actor.0.split('/').next().unwrap_or(&actor.0).to_string();
-    state
-        .store()
-        .create_api_token(&token_hash(&token), name, &user, &now_rfc3339())
-        .await?;
-    state
-        .store()
-        .record_audit(&actor.0, "token.create", name, "success", &now_rfc3339())
-        .await;
-    Ok((
-        StatusCode::CREATED,
-        Json(serde_json::json!({ "name": name, "token": token })),
     )
         .into_response())
 }

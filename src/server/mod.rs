@@ -2,6 +2,7 @@
 //! access level, and the router is built from that table, so the authentication requirement of
 //! each route is visible in one place and checked by a test that walks the table.
 
+pub mod account;
 pub mod apps;
 pub mod audit;
 pub mod auth;
@@ -11,6 +12,7 @@ pub mod error;
 pub mod login_limit;
 pub mod metrics;
 pub mod repositories;
+pub mod tokens;
 pub mod webhook;
 
 use std::net::SocketAddr;
@@ -167,13 +169,21 @@ pub fn route_table() -> Vec<RouteSpec> {
             Method::POST,
             "/api/v1/auth/logout",
             User,
-            post(auth::logout),
+            post(account::logout),
         ),
         route(
             Method::POST,
-            "/api/v1/tokens",
+            "/api/v1/auth/password",
             User,
-            post(auth::create_token),
+            post(account::change_password),
+        ),
+        route(Method::GET, "/api/v1/tokens", User, get(tokens::list)),
+        route(Method::POST, "/api/v1/tokens", User, post(tokens::create)),
+        route(
+            Method::DELETE,
+            "/api/v1/tokens/{id}",
+            User,
+            delete(tokens::revoke),
         ),
         route(Method::GET, "/api/v1/clusters", User, get(clusters::list)),
         route(

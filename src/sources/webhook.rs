@@ -8,11 +8,17 @@
 //!
 //! The secret is `WARDN_WEBHOOK_SECRET`, or a per-repository secret that replaces it for that
 //! repository (given to [`WebhookSecrets::with_repository`], or registered through the API and
-//! read from the [`CredentialsProvider`] at each delivery, so a rotation applies at once). The repository is matched by any of the payload's clone, HTML or SSH URLs
+//! read from the [`CredentialsProvider`] at each delivery, so a rotation applies at once). The
+//! repository is matched by any of the payload's clone, HTML or SSH URLs
 //! (GitHub `repository.*`, GitLab `project.*`/`repository.*`, or a top-level `repoURL`), in
 //! any spelling (see [`super::url`]). Outcomes: valid signature and a polled repository →
 //! 200 and an immediate poll; missing or bad signature → 401, nothing happens; valid signature
 //! for a repository no App uses → 202, nothing happens.
+//!
+//! The secret checked is the one of the repository that would be polled (its own, else the
+//! server's), chosen before the signature is checked: a payload that also names another
+//! repository cannot borrow that repository's secret, so a per-repository secret only ever
+//! triggers polls of its own repository.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -97,6 +103,28 @@ impl WebhookSecrets {
             .find_map(|u| self.per_repository.get(&u.key))
             .or(self.server.as_ref())
             .map(Vec::as_slice)
+    }
+
+    /// The secret that authenticates payloads for the repository `key`: its own secret, else
+    /// the server secret (never another repository's).
+    fn for_key(&self, key: &SourceKey) -> Option<&[u8]> {
+        self.per_repository
+            .get(key)
+            .or(self.server.as_ref())
+            .map(Vec::as_slice)
+    }
+
+    /// [`Self::for_key`] including secrets registered with the provider.
+    pub async fn resolve_key(&self, key: &SourceKey) -> Result<Option<Vec<u8>>, LookupError> {
+        if let Some(secret) = self.per_repository.get(key) {
+            return Ok(Some(secret.clone()));
+        }
+        if let Some(provider) = &self.provider
+            && let Some(secret) = provider.webhook_secret(key).await?
+        {
+            return Ok(Some(secret));
+        }
+        Ok(self.server.clone())
     }
 
     /// The secret for a payload naming `urls`, including secrets registered with the
@@ -272,14 +300,12 @@ pub fn handle(
 ) -> WebhookOutcome {
     let payload: Result<serde_json::Value, _> = serde_json::from_slice(body);
     let urls = payload.as_ref().map(payload_urls).unwrap_or_default();
-    handle_with_secret(
-        poller,
-        secrets.for_urls(&urls),
-        headers,
-        body,
-        payload,
-        &urls,
-    )
+    let target = poller.find_repository(urls.iter().map(String::as_str));
+    let secret = match &target {
+        Some(key) => secrets.for_key(key),
+        None => secrets.for_urls(&urls),
+    };
+    handle_with_secret(poller, secret, headers, body, payload, target)
 }
 
 /// [`handle`] with every secret source, the provider's registered secrets included.
@@ -291,25 +317,30 @@ pub async fn handle_request(
 ) -> Result<WebhookOutcome, LookupError> {
     let payload: Result<serde_json::Value, _> = serde_json::from_slice(body);
     let urls = payload.as_ref().map(payload_urls).unwrap_or_default();
-    let secret = secrets.resolve(&urls).await?;
+    let target = poller.find_repository(urls.iter().map(String::as_str));
+    let secret = match &target {
+        Some(key) => secrets.resolve_key(key).await?,
+        None => secrets.resolve(&urls).await?,
+    };
     Ok(handle_with_secret(
         poller,
         secret.as_deref(),
         headers,
         body,
         payload,
-        &urls,
+        target,
     ))
 }
 
-/// Checks the signature with `secret`, then triggers the repository named by `urls`.
+/// Checks the signature with `secret` (the secret of `target`, the polled repository the
+/// payload names, when there is one), then triggers `target`.
 fn handle_with_secret(
     poller: &Poller,
     secret: Option<&[u8]>,
     headers: &HeaderMap,
     body: &[u8],
     payload: Result<serde_json::Value, serde_json::Error>,
-    urls: &[String],
+    target: Option<SourceKey>,
 ) -> WebhookOutcome {
     let provider = match verify_signature(headers, body, secret) {
         Ok(p) => p,
@@ -318,7 +349,7 @@ fn handle_with_secret(
     if let Err(e) = payload {
         return WebhookOutcome::BadPayload(format!("body is not JSON: {e}"));
     }
-    match poller.find_repository(urls.iter().map(String::as_str)) {
+    match target {
         Some(repository) if poller.trigger(&repository) => WebhookOutcome::Triggered {
             repository,
             provider,

@@ -22,6 +22,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0003_repositories.sql",
         include_str!("../../migrations/0003_repositories.sql"),
     ),
+    (
+        4,
+        "0004_api_token_ids.sql",
+        include_str!("../../migrations/0004_api_token_ids.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded in the database.

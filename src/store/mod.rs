@@ -69,6 +69,14 @@ pub enum StoreError {
     /// The audit chain failed verification where an intact one was needed (a re-chain).
     #[error("audit log: {0}")]
     AuditChain(#[from] audit::ChainError),
+    /// The random generator failed while making an id.
+    #[error("random generator failed making {what}: {reason}")]
+    Random {
+        /// What the id was for.
+        what: &'static str,
+        /// The generator's error.
+        reason: String,
+    },
     /// Any other database error.
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
@@ -148,12 +156,16 @@ impl Store {
                 .await?;
         }
         migrate::run(&pool).await?;
-        Ok(Store {
+        let store = Store {
             pool,
             backend,
             audit_lock: Arc::new(tokio::sync::Mutex::new(())),
             audit: Arc::default(),
-        })
+        };
+        store
+            .backfill_api_tokens(jiff::Timestamp::now().as_second())
+            .await?;
+        Ok(store)
     }
 
     /// Starts a transaction that will write. On SQLite it takes the write lock at once

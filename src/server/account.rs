@@ -1,0 +1,122 @@
+//! The caller's own sign-in: changing the password (which ends every other session of that
+//! user) and logging out (which ends the caller's session).
+
+use std::time::Duration;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::AppState;
+use super::auth::{Actor, Caller, SESSION_COOKIE, hash_password, now_secs, verify_password};
+use super::body::JsonBody;
+use super::error::ApiError;
+use crate::time::now_rfc3339;
+
+/// Shortest password accepted by a password change (characters).
+pub const MIN_PASSWORD_CHARS: usize = 12;
+/// Longest password accepted by a password change (bytes; argon2 hashes it all).
+pub const MAX_PASSWORD_BYTES: usize = 1024;
+
+/// `POST /api/v1/auth/password` body.
+#[derive(Debug, Deserialize)]
+pub struct PasswordChange {
+    /// The password in use now.
+    pub current_password: String,
+    /// The password to use from now on.
+    pub new_password: String,
+}
+
+/// `POST /api/v1/auth/password`: checks the current password, sets the new one and ends every
+/// other session of the user (the caller's own session stays; API tokens are untouched).
+pub async fn change_password(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Extension(caller): Extension<Caller>,
+    JsonBody(body): JsonBody<PasswordChange>,
+) -> Result<Response, ApiError> {
+    let chars = body.new_password.chars().count();
+    if chars < MIN_PASSWORD_CHARS || body.new_password.len() > MAX_PASSWORD_BYTES {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "new_password: must be {MIN_PASSWORD_CHARS} characters to {MAX_PASSWORD_BYTES} bytes long"
+            ),
+        ));
+    }
+    let store = state.store();
+    let stored = store.password_hash(&caller.username).await?;
+    let current = body.current_password;
+    let valid = match stored {
+        // A 1 MiB "current password" costs argon2 no more than the login's does.
+        Some(stored) => tokio::task::spawn_blocking(move || verify_password(&current, &stored))
+            .await
+            .map_err(|err| ApiError::internal(&err))?,
+        None => false,
+    };
+    if !valid {
+        store
+            .record_audit(
+                &actor.0,
+                "auth.password",
+                &caller.username,
+                "failure: wrong current password",
+                &now_rfc3339(),
+            )
+            .await;
+        // Slows guessing through a stolen session a little; the login limiter is the login's.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "current_password: does not match",
+        ));
+    }
+    let new_password = body.new_password;
+    let hash = tokio::task::spawn_blocking(move || hash_password(&new_password))
+        .await
+        .map_err(|err| ApiError::internal(&err))?
+        .map_err(|err| ApiError::internal(&err))?;
+    let ended = store
+        .change_password(&caller.username, &hash, caller.session_hash.as_deref())
+        .await?;
+    store
+        .record_audit(
+            &actor.0,
+            "auth.password",
+            &caller.username,
+            &format!("success: {ended} other session(s) ended"),
+            &now_rfc3339(),
+        )
+        .await;
+    Ok(axum::Json(serde_json::json!({ "sessions_ended": ended })).into_response())
+}
+
+/// `POST /api/v1/auth/logout`: ends the caller's session and clears the cookie. A request
+/// authenticated by an API token has no session to end (400: revoke the token instead).
+pub async fn logout(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
+    let Some(session) = caller.session_hash else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "no session to end: this request used an API token (revoke it with DELETE /api/v1/tokens/{id})",
+        ));
+    };
+    state.store().delete_session(&session, now_secs()).await?;
+    state
+        .store()
+        .record_audit(
+            &actor.0,
+            "auth.logout",
+            &caller.username,
+            "success",
+            &now_rfc3339(),
+        )
+        .await;
+    let cookie = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    Ok(([(header::SET_COOKIE, cookie)], StatusCode::NO_CONTENT).into_response())
+}
