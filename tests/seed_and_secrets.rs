@@ -253,7 +253,10 @@ async fn postgres_backend_serves_the_api_and_its_dump_holds_no_secrets() {
         .map(|e| e.unwrap().file_name())
         .filter(|name| name != wardn::daemon::lock::LOCK_FILE)
         .collect();
-    assert!(files.is_empty(), "no SQLite file with --database-url: {files:?}");
+    assert!(
+        files.is_empty(),
+        "no SQLite file with --database-url: {files:?}"
+    );
     server.stop().await;
 }
 

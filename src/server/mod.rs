@@ -45,6 +45,7 @@ pub struct AppState {
     runner: Arc<Runner>,
     repositories: Arc<Repositories>,
     login_limiter: Arc<login_limit::LoginLimiter>,
+    password_checks: Arc<login_limit::PasswordChecks>,
 }
 
 impl AppState {
@@ -67,6 +68,7 @@ impl AppState {
             runner,
             repositories,
             login_limiter: Arc::default(),
+            password_checks: Arc::default(),
         }
     }
 
@@ -75,9 +77,14 @@ impl AppState {
         &self.repositories
     }
 
-    /// Failed logins per user name (rate limiting).
-    pub fn login_limiter(&self) -> &login_limit::LoginLimiter {
+    /// Login attempts per source address and user name (rate limiting).
+    pub fn login_limiter(&self) -> &Arc<login_limit::LoginLimiter> {
         &self.login_limiter
+    }
+
+    /// The password-check slots (at most a few argon2 checks at once).
+    pub fn password_checks(&self) -> &Arc<login_limit::PasswordChecks> {
+        &self.password_checks
     }
 
     /// The App runner.
@@ -433,13 +440,20 @@ impl Server {
         self.daemon.runner()
     }
 
+    /// The state the handlers share (tests and benchmarks read the login limiter and the
+    /// password-check counters through it).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
     /// Serves until `shutdown` completes, then shuts the daemon down.
     pub async fn run(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         tracing::info!(addr = %self.addr, "wardn API listening");
-        let result = axum::serve(self.listener, router(self.state))
+        let service = router(self.state).into_make_service_with_connect_info::<SocketAddr>();
+        let result = axum::serve(self.listener, service)
             .with_graceful_shutdown(shutdown)
             .await;
         self.daemon.shutdown().await;
