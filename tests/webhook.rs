@@ -57,10 +57,7 @@ async fn signed_push_triggers_a_poll_and_bad_or_unknown_ones_do_nothing() {
     let secrets = WebhookSecrets::new(Some("server-secret"))
         .with_repository("https://example.com/other/repo", "repo-secret")
         .unwrap();
-    let app = router(WebhookState {
-        poller: poller.clone(),
-        secrets: Arc::new(secrets),
-    });
+    let app = router(WebhookState::new(poller.clone(), Arc::new(secrets)));
     let c2 = up.commit(&[("f", "2")], "two");
     // GitHub-style payload naming our repository by its file:// clone URL.
     let body = serde_json::json!({
@@ -139,4 +136,38 @@ async fn signed_push_triggers_a_poll_and_bad_or_unknown_ones_do_nothing() {
         .unwrap()
         .unwrap();
     assert_eq!(update.snapshot.unwrap().revision, c2);
+}
+
+#[tokio::test]
+async fn unsigned_or_missigned_bodies_are_refused_unparsed() {
+    let (poller, _rx) = Poller::new(PollerConfig::new(GitSettings::default()));
+    let secrets = WebhookSecrets::new(Some("server-secret"))
+        .with_repository("https://example.com/other/repo", "repo-secret")
+        .unwrap();
+    let app = router(WebhookState::new(poller, Arc::new(secrets)));
+    // 20 MB, not JSON: were it parsed before the signature check it would be a 400.
+    let body = "x".repeat(20 << 20);
+    assert_eq!(post(&app, &[], &body).await, StatusCode::UNAUTHORIZED);
+    let forged = sign(b"guess", body.as_bytes());
+    assert_eq!(
+        post(&app, &[("x-hub-signature-256", forged)], &body).await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        post(&app, &[("x-gitlab-token", "guess".into())], &body).await,
+        StatusCode::UNAUTHORIZED
+    );
+    // The same body signed with the server secret is read, and is not JSON.
+    let signed = sign(b"server-secret", body.as_bytes());
+    assert_eq!(
+        post(&app, &[("x-hub-signature-256", signed)], &body).await,
+        StatusCode::BAD_REQUEST
+    );
+    // Over the limit: 413 before anything else.
+    let huge = "x".repeat(wardn::sources::webhook::MAX_BODY + 1);
+    let signed = sign(b"server-secret", huge.as_bytes());
+    assert_eq!(
+        post(&app, &[("x-hub-signature-256", signed)], &huge).await,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
 }

@@ -407,13 +407,13 @@ impl Server {
         let daemon = Daemon::start(&options, sealer).await?;
         let generated_admin_password =
             ensure_admin(daemon.store(), options.admin_password.as_deref()).await?;
-        let webhook = WebhookState {
-            poller: daemon.poller().clone(),
-            secrets: Arc::new(
+        let webhook = WebhookState::new(
+            daemon.poller().clone(),
+            Arc::new(
                 WebhookSecrets::new(options.webhook_secret.as_deref())
                     .with_provider(daemon.repositories().clone()),
             ),
-        };
+        );
         let state = AppState::new(
             Arc::clone(daemon.registry()),
             options.internal_token.as_deref(),
