@@ -694,3 +694,50 @@ async fn huge_user_names_are_capped_in_the_limiter_and_the_audit_log() {
     let grown = dir_bytes(data.path()).saturating_sub(before);
     assert!(grown < 1 << 20, "the data directory grew by {grown} bytes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_answers_through_a_slowloris_and_partial_connections_are_closed() {
+    use std::time::{Duration, Instant};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use wardn::server::listener::HEADER_READ_TIMEOUT;
+    let server = TestServer::start(None).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut held = Vec::new();
+    for _ in 0..1500 {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        stream
+            .write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        held.push(stream);
+    }
+    let started = Instant::now();
+    let health = tokio::time::timeout(
+        Duration::from_secs(5),
+        reqwest::get(server.url("/api/v1/health")),
+    )
+    .await
+    .expect("/health answers within 5 s during the slowloris")
+    .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    eprintln!(
+        "/health answered in {:?} with 1,500 partial connections open",
+        started.elapsed()
+    );
+    // Every partial connection is closed by the server within the header deadline.
+    let closed = held.into_iter().map(|mut stream| async move {
+        let mut buf = [0u8; 512];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => continue,
+            }
+        }
+    });
+    tokio::time::timeout(
+        HEADER_READ_TIMEOUT + Duration::from_secs(5),
+        futures_util::future::join_all(closed),
+    )
+    .await
+    .expect("partial connections are closed within the header deadline");
+}

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod body;
 pub mod clusters;
 pub mod error;
+pub mod listener;
 pub mod login_limit;
 pub mod metrics;
 pub mod repositories;
@@ -452,15 +453,9 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         tracing::info!(addr = %self.addr, "wardn API listening");
-        let service = router(self.state).into_make_service_with_connect_info::<SocketAddr>();
-        let result = axum::serve(self.listener, service)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        listener::serve(self.listener, router(self.state), shutdown).await;
         self.daemon.shutdown().await;
-        result.map_err(|source| ServeError::Io {
-            addr: self.addr,
-            source,
-        })
+        Ok(())
     }
 }
 
@@ -497,13 +492,8 @@ impl OperatorServer {
     ) -> Result<(), ServeError> {
         tracing::info!(addr = %self.addr, "wardn operator listening (health only)");
         let router = Router::new().route("/api/v1/health", get(health));
-        let result = axum::serve(self.listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        listener::serve(self.listener, router, shutdown).await;
         self.operator.shutdown().await;
-        result.map_err(|source| ServeError::Io {
-            addr: self.addr,
-            source,
-        })
+        Ok(())
     }
 }
