@@ -497,3 +497,16 @@ impl OperatorServer {
         Ok(())
     }
 }
+
+/// Makes the allocator return large blocks (1 MiB and more) to the system when they are
+/// freed. glibc otherwise raises its mmap threshold after the first large free, and then keeps
+/// each thread arena's argon2 block (about 19 MiB a password check) and webhook bodies (up to
+/// 25 MB) resident: memory that unauthenticated requests could pin. Call once at start.
+pub fn return_large_allocations() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning; M_MMAP_THRESHOLD with a value within its
+    // documented range (at most 32 MiB on 64-bit) is always valid.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
