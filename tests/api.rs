@@ -543,7 +543,7 @@ async fn repeated_failed_logins_are_rate_limited_per_user_and_audited() {
             .json(&json!({"username": user, "password": password}))
             .send()
     };
-    for _ in 0..wardn::server::login_limit::MAX_FAILURES {
+    for _ in 0..wardn::server::login_limit::MAX_PER_USER {
         assert_eq!(
             attempt("mallory", "guess").await.unwrap().status(),
             StatusCode::UNAUTHORIZED
@@ -562,7 +562,7 @@ async fn repeated_failed_logins_are_rate_limited_per_user_and_audited() {
         body["error"]
             .as_str()
             .unwrap()
-            .contains("too many failed logins"),
+            .contains("too many login attempts"),
         "{body}"
     );
     // Other users are not affected.
@@ -578,6 +578,172 @@ async fn repeated_failed_logins_are_rate_limited_per_user_and_audited() {
                 && e["outcome"] == "failure: rate limited"),
         "{log}"
     );
+}
+
+/// A client whose connections come from `ip` (any 127.0.0.0/8 address is loopback on Linux).
+fn client_from(ip: [u8; 4]) -> Client {
+    Client::builder()
+        .local_address(std::net::IpAddr::from(ip))
+        .build()
+        .unwrap()
+}
+
+async fn login_status(http: &Client, server: &TestServer, user: &str, password: &str) -> u16 {
+    http.post(server.url("/api/v1/auth/login"))
+        .json(&json!({"username": user, "password": password}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_guesses_are_counted_before_the_check_and_do_not_lock_out_other_addresses() {
+    use wardn::server::login_limit::{MAX_CONCURRENT_CHECKS, MAX_PER_USER};
+    let server = TestServer::start(None).await;
+    let attacker = client_from([127, 0, 0, 1]);
+    let guesses = (0..200).map(|i| login_status(&attacker, &server, "admin", ["a", "b"][i % 2]));
+    let statuses = futures_util::future::join_all(guesses).await;
+    let checks = server.state.password_checks();
+    assert!(
+        checks.total() <= MAX_PER_USER,
+        "{} guesses reached argon2",
+        checks.total()
+    );
+    assert!(checks.peak() <= MAX_CONCURRENT_CHECKS, "{}", checks.peak());
+    let unauthorized = statuses.iter().filter(|s| **s == 401).count();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!((unauthorized, limited), (MAX_PER_USER, 200 - MAX_PER_USER));
+    // The real admin, from another address, still logs in; the attacker still may not.
+    let admin = client_from([127, 0, 0, 2]);
+    assert_eq!(
+        login_status(&admin, &server, "admin", support::server::ADMIN_PASSWORD).await,
+        200
+    );
+    assert_eq!(
+        login_status(&attacker, &server, "admin", support::server::ADMIN_PASSWORD).await,
+        429
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_logins_from_many_addresses_never_run_more_than_a_few_password_checks_at_once() {
+    use wardn::server::login_limit::MAX_CONCURRENT_CHECKS;
+    let server = TestServer::start(None).await;
+    let clients: Vec<Client> = (1..=40u8).map(|i| client_from([127, 0, 1, i])).collect();
+    let server_ref = &server;
+    let attempts = clients
+        .iter()
+        .flat_map(|c| (0..2).map(move |_| login_status(c, server_ref, "admin", "wrong")));
+    let statuses = futures_util::future::join_all(attempts).await;
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 429),
+        "{statuses:?}"
+    );
+    let checks = server.state.password_checks();
+    assert!(checks.total() >= 10, "{}", checks.total());
+    assert!(
+        checks.peak() <= MAX_CONCURRENT_CHECKS,
+        "{} checks ran at once",
+        checks.peak()
+    );
+}
+
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn huge_user_names_are_capped_in_the_limiter_and_the_audit_log() {
+    use wardn::server::login_limit::MAX_USERNAME_CHARS;
+    // Sizes are taken with the server stopped, when SQLite has folded its write-ahead log
+    // into the database file.
+    let data = TestServer::start(None).await.stop().await;
+    let before = dir_bytes(data.path());
+    let sealer = wardn::seal::Sealer::new(&support::server::KEY, None);
+    let server = TestServer::start_with(None, sealer, data).await;
+    let name = "m".repeat(1_000_000);
+    for i in 0..200u32 {
+        let http = client_from([127, 0, 2, (i % 50) as u8 + 1]);
+        let status = login_status(&http, &server, &format!("{i}{name}"), "x").await;
+        assert!(status == 401 || status == 429, "{status}");
+    }
+    let (_, pairs, bytes) = server.state.login_limiter().footprint();
+    assert!(
+        bytes <= pairs * MAX_USERNAME_CHARS,
+        "{bytes} bytes for {pairs}"
+    );
+    assert_eq!(server.state.password_checks().total(), 0, "no such user");
+    let token = server.token().await;
+    let (_, log) = send(
+        Client::new()
+            .get(server.url("/api/v1/audit?limit=1000"))
+            .bearer_auth(&token),
+    )
+    .await;
+    let entries = log["entries"].as_array().unwrap();
+    assert!(entries.len() >= 200, "{}", entries.len());
+    for entry in entries {
+        assert!(entry["actor"].as_str().unwrap().chars().count() <= MAX_USERNAME_CHARS);
+        assert!(entry["target"].as_str().unwrap().chars().count() <= MAX_USERNAME_CHARS);
+    }
+    let data = server.stop().await;
+    let grown = dir_bytes(data.path()).saturating_sub(before);
+    assert!(grown < 1 << 20, "the data directory grew by {grown} bytes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_answers_through_a_slowloris_and_partial_connections_are_closed() {
+    use std::time::{Duration, Instant};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use wardn::server::listener::HEADER_READ_TIMEOUT;
+    let server = TestServer::start(None).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut held = Vec::new();
+    for _ in 0..1500 {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        stream
+            .write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        held.push(stream);
+    }
+    let started = Instant::now();
+    let health = tokio::time::timeout(
+        Duration::from_secs(5),
+        reqwest::get(server.url("/api/v1/health")),
+    )
+    .await
+    .expect("/health answers within 5 s during the slowloris")
+    .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    eprintln!(
+        "/health answered in {:?} with 1,500 partial connections open",
+        started.elapsed()
+    );
+    // Every partial connection is closed by the server within the header deadline.
+    let closed = held.into_iter().map(|mut stream| async move {
+        let mut buf = [0u8; 512];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => continue,
+            }
+        }
+    });
+    tokio::time::timeout(
+        HEADER_READ_TIMEOUT + Duration::from_secs(5),
+        futures_util::future::join_all(closed),
+    )
+    .await
+    .expect("partial connections are closed within the header deadline");
 }
 
 /// The audit API: pages and filters, verification with an expected head, the head on

@@ -57,10 +57,7 @@ async fn signed_push_triggers_a_poll_and_bad_or_unknown_ones_do_nothing() {
     let secrets = WebhookSecrets::new(Some("server-secret"))
         .with_repository("https://example.com/other/repo", "repo-secret")
         .unwrap();
-    let app = router(WebhookState {
-        poller: poller.clone(),
-        secrets: Arc::new(secrets),
-    });
+    let app = router(WebhookState::new(poller.clone(), Arc::new(secrets)));
     let c2 = up.commit(&[("f", "2")], "two");
     // GitHub-style payload naming our repository by its file:// clone URL.
     let body = serde_json::json!({
@@ -141,6 +138,40 @@ async fn signed_push_triggers_a_poll_and_bad_or_unknown_ones_do_nothing() {
     assert_eq!(update.snapshot.unwrap().revision, c2);
 }
 
+#[tokio::test]
+async fn unsigned_or_missigned_bodies_are_refused_unparsed() {
+    let (poller, _rx) = Poller::new(PollerConfig::new(GitSettings::default()));
+    let secrets = WebhookSecrets::new(Some("server-secret"))
+        .with_repository("https://example.com/other/repo", "repo-secret")
+        .unwrap();
+    let app = router(WebhookState::new(poller, Arc::new(secrets)));
+    // 20 MB, not JSON: were it parsed before the signature check it would be a 400.
+    let body = "x".repeat(20 << 20);
+    assert_eq!(post(&app, &[], &body).await, StatusCode::UNAUTHORIZED);
+    let forged = sign(b"guess", body.as_bytes());
+    assert_eq!(
+        post(&app, &[("x-hub-signature-256", forged)], &body).await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        post(&app, &[("x-gitlab-token", "guess".into())], &body).await,
+        StatusCode::UNAUTHORIZED
+    );
+    // The same body signed with the server secret is read, and is not JSON.
+    let signed = sign(b"server-secret", body.as_bytes());
+    assert_eq!(
+        post(&app, &[("x-hub-signature-256", signed)], &body).await,
+        StatusCode::BAD_REQUEST
+    );
+    // Over the limit: 413 before anything else.
+    let huge = "x".repeat(wardn::sources::webhook::MAX_BODY + 1);
+    let signed = sign(b"server-secret", huge.as_bytes());
+    assert_eq!(
+        post(&app, &[("x-hub-signature-256", signed)], &huge).await,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+}
+
 /// A per-repository secret authenticates payloads for its own repository only: a payload that
 /// names the polled repository beside one whose secret the sender knows is checked against the
 /// polled repository's secret (its own, else the server's).
@@ -177,14 +208,14 @@ async fn a_repository_secret_does_not_trigger_another_repository() {
     let signed = |secret: &[u8]| vec![("x-wardn-signature", sign(secret, body.as_bytes()))];
 
     // The polled repository has no secret of its own: the server secret governs it.
-    let app = router(WebhookState {
-        poller: poller.clone(),
-        secrets: Arc::new(
+    let app = router(WebhookState::new(
+        poller.clone(),
+        Arc::new(
             WebhookSecrets::new(Some("server-secret"))
                 .with_repository("https://example.com/other/repo", "other-secret")
                 .unwrap(),
         ),
-    });
+    ));
     assert_eq!(
         post(&app, &signed(b"other-secret"), &body).await,
         StatusCode::UNAUTHORIZED
@@ -192,16 +223,16 @@ async fn a_repository_secret_does_not_trigger_another_repository() {
     assert_eq!(poller.stats(&src.url.key).unwrap().polls, polls);
 
     // The polled repository has its own secret: neither the other's nor the server's will do.
-    let app = router(WebhookState {
-        poller: poller.clone(),
-        secrets: Arc::new(
+    let app = router(WebhookState::new(
+        poller.clone(),
+        Arc::new(
             WebhookSecrets::new(Some("server-secret"))
                 .with_repository("https://example.com/other/repo", "other-secret")
                 .unwrap()
                 .with_repository(&up.url(), "own-secret")
                 .unwrap(),
         ),
-    });
+    ));
     for wrong in [&b"other-secret"[..], b"server-secret"] {
         assert_eq!(
             post(&app, &signed(wrong), &body).await,

@@ -3,15 +3,16 @@
 //! cookie-authenticated writes (they must be `Content-Type: application/json`, which a
 //! cross-site form cannot send without a CORS preflight).
 
-use std::time::Instant;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use axum::Json;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
@@ -20,6 +21,7 @@ use sha2::{Digest, Sha256};
 use super::AppState;
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::login_limit::{CHECK_WAIT, MAX_USERNAME_CHARS, bounded_username};
 use crate::store::auth::LAST_USED_RESOLUTION_SECS;
 use crate::time::now_rfc3339;
 
@@ -224,69 +226,86 @@ pub struct LoginRequest {
     pub password: String,
 }
 
+/// A 429 answer with `Retry-After` (rounded up: a client waiting the advertised seconds must
+/// get through).
+fn too_many(wait: Duration, message: &str) -> Response {
+    let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    let error = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("{message}; retry in {seconds} s"),
+    );
+    (
+        [(header::RETRY_AFTER, seconds.to_string())],
+        error.into_response(),
+    )
+        .into_response()
+}
+
 /// `POST /api/v1/auth/login`: checks the password and sets the session cookie.
+///
+/// The user name is cut to [`MAX_USERNAME_CHARS`] before any use. The attempt is counted
+/// against the peer address and the (address, user) pair before the password is checked
+/// ([`super::login_limit::LoginLimiter`]); at most a few argon2 checks run at once
+/// ([`super::login_limit::PasswordChecks`]), and a login that finds no free slot within
+/// [`CHECK_WAIT`] gets 429.
 pub async fn login(
     State(state): State<AppState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     JsonBody(body): JsonBody<LoginRequest>,
 ) -> Result<Response, ApiError> {
-    let limiter = state.login_limiter();
-    if let Some(wait) = limiter.retry_after(&body.username, Instant::now()) {
-        state
-            .store()
-            .record_audit(
-                &body.username,
-                "auth.login",
-                &body.username,
-                "failure: rate limited",
-                &now_rfc3339(),
-            )
-            .await;
-        // Round up: a client waiting the advertised seconds must get through.
-        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        let error = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("too many failed logins for this user; retry in {seconds} s",),
-        );
-        return Ok((
-            [(header::RETRY_AFTER, seconds.to_string())],
-            error.into_response(),
-        )
-            .into_response());
+    let ip = peer.map_or(
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        |Extension(ConnectInfo(addr))| addr.ip(),
+    );
+    let too_long = body.username.chars().nth(MAX_USERNAME_CHARS).is_some();
+    let username = bounded_username(&body.username).to_string();
+    drop(body.username);
+    let audit = |outcome: &'static str| {
+        let store = state.store().clone();
+        let username = username.clone();
+        async move {
+            store
+                .record_audit(&username, "auth.login", &username, outcome, &now_rfc3339())
+                .await;
+        }
+    };
+    if let Err(wait) = state.login_limiter().attempt(ip, &username, Instant::now()) {
+        audit("failure: rate limited").await;
+        return Ok(too_many(
+            wait,
+            "too many login attempts for this user from this address",
+        ));
     }
-    let stored = state.store().password_hash(&body.username).await?;
-    let password = body.password;
+    let stored = if too_long {
+        None
+    } else {
+        state.store().password_hash(&username).await?
+    };
     let valid = match stored {
-        Some(stored) => tokio::task::spawn_blocking(move || verify_password(&password, &stored))
-            .await
-            .map_err(|err| ApiError::internal(&err))?,
+        Some(stored) => {
+            let Some(_slot) = state.password_checks().acquire(CHECK_WAIT).await else {
+                audit("failure: server busy").await;
+                return Ok(too_many(CHECK_WAIT, "too many logins in progress"));
+            };
+            let password = body.password;
+            tokio::task::spawn_blocking(move || verify_password(&password, &stored))
+                .await
+                .map_err(|err| ApiError::internal(&err))?
+        }
         None => false,
     };
-    let outcome = if valid {
-        "success"
-    } else {
-        "failure: invalid credentials"
-    };
-    state
-        .store()
-        .record_audit(
-            &body.username,
-            "auth.login",
-            &body.username,
-            outcome,
-            &now_rfc3339(),
-        )
-        .await;
     if !valid {
-        limiter.failed(&body.username, Instant::now());
+        audit("failure: invalid credentials").await;
         return Err(ApiError::unauthorized("invalid username or password"));
     }
-    limiter.succeeded(&body.username);
+    audit("success").await;
+    state.login_limiter().succeeded(ip, &username);
     let session = random_secret(32).map_err(|err| ApiError::internal(&err))?;
     state
         .store()
         .create_session(
             &token_hash(&session),
-            &body.username,
+            &username,
             now_secs() + SESSION_TTL_SECS,
         )
         .await?;
@@ -295,7 +314,7 @@ pub async fn login(
     );
     Ok((
         [(header::SET_COOKIE, cookie)],
-        Json(serde_json::json!({ "username": body.username })),
+        Json(serde_json::json!({ "username": username })),
     )
         .into_response())
 }

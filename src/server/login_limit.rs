@@ -1,69 +1,272 @@
-//! Login rate limiting: after [`MAX_FAILURES`] failed logins for one user name within
-//! [`WINDOW`], further attempts for that name are refused (429 with `Retry-After`) until the
-//! oldest failure leaves the window — password guessing gets five tries a minute.
+//! Login rate limiting and the cost of unauthenticated password checks.
+//!
+//! [`LoginLimiter`] counts login *attempts* (not failures) before the password is checked, in
+//! two sliding windows of [`WINDOW`]: per source address and user name ([`MAX_PER_USER`]) and
+//! per source address whatever the name ([`MAX_PER_ADDRESS`]). An attempt beyond either limit
+//! is refused (429 with `Retry-After`) without a password check; a successful login refunds
+//! its attempt and forgets the failures of that user from that address. The limits are per
+//! source address (IPv6 per /64), so a flood from one address cannot lock the real user out
+//! from another. Its memory is bounded whatever the input: user names are cut to
+//! [`MAX_USERNAME_CHARS`] before they reach it, and it tracks at most [`MAX_TRACKED`] keys of
+//! each kind, evicting the least recently used.
+//!
+//! [`PasswordChecks`] caps how many argon2 checks (about 19 MiB each) run at once.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
-/// Failed logins allowed per user name within [`WINDOW`].
-pub const MAX_FAILURES: usize = 5;
-/// The sliding window failures are counted in.
+/// Login attempts allowed per source address and user name within [`WINDOW`].
+pub const MAX_PER_USER: usize = 5;
+/// Login attempts allowed per source address (any user names) within [`WINDOW`].
+pub const MAX_PER_ADDRESS: usize = 20;
+/// The sliding window attempts are counted in.
 pub const WINDOW: Duration = Duration::from_secs(60);
-/// Most user names tracked at once (names are caller-supplied); beyond it, names without a
-/// failure inside the window are forgotten first.
-const MAX_TRACKED: usize = 10_000;
+/// Most keys tracked at once, per kind (address, address and user); beyond it the key used
+/// least recently is forgotten.
+pub const MAX_TRACKED: usize = 10_000;
+/// User names are cut to this many characters before any use (longer names exist nowhere, so
+/// such a login fails without a password check).
+pub const MAX_USERNAME_CHARS: usize = 64;
+/// Password checks that run at once.
+pub const MAX_CONCURRENT_CHECKS: usize = 2;
+/// How long a login waits for a password-check slot before it is refused with 429.
+pub const CHECK_WAIT: Duration = Duration::from_secs(5);
 
-/// Recent login failures per user name.
-#[derive(Default)]
-pub struct LoginLimiter {
-    failures: Mutex<HashMap<String, VecDeque<Instant>>>,
+/// `name` cut to at most [`MAX_USERNAME_CHARS`] characters, at a character boundary.
+pub fn bounded_username(name: &str) -> &str {
+    match name.char_indices().nth(MAX_USERNAME_CHARS) {
+        Some((end, _)) => &name[..end],
+        None => name,
+    }
 }
 
-impl LoginLimiter {
-    /// An empty limiter.
-    pub fn new() -> LoginLimiter {
-        LoginLimiter::default()
+/// The address key of a peer: IPv4 addresses as they are, IPv6 addresses by their /64 (one
+/// host usually holds a whole /64).
+pub fn address_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(bits.into())
+        }
+    }
+}
+
+/// Sliding-window attempt times per key, bounded in keys.
+struct Windows<K> {
+    limit: usize,
+    times: HashMap<K, VecDeque<Instant>>,
+}
+
+impl<K: Hash + Eq + Clone> Windows<K> {
+    fn new(limit: usize) -> Self {
+        Windows {
+            limit,
+            times: HashMap::new(),
+        }
     }
 
-    /// How long `user` must wait at `now` before trying again; `None` if it may try now.
-    pub fn retry_after(&self, user: &str, now: Instant) -> Option<Duration> {
-        let mut failures = self.failures.lock();
-        let recent = failures.get_mut(user)?;
+    /// How long `key` must wait at `now`; `None` if it may try now.
+    fn wait(&mut self, key: &K, now: Instant) -> Option<Duration> {
+        let recent = self.times.get_mut(key)?;
         while recent
             .front()
             .is_some_and(|t| now.saturating_duration_since(*t) >= WINDOW)
         {
             recent.pop_front();
         }
-        if recent.len() < MAX_FAILURES {
+        if recent.len() < self.limit {
             return None;
         }
         let oldest = *recent.front()?;
         Some(WINDOW.saturating_sub(now.saturating_duration_since(oldest)))
     }
 
-    /// Records a failed login for `user` at `now`.
-    pub fn failed(&self, user: &str, now: Instant) {
-        let mut failures = self.failures.lock();
-        if failures.len() >= MAX_TRACKED && !failures.contains_key(user) {
-            failures.retain(|_, times| {
+    fn record(&mut self, key: &K, now: Instant) {
+        if self.times.len() >= MAX_TRACKED && !self.times.contains_key(key) {
+            self.times.retain(|_, times| {
                 times
                     .back()
                     .is_some_and(|t| now.saturating_duration_since(*t) < WINDOW)
             });
+            if self.times.len() >= MAX_TRACKED {
+                let oldest = self
+                    .times
+                    .iter()
+                    .min_by_key(|(_, times)| times.back().copied())
+                    .map(|(key, _)| key.clone());
+                if let Some(oldest) = oldest {
+                    self.times.remove(&oldest);
+                }
+            }
         }
-        let recent = failures.entry(user.to_string()).or_default();
+        let recent = self.times.entry(key.clone()).or_default();
         recent.push_back(now);
-        while recent.len() > MAX_FAILURES {
+        while recent.len() > self.limit {
             recent.pop_front();
         }
     }
 
-    /// Forgets the failures of `user` (after a successful login).
-    pub fn succeeded(&self, user: &str) {
-        self.failures.lock().remove(user);
+    /// Takes back the newest attempt of `key`.
+    fn refund(&mut self, key: &K) {
+        if let Some(recent) = self.times.get_mut(key) {
+            recent.pop_back();
+            if recent.is_empty() {
+                self.times.remove(key);
+            }
+        }
+    }
+
+    fn forget(&mut self, key: &K) {
+        self.times.remove(key);
+    }
+
+    fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    fn key_bytes(&self, size: impl Fn(&K) -> usize) -> usize {
+        self.times.keys().map(size).sum()
+    }
+}
+
+struct Limits {
+    per_address: Windows<IpAddr>,
+    per_user: Windows<(IpAddr, String)>,
+}
+
+/// Login attempts per source address and per (address, user name).
+pub struct LoginLimiter {
+    limits: Mutex<Limits>,
+}
+
+impl Default for LoginLimiter {
+    fn default() -> Self {
+        LoginLimiter::new()
+    }
+}
+
+impl LoginLimiter {
+    /// An empty limiter.
+    pub fn new() -> LoginLimiter {
+        LoginLimiter {
+            limits: Mutex::new(Limits {
+                per_address: Windows::new(MAX_PER_ADDRESS),
+                per_user: Windows::new(MAX_PER_USER),
+            }),
+        }
+    }
+
+    /// Counts an attempt of `user` from `ip` at `now`, before its password is checked: `Ok`
+    /// if it may proceed, else how long to wait (the refused attempt is not counted).
+    pub fn attempt(&self, ip: IpAddr, user: &str, now: Instant) -> Result<(), Duration> {
+        let address = address_key(ip);
+        let pair = (address, bounded_username(user).to_string());
+        let mut limits = self.limits.lock();
+        let wait = [
+            limits.per_address.wait(&address, now),
+            limits.per_user.wait(&pair, now),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        if let Some(wait) = wait {
+            return Err(wait);
+        }
+        limits.per_address.record(&address, now);
+        limits.per_user.record(&pair, now);
+        Ok(())
+    }
+
+    /// A successful login of `user` from `ip`: its attempt is refunded and its earlier
+    /// failures from that address forgotten.
+    pub fn succeeded(&self, ip: IpAddr, user: &str) {
+        let address = address_key(ip);
+        let pair = (address, bounded_username(user).to_string());
+        let mut limits = self.limits.lock();
+        limits.per_address.refund(&address);
+        limits.per_user.forget(&pair);
+    }
+
+    /// Keys tracked (addresses, address-and-user pairs) and the bytes of the user names held:
+    /// for tests and benchmarks of the limiter's bounds.
+    pub fn footprint(&self) -> (usize, usize, usize) {
+        let limits = self.limits.lock();
+        (
+            limits.per_address.len(),
+            limits.per_user.len(),
+            limits.per_user.key_bytes(|(_, user)| user.len()),
+        )
+    }
+}
+
+/// The password-check slots: at most [`MAX_CONCURRENT_CHECKS`] argon2 checks at once. Counts
+/// checks and the most seen at once (a test hook independent of timing).
+pub struct PasswordChecks {
+    slots: Semaphore,
+    running: AtomicUsize,
+    peak: AtomicUsize,
+    total: AtomicUsize,
+}
+
+impl Default for PasswordChecks {
+    fn default() -> Self {
+        PasswordChecks::new(MAX_CONCURRENT_CHECKS)
+    }
+}
+
+/// A running password check; frees its slot when dropped.
+pub struct CheckSlot<'a> {
+    checks: &'a PasswordChecks,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Drop for CheckSlot<'_> {
+    fn drop(&mut self) {
+        self.checks.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl PasswordChecks {
+    /// `slots` checks at once.
+    pub fn new(slots: usize) -> PasswordChecks {
+        PasswordChecks {
+            slots: Semaphore::new(slots),
+            running: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            total: AtomicUsize::new(0),
+        }
+    }
+
+    /// Waits up to `wait` for a slot; `None` if none freed in time.
+    pub async fn acquire(&self, wait: Duration) -> Option<CheckSlot<'_>> {
+        let permit = tokio::time::timeout(wait, self.slots.acquire())
+            .await
+            .ok()?
+            .ok()?;
+        let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(running, Ordering::SeqCst);
+        self.total.fetch_add(1, Ordering::SeqCst);
+        Some(CheckSlot {
+            checks: self,
+            _permit: permit,
+        })
+    }
+
+    /// The most checks seen running at once.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::SeqCst)
+    }
+
+    /// Checks started so far.
+    pub fn total(&self) -> usize {
+        self.total.load(Ordering::SeqCst)
     }
 }
 
@@ -71,27 +274,75 @@ impl LoginLimiter {
 mod tests {
     use super::*;
 
+    const A: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
+    const B: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2));
+
     #[test]
-    fn five_failures_a_minute_then_wait_for_the_oldest_to_expire() {
+    fn attempts_are_limited_per_address_and_user_and_expire() {
         let limiter = LoginLimiter::new();
         let start = Instant::now();
         let at = |secs: u64| start + Duration::from_secs(secs);
-        for i in 0..MAX_FAILURES as u64 {
-            assert_eq!(limiter.retry_after("admin", at(i)), None);
-            limiter.failed("admin", at(i));
+        for i in 0..MAX_PER_USER as u64 {
+            assert_eq!(limiter.attempt(A, "admin", at(i)), Ok(()));
         }
         assert_eq!(
-            limiter.retry_after("admin", at(10)),
-            Some(Duration::from_secs(50))
+            limiter.attempt(A, "admin", at(10)),
+            Err(Duration::from_secs(50))
         );
-        assert_eq!(limiter.retry_after("other", at(10)), None);
-        assert_eq!(limiter.retry_after("admin", at(60)), None);
-        limiter.failed("admin", at(60));
+        // Another address, or another name, is not affected.
+        assert_eq!(limiter.attempt(B, "admin", at(10)), Ok(()));
+        assert_eq!(limiter.attempt(A, "other", at(10)), Ok(()));
+        assert_eq!(limiter.attempt(A, "admin", at(60)), Ok(()));
         assert_eq!(
-            limiter.retry_after("admin", at(60)),
-            Some(Duration::from_secs(1))
+            limiter.attempt(A, "admin", at(60)),
+            Err(Duration::from_secs(1))
         );
-        limiter.succeeded("admin");
-        assert_eq!(limiter.retry_after("admin", at(60)), None);
+        limiter.succeeded(A, "admin");
+        assert_eq!(limiter.attempt(A, "admin", at(60)), Ok(()));
+    }
+
+    #[test]
+    fn one_address_gets_a_bounded_number_of_names() {
+        let limiter = LoginLimiter::new();
+        let now = Instant::now();
+        let allowed = (0..100)
+            .filter(|i| limiter.attempt(A, &format!("user{i}"), now).is_ok())
+            .count();
+        assert_eq!(allowed, MAX_PER_ADDRESS);
+        assert!(limiter.attempt(B, "admin", now).is_ok());
+    }
+
+    #[test]
+    fn memory_is_bounded_whatever_the_input() {
+        let limiter = LoginLimiter::new();
+        let now = Instant::now();
+        let long = "x".repeat(1 << 20);
+        for i in 0..(MAX_TRACKED as u32 + 500) {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::from(i));
+            let _ = limiter.attempt(ip, &long, now);
+        }
+        let (addresses, pairs, bytes) = limiter.footprint();
+        assert!(addresses <= MAX_TRACKED && pairs <= MAX_TRACKED);
+        assert!(bytes <= MAX_TRACKED * MAX_USERNAME_CHARS, "{bytes}");
+    }
+
+    #[test]
+    fn ipv6_addresses_count_by_their_64() {
+        let a: IpAddr = "2001:db8::1".parse().unwrap();
+        let b: IpAddr = "2001:db8::ffff:2".parse().unwrap();
+        assert_eq!(address_key(a), address_key(b));
+        assert_eq!(bounded_username(&"é".repeat(100)).chars().count(), 64);
+    }
+
+    #[tokio::test]
+    async fn password_checks_are_capped() {
+        let checks = PasswordChecks::new(2);
+        let one = checks.acquire(Duration::from_millis(10)).await;
+        let two = checks.acquire(Duration::from_millis(10)).await;
+        assert!(one.is_some() && two.is_some());
+        assert!(checks.acquire(Duration::from_millis(10)).await.is_none());
+        drop(one);
+        assert!(checks.acquire(Duration::from_millis(10)).await.is_some());
+        assert_eq!((checks.peak(), checks.total()), (2, 3));
     }
 }

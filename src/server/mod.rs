@@ -9,6 +9,7 @@ pub mod auth;
 pub mod body;
 pub mod clusters;
 pub mod error;
+pub mod listener;
 pub mod login_limit;
 pub mod metrics;
 pub mod repositories;
@@ -47,6 +48,7 @@ pub struct AppState {
     runner: Arc<Runner>,
     repositories: Arc<Repositories>,
     login_limiter: Arc<login_limit::LoginLimiter>,
+    password_checks: Arc<login_limit::PasswordChecks>,
 }
 
 impl AppState {
@@ -69,6 +71,7 @@ impl AppState {
             runner,
             repositories,
             login_limiter: Arc::default(),
+            password_checks: Arc::default(),
         }
     }
 
@@ -77,9 +80,14 @@ impl AppState {
         &self.repositories
     }
 
-    /// Failed logins per user name (rate limiting).
-    pub fn login_limiter(&self) -> &login_limit::LoginLimiter {
+    /// Login attempts per source address and user name (rate limiting).
+    pub fn login_limiter(&self) -> &Arc<login_limit::LoginLimiter> {
         &self.login_limiter
+    }
+
+    /// The password-check slots (at most a few argon2 checks at once).
+    pub fn password_checks(&self) -> &Arc<login_limit::PasswordChecks> {
+        &self.password_checks
     }
 
     /// The App runner.
@@ -416,13 +424,13 @@ impl Server {
         let daemon = Daemon::start(&options, sealer).await?;
         let generated_admin_password =
             ensure_admin(daemon.store(), options.admin_password.as_deref()).await?;
-        let webhook = WebhookState {
-            poller: daemon.poller().clone(),
-            secrets: Arc::new(
+        let webhook = WebhookState::new(
+            daemon.poller().clone(),
+            Arc::new(
                 WebhookSecrets::new(options.webhook_secret.as_deref())
                     .with_provider(daemon.repositories().clone()),
             ),
-        };
+        );
         let state = AppState::new(
             Arc::clone(daemon.registry()),
             options.internal_token.as_deref(),
@@ -449,20 +457,21 @@ impl Server {
         self.daemon.runner()
     }
 
+    /// The state the handlers share (tests and benchmarks read the login limiter and the
+    /// password-check counters through it).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
     /// Serves until `shutdown` completes, then shuts the daemon down.
     pub async fn run(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         tracing::info!(addr = %self.addr, "wardn API listening");
-        let result = axum::serve(self.listener, router(self.state))
-            .with_graceful_shutdown(shutdown)
-            .await;
+        listener::serve(self.listener, router(self.state), shutdown).await;
         self.daemon.shutdown().await;
-        result.map_err(|source| ServeError::Io {
-            addr: self.addr,
-            source,
-        })
+        Ok(())
     }
 }
 
@@ -499,13 +508,21 @@ impl OperatorServer {
     ) -> Result<(), ServeError> {
         tracing::info!(addr = %self.addr, "wardn operator listening (health only)");
         let router = Router::new().route("/api/v1/health", get(health));
-        let result = axum::serve(self.listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        listener::serve(self.listener, router, shutdown).await;
         self.operator.shutdown().await;
-        result.map_err(|source| ServeError::Io {
-            addr: self.addr,
-            source,
-        })
+        Ok(())
+    }
+}
+
+/// Makes the allocator return large blocks (1 MiB and more) to the system when they are
+/// freed. glibc otherwise raises its mmap threshold after the first large free, and then keeps
+/// each thread arena's argon2 block (about 19 MiB a password check) and webhook bodies (up to
+/// 25 MB) resident: memory that unauthenticated requests could pin. Call once at start.
+pub fn return_large_allocations() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning; M_MMAP_THRESHOLD with a value within its
+    // documented range (at most 32 MiB on 64-bit) is always valid.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }

@@ -1,33 +1,115 @@
 //! `POST /api/v1/webhooks/git`: the HTTP side of push webhooks. The request's signature is
 //! checked and the poll triggered by `crate::sources::webhook`; this module maps the outcome to
 //! a status code and a JSON answer.
+//!
+//! What an unauthenticated sender can cost is bounded here: a request without a signature
+//! header is refused before its body is read; at most [`MAX_BODIES_IN_FLIGHT`] bodies (each at
+//! most [`MAX_BODY`] bytes) are held at once, and a request that finds no slot within
+//! [`BODY_WAIT`] gets 503 with `Retry-After`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use tokio::sync::Semaphore;
 
 use crate::sources::poller::Poller;
-use crate::sources::webhook::{MAX_BODY, ROUTE, WebhookOutcome, WebhookSecrets, handle_request};
+use crate::sources::webhook::{
+    MAX_BODY, ROUTE, SignatureError, WebhookOutcome, WebhookSecrets, handle_request, has_signature,
+};
 
-/// State of the webhook route: the poller to trigger and the secrets to check.
+/// Webhook bodies read and checked at once (each up to [`MAX_BODY`]).
+pub const MAX_BODIES_IN_FLIGHT: usize = 4;
+/// How long a delivery waits for a slot before it is refused with 503.
+pub const BODY_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a delivery may take to send its body once it holds a slot.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// State of the webhook route: the poller to trigger, the secrets to check and the slots for
+/// bodies in flight.
 #[derive(Clone)]
 pub struct WebhookState {
     /// The scheduler.
     pub poller: Poller,
     /// The secrets.
     pub secrets: Arc<WebhookSecrets>,
+    bodies: Arc<Semaphore>,
+}
+
+impl WebhookState {
+    /// State triggering `poller`, checking against `secrets`.
+    pub fn new(poller: Poller, secrets: Arc<WebhookSecrets>) -> WebhookState {
+        WebhookState {
+            poller,
+            secrets,
+            bodies: Arc::new(Semaphore::new(MAX_BODIES_IN_FLIGHT)),
+        }
+    }
+}
+
+fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
+    (
+        status,
+        Json(serde_json::json!({"error": message.to_string()})),
+    )
+        .into_response()
 }
 
 /// The axum handler for `POST /api/v1/webhooks/git`.
 pub async fn git_webhook(
     State(state): State<WebhookState>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
+    if !has_signature(&headers) {
+        tracing::warn!("webhook: rejected, no signature header");
+        return error(StatusCode::UNAUTHORIZED, SignatureError::Missing);
+    }
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > MAX_BODY as u64) {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("webhook body larger than {MAX_BODY} bytes"),
+        );
+    }
+    let Ok(Ok(_slot)) = tokio::time::timeout(BODY_WAIT, state.bodies.acquire()).await else {
+        let busy = error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many webhook deliveries in progress",
+        );
+        return (
+            [(header::RETRY_AFTER, BODY_WAIT.as_secs().to_string())],
+            busy,
+        )
+            .into_response();
+    };
+    let body =
+        match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await {
+            Ok(Ok(body)) => body,
+            Err(_) => {
+                return error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "webhook body not received within {} s",
+                        BODY_READ_TIMEOUT.as_secs()
+                    ),
+                );
+            }
+            Ok(Err(e)) => {
+                return error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("webhook body unreadable or larger than {MAX_BODY} bytes: {e}"),
+                );
+            }
+        };
     let outcome = match handle_request(&state.poller, &state.secrets, &headers, &body).await {
         Ok(outcome) => outcome,
         Err(e) => {
@@ -58,6 +140,7 @@ pub async fn git_webhook(
         }
         WebhookOutcome::BadPayload(e) => (StatusCode::BAD_REQUEST, serde_json::json!({"error": e})),
     };
+    drop(body);
     (status, Json(json)).into_response()
 }
 

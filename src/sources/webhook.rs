@@ -1,7 +1,8 @@
 //! Push webhooks: `POST /api/v1/webhooks/git` triggers an immediate poll of the repository a
 //! forge reports a push for.
 //!
-//! Accepted signatures, checked against the raw body before anything else happens:
+//! Accepted signatures, checked against the raw body (the whole document is never built, and
+//! a body is never read without a signature header; see [`handle_request`] for the order):
 //! - GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>`;
 //! - GitLab: `X-Gitlab-Token: <secret>` (compared in constant time);
 //! - generic: `X-Wardn-Signature: sha256=<hex HMAC-SHA256(secret, body)>`.
@@ -230,36 +231,41 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
+/// The fields of `repository` and `project` objects that name the repository.
+const URL_FIELDS: [(&str, &[&str]); 2] = [
+    (
+        "repository",
+        &[
+            "clone_url",
+            "html_url",
+            "ssh_url",
+            "git_url",
+            "git_http_url",
+            "git_ssh_url",
+            "url",
+            "homepage",
+        ],
+    ),
+    (
+        "project",
+        &[
+            "git_http_url",
+            "git_ssh_url",
+            "web_url",
+            "http_url",
+            "ssh_url",
+            "url",
+        ],
+    ),
+];
+
+/// The longest repository URL read from a payload; longer values are ignored.
+pub const MAX_URL_CHARS: usize = 2048;
+
 /// The repository URLs a push payload names (GitHub, GitLab or generic).
 pub fn payload_urls(payload: &serde_json::Value) -> Vec<String> {
-    const FIELDS: [(&str, &[&str]); 2] = [
-        (
-            "repository",
-            &[
-                "clone_url",
-                "html_url",
-                "ssh_url",
-                "git_url",
-                "git_http_url",
-                "git_ssh_url",
-                "url",
-                "homepage",
-            ],
-        ),
-        (
-            "project",
-            &[
-                "git_http_url",
-                "git_ssh_url",
-                "web_url",
-                "http_url",
-                "ssh_url",
-                "url",
-            ],
-        ),
-    ];
     let mut urls = Vec::new();
-    for (object, fields) in FIELDS {
+    for (object, fields) in URL_FIELDS {
         for field in fields {
             if let Some(url) = payload[object][field].as_str() {
                 urls.push(url.to_string());
@@ -270,6 +276,207 @@ pub fn payload_urls(payload: &serde_json::Value) -> Vec<String> {
         urls.push(url.to_string());
     }
     urls
+}
+
+/// The repository URLs of a raw payload, read without building the document: every other
+/// value is skipped as it is scanned, and only string URLs of at most [`MAX_URL_CHARS`] are
+/// kept, so the memory used is bounded whatever the body (at most a few dozen short
+/// strings). Same fields and order as [`payload_urls`]; an error if the body is not JSON.
+pub fn payload_urls_raw(body: &[u8]) -> Result<Vec<String>, serde_json::Error> {
+    let top: raw::Top = serde_json::from_slice(body)?;
+    let mut urls = Vec::new();
+    for (index, (_, fields)) in URL_FIELDS.iter().enumerate() {
+        let object = if index == 0 {
+            &top.repository
+        } else {
+            &top.project
+        };
+        for field in *fields {
+            if let Some(url) = object.get(field) {
+                urls.push(url.clone());
+            }
+        }
+    }
+    urls.extend(top.repo_url);
+    Ok(urls)
+}
+
+/// Minimal, bounded deserialisation of push payloads (see [`payload_urls_raw`]).
+mod raw {
+    use std::collections::HashMap;
+    use std::fmt;
+
+    use serde::Deserialize;
+    use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+
+    use super::{MAX_URL_CHARS, URL_FIELDS};
+
+    /// Any value: a string of at most [`MAX_URL_CHARS`] characters, else nothing.
+    pub(super) struct Url(pub(super) Option<String>);
+
+    impl<'de> Deserialize<'de> for Url {
+        fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Url, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Url;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("any value")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<Url, E> {
+                    Ok(Url(
+                        (v.chars().count() <= MAX_URL_CHARS).then(|| v.to_string())
+                    ))
+                }
+                fn visit_bool<E: de::Error>(self, _: bool) -> Result<Url, E> {
+                    Ok(Url(None))
+                }
+                fn visit_i64<E: de::Error>(self, _: i64) -> Result<Url, E> {
+                    Ok(Url(None))
+                }
+                fn visit_u64<E: de::Error>(self, _: u64) -> Result<Url, E> {
+                    Ok(Url(None))
+                }
+                fn visit_f64<E: de::Error>(self, _: f64) -> Result<Url, E> {
+                    Ok(Url(None))
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<Url, E> {
+                    Ok(Url(None))
+                }
+                fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Url, A::Error> {
+                    while seq.next_element::<IgnoredAny>()?.is_some() {}
+                    Ok(Url(None))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Url, A::Error> {
+                    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                    Ok(Url(None))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    /// Any value: for an object, its URL fields (those of either object kind); else nothing.
+    #[derive(Default)]
+    pub(super) struct Fields(HashMap<&'static str, String>);
+
+    impl Fields {
+        pub(super) fn get(&self, field: &str) -> Option<&String> {
+            self.0.get(field)
+        }
+    }
+
+    fn known_field(name: &str) -> Option<&'static str> {
+        URL_FIELDS
+            .iter()
+            .flat_map(|(_, fields)| fields.iter())
+            .find(|f| **f == name)
+            .copied()
+    }
+
+    impl<'de> Deserialize<'de> for Fields {
+        fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Fields;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("any value")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+                    let mut fields = HashMap::new();
+                    while let Some(key) = map.next_key::<Key>()? {
+                        match key.0.and_then(|k| known_field(&k)) {
+                            Some(name) => {
+                                if let Url(Some(url)) = map.next_value()? {
+                                    fields.insert(name, url);
+                                }
+                            }
+                            None => {
+                                map.next_value::<IgnoredAny>()?;
+                            }
+                        }
+                    }
+                    Ok(Fields(fields))
+                }
+                fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Fields, A::Error> {
+                    while seq.next_element::<IgnoredAny>()?.is_some() {}
+                    Ok(Fields::default())
+                }
+                fn visit_str<E: de::Error>(self, _: &str) -> Result<Fields, E> {
+                    Ok(Fields::default())
+                }
+                fn visit_bool<E: de::Error>(self, _: bool) -> Result<Fields, E> {
+                    Ok(Fields::default())
+                }
+                fn visit_i64<E: de::Error>(self, _: i64) -> Result<Fields, E> {
+                    Ok(Fields::default())
+                }
+                fn visit_u64<E: de::Error>(self, _: u64) -> Result<Fields, E> {
+                    Ok(Fields::default())
+                }
+                fn visit_f64<E: de::Error>(self, _: f64) -> Result<Fields, E> {
+                    Ok(Fields::default())
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<Fields, E> {
+                    Ok(Fields::default())
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    /// A map key, kept only when it is short enough to be one of the names looked for.
+    struct Key(Option<String>);
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Key;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a key")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                    Ok(Key((v.len() <= 32).then(|| v.to_string())))
+                }
+            }
+            d.deserialize_str(V)
+        }
+    }
+
+    /// The top level of a payload: `repository`, `project` and `repoURL`.
+    #[derive(Default)]
+    pub(super) struct Top {
+        pub(super) repository: Fields,
+        pub(super) project: Fields,
+        pub(super) repo_url: Option<String>,
+    }
+
+    impl<'de> Deserialize<'de> for Top {
+        fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Top, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Top;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+                    let mut top = Top::default();
+                    while let Some(key) = map.next_key::<Key>()? {
+                        match key.0.as_deref() {
+                            Some("repository") => top.repository = map.next_value()?,
+                            Some("project") => top.project = map.next_value()?,
+                            Some("repoURL") => top.repo_url = map.next_value::<Url>()?.0,
+                            _ => {
+                                map.next_value::<IgnoredAny>()?;
+                            }
+                        }
+                    }
+                    Ok(top)
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
 }
 
 /// What a webhook request led to.
@@ -290,65 +497,118 @@ pub enum WebhookOutcome {
     BadPayload(String),
 }
 
+/// Whether the request carries one of the signature headers at all (checked before its body
+/// is read: without one the request is refused unread).
+pub fn has_signature(headers: &HeaderMap) -> bool {
+    ["x-hub-signature-256", "x-gitlab-token", "x-wardn-signature"]
+        .iter()
+        .any(|name| headers.contains_key(*name))
+}
+
+/// Whether per-repository secrets may apply (configured ones, or a provider of registered
+/// ones).
+fn has_repository_secrets(secrets: &WebhookSecrets) -> bool {
+    !secrets.per_repository.is_empty() || secrets.provider.is_some()
+}
+
 /// Authenticates a webhook request against the configured secrets (not the provider's) and,
-/// when valid for a polled repository, triggers a poll.
+/// when valid for a polled repository, triggers a poll. Same order of checks as
+/// [`handle_request`].
 pub fn handle(
     poller: &Poller,
     secrets: &WebhookSecrets,
     headers: &HeaderMap,
     body: &[u8],
 ) -> WebhookOutcome {
-    let payload: Result<serde_json::Value, _> = serde_json::from_slice(body);
-    let urls = payload.as_ref().map(payload_urls).unwrap_or_default();
+    let (urls, provider) = match authenticate_server(secrets, headers, body) {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
+    };
+    // The repository to poll is chosen first; only its own secret (or, without one, the
+    // server's) may authenticate the delivery.
     let target = poller.find_repository(urls.iter().map(String::as_str));
     let secret = match &target {
         Some(key) => secrets.for_key(key),
         None => secrets.for_urls(&urls),
     };
-    handle_with_secret(poller, secret, headers, body, payload, target)
+    let provider = match provider {
+        Some(provider) if secret == secrets.server.as_deref() => provider,
+        _ => match verify_signature(headers, body, secret) {
+            Ok(provider) => provider,
+            Err(e) => return WebhookOutcome::Unauthorized(e),
+        },
+    };
+    trigger(poller, provider, target)
+}
+
+/// The first steps of every delivery, on the raw body: a signature header must be present;
+/// then the server secret is checked. Only a body the server secret signs, or — when
+/// per-repository secrets may apply — a body that carries a signature header, has its
+/// repository URLs read, by the bounded reader [`payload_urls_raw`] (never the whole
+/// document). Returns the URLs and, when the server secret signed the body, its provider.
+fn authenticate_server(
+    secrets: &WebhookSecrets,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Vec<String>, Option<Provider>), WebhookOutcome> {
+    if !has_signature(headers) {
+        return Err(WebhookOutcome::Unauthorized(SignatureError::Missing));
+    }
+    let server = secrets
+        .server
+        .as_deref()
+        .map(|secret| verify_signature(headers, body, Some(secret)));
+    match server {
+        Some(Ok(provider)) => match payload_urls_raw(body) {
+            Ok(urls) => Ok((urls, Some(provider))),
+            Err(e) => Err(WebhookOutcome::BadPayload(format!("body is not JSON: {e}"))),
+        },
+        Some(Err(e)) if !has_repository_secrets(secrets) => Err(WebhookOutcome::Unauthorized(e)),
+        None if !has_repository_secrets(secrets) => {
+            Err(WebhookOutcome::Unauthorized(SignatureError::NoSecret))
+        }
+        // Not the server secret: perhaps a repository's own. An unreadable body names no
+        // repository, so it is checked against the server secret (and refused).
+        _ => Ok((payload_urls_raw(body).unwrap_or_default(), None)),
+    }
 }
 
 /// [`handle`] with every secret source, the provider's registered secrets included.
+///
+/// Order: no signature header → 401; the server secret is checked over the raw body; the
+/// repository URLs are then read with the bounded reader [`payload_urls_raw`] and the secret
+/// that applies to them (a repository's own replaces the server secret) must sign the body.
+/// The full document is never built, and a body is read at all only when it carries a
+/// signature header (and either the server secret signed it or per-repository secrets may
+/// apply). A body that is not JSON is a 400 only once the server secret signed it.
 pub async fn handle_request(
     poller: &Poller,
     secrets: &WebhookSecrets,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<WebhookOutcome, LookupError> {
-    let payload: Result<serde_json::Value, _> = serde_json::from_slice(body);
-    let urls = payload.as_ref().map(payload_urls).unwrap_or_default();
+    let (urls, provider) = match authenticate_server(secrets, headers, body) {
+        Ok(found) => found,
+        Err(outcome) => return Ok(outcome),
+    };
     let target = poller.find_repository(urls.iter().map(String::as_str));
     let secret = match &target {
         Some(key) => secrets.resolve_key(key).await?,
         None => secrets.resolve(&urls).await?,
     };
-    Ok(handle_with_secret(
-        poller,
-        secret.as_deref(),
-        headers,
-        body,
-        payload,
-        target,
-    ))
+    let provider = match provider {
+        Some(provider) if secret.as_deref() == secrets.server.as_deref() => provider,
+        _ => match verify_signature(headers, body, secret.as_deref()) {
+            Ok(provider) => provider,
+            Err(e) => return Ok(WebhookOutcome::Unauthorized(e)),
+        },
+    };
+    Ok(trigger(poller, provider, target))
 }
 
-/// Checks the signature with `secret` (the secret of `target`, the polled repository the
-/// payload names, when there is one), then triggers `target`.
-fn handle_with_secret(
-    poller: &Poller,
-    secret: Option<&[u8]>,
-    headers: &HeaderMap,
-    body: &[u8],
-    payload: Result<serde_json::Value, serde_json::Error>,
-    target: Option<SourceKey>,
-) -> WebhookOutcome {
-    let provider = match verify_signature(headers, body, secret) {
-        Ok(p) => p,
-        Err(e) => return WebhookOutcome::Unauthorized(e),
-    };
-    if let Err(e) = payload {
-        return WebhookOutcome::BadPayload(format!("body is not JSON: {e}"));
-    }
+/// Triggers `target` (the polled repository the payload names), once the request is
+/// authenticated.
+fn trigger(poller: &Poller, provider: Provider, target: Option<SourceKey>) -> WebhookOutcome {
     match target {
         Some(repository) if poller.trigger(&repository) => WebhookOutcome::Triggered {
             repository,
@@ -423,6 +683,34 @@ mod tests {
         assert_eq!(payload_urls(&gitlab)[0], "https://gitlab.com/o/r.git");
         let generic = serde_json::json!({"repoURL": "https://h/o/r"});
         assert_eq!(payload_urls(&generic), ["https://h/o/r"]);
+    }
+
+    #[test]
+    fn the_bounded_reader_finds_the_same_urls_and_skips_the_rest() {
+        let payloads = [
+            serde_json::json!({"ref": "x", "commits": [{"a": [1, 2, {"b": null}]}],
+                "repository": {"clone_url": "https://github.com/o/r.git", "html_url": "https://github.com/o/r",
+                    "owner": {"url": "https://github.com/o"}, "ssh_url": "git@github.com:o/r.git"}}),
+            serde_json::json!({"project": {"git_http_url": "https://gitlab.com/o/r.git",
+                "web_url": "https://gitlab.com/o/r"}, "repository": "not an object"}),
+            serde_json::json!({"repoURL": "https://h/o/r", "repository": {"url": 42}}),
+        ];
+        for payload in payloads {
+            let raw = serde_json::to_vec(&payload).unwrap();
+            assert_eq!(
+                payload_urls_raw(&raw).unwrap(),
+                payload_urls(&payload),
+                "{payload}"
+            );
+        }
+        let long = serde_json::json!({"repoURL": "h".repeat(MAX_URL_CHARS + 1)});
+        assert!(
+            payload_urls_raw(&serde_json::to_vec(&long).unwrap())
+                .unwrap()
+                .is_empty()
+        );
+        assert!(payload_urls_raw(b"not json").is_err());
+        assert!(payload_urls_raw(b"[1, 2]").is_err());
     }
 
     /// A provider with one registered secret, or failing lookups.

@@ -24,6 +24,8 @@ pub struct TestServer {
     pub base: String,
     /// The registry behind it.
     pub registry: Arc<Registry>,
+    /// The state the server's handlers share (login limiter, password-check counters).
+    pub state: wardn::server::AppState,
     /// The data directory (SQLite file lives here unless a database URL was given).
     pub data: tempfile::TempDir,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -67,6 +69,7 @@ impl TestServer {
         let server = Server::bind(options, sealer).await.unwrap();
         let base = format!("http://{}", server.addr);
         let registry = Arc::clone(server.registry());
+        let state = server.state().clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             server
@@ -79,6 +82,7 @@ impl TestServer {
         TestServer {
             base,
             registry,
+            state,
             data,
             shutdown: Some(tx),
             task: Some(task),

@@ -1,0 +1,254 @@
+//! What unauthenticated clients cost the API server: peak RSS growth under parallel bad
+//! logins and parallel unsigned 24 MB webhooks, login latency (p99) under parallel attempts,
+//! and `/api/v1/health` latency (p99) while partial-header connections (slowloris) are held
+//! open. In-process server on SQLite. Prints figures; asserts nothing about time.
+//!
+//! Full: 1,000 bad logins, 100 webhooks, 200 timed logins, 20,000 partial connections (fewer if
+//! the file-descriptor limit does not allow them, said in the output). `-- --quick` or
+//! `WARDN_BENCH_QUICK=1`: 200, 20, 50 and 2,000.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use reqwest::Client;
+use serde_json::json;
+use support::server::TestServer;
+use tokio::io::AsyncWriteExt;
+
+fn quick() -> bool {
+    std::env::args().any(|a| a == "--quick")
+        || std::env::var("WARDN_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+fn status_kib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// Resets the peak RSS (VmHWM) to the current RSS and returns it in MiB.
+fn reset_peak() -> f64 {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    status_kib("VmRSS:") / 1024.0
+}
+
+fn peak_mib() -> f64 {
+    status_kib("VmHWM:") / 1024.0
+}
+
+fn client_from(a: u8, b: u8) -> Client {
+    Client::builder()
+        .local_address(IpAddr::from([127, 0, a, b]))
+        .build()
+        .unwrap_or_else(|e| panic!("client: {e}"))
+}
+
+fn percentile(samples: &mut [Duration], q: f64) -> f64 {
+    samples.sort();
+    let index = ((samples.len() as f64 - 1.0) * q).round() as usize;
+    samples[index].as_secs_f64() * 1000.0
+}
+
+fn tally(statuses: &[u16]) -> String {
+    let mut counts = std::collections::BTreeMap::new();
+    for s in statuses {
+        *counts.entry(*s).or_insert(0) += 1;
+    }
+    format!("{counts:?}")
+}
+
+async fn login(http: &Client, server: &TestServer, user: &str, password: &str) -> u16 {
+    match http
+        .post(server.url("/api/v1/auth/login"))
+        .json(&json!({"username": user, "password": password}))
+        .send()
+        .await
+    {
+        Ok(response) => response.status().as_u16(),
+        Err(_) => 0,
+    }
+}
+
+async fn bad_logins(server: &TestServer, count: usize) {
+    let clients: Vec<Client> = (0..50).map(|i| client_from(10, i + 1)).collect();
+    let base = reset_peak();
+    let start = Instant::now();
+    let attempts = (0..count).map(|i| login(&clients[i % clients.len()], server, "admin", "wrong"));
+    let statuses = futures_util::future::join_all(attempts).await;
+    let checks = server.state.password_checks();
+    println!(
+        "{count} parallel bad logins from 50 addresses: peak RSS +{:.1} MiB, {:.1} s, \
+         argon2 checks {} (at most {} at once), statuses {}",
+        peak_mib() - base,
+        start.elapsed().as_secs_f64(),
+        checks.total(),
+        checks.peak(),
+        tally(&statuses),
+    );
+}
+
+async fn login_latency(server: &TestServer, count: usize) {
+    let clients: Vec<Client> = (0..count)
+        .map(|i| client_from(20 + (i / 200) as u8, (i % 200) as u8 + 1))
+        .collect();
+    let attempts = clients.iter().map(|c| async move {
+        let start = Instant::now();
+        let status = login(c, server, "admin", "wrong").await;
+        (start.elapsed(), status)
+    });
+    let results = futures_util::future::join_all(attempts).await;
+    let statuses: Vec<u16> = results.iter().map(|(_, s)| *s).collect();
+    let mut times: Vec<Duration> = results.into_iter().map(|(d, _)| d).collect();
+    println!(
+        "{count} parallel login attempts (one per address): p50 {:.0} ms, p99 {:.0} ms, statuses {}",
+        percentile(&mut times, 0.5),
+        percentile(&mut times, 0.99),
+        tally(&statuses),
+    );
+}
+
+async fn webhooks(server: &TestServer, count: usize) {
+    let body = axum::body::Bytes::from(vec![b'x'; 24 << 20]);
+    let forged = wardn::sources::webhook::sign(b"guess", &body);
+    let http = Client::new();
+    let base = reset_peak();
+    let start = Instant::now();
+    let posts = (0..count).map(|_| {
+        let request = http
+            .post(server.url("/api/v1/webhooks/git"))
+            .header("x-hub-signature-256", &forged)
+            .body(body.clone());
+        async move {
+            match request.send().await {
+                Ok(response) => response.status().as_u16(),
+                Err(_) => 0,
+            }
+        }
+    });
+    let statuses = futures_util::future::join_all(posts).await;
+    println!(
+        "{count} parallel 24 MB webhooks with a forged signature: peak RSS +{:.1} MiB \
+         (the bodies themselves are shared by the client), {:.1} s, statuses {}",
+        peak_mib() - base,
+        start.elapsed().as_secs_f64(),
+        tally(&statuses),
+    );
+}
+
+async fn slowloris(server: &TestServer, wanted: usize) {
+    let limit = rlimit_nofile();
+    // Each partial connection costs a descriptor here and one in the in-process server.
+    let count = wanted
+        .min(limit.saturating_sub(6_000) / 2 + 4_096)
+        .min(limit.saturating_sub(500));
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut held = Vec::new();
+    let mut refused = 0;
+    let open_start = Instant::now();
+    for i in 0..count {
+        let local = IpAddr::from([127, 0, 30 + (i / 250) as u8, (i % 250) as u8 + 1]);
+        let socket = match tokio::net::TcpSocket::new_v4() {
+            Ok(socket) => socket,
+            Err(_) => break,
+        };
+        if socket.bind((local, 0).into()).is_err() {
+            break;
+        }
+        match socket
+            .connect(addr.parse().unwrap_or_else(|e| panic!("{e}")))
+            .await
+        {
+            Ok(mut stream) => {
+                if stream
+                    .write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+                    .await
+                    .is_err()
+                {
+                    refused += 1;
+                }
+                held.push(stream);
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    let opened = open_start.elapsed();
+    let http = Client::new();
+    let mut times = Vec::new();
+    let mut failures = 0;
+    for _ in 0..40 {
+        let start = Instant::now();
+        match tokio::time::timeout(
+            Duration::from_secs(15),
+            http.get(server.url("/api/v1/health")).send(),
+        )
+        .await
+        {
+            Ok(Ok(response)) if response.status().is_success() => times.push(start.elapsed()),
+            _ => failures += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let note = if count < wanted {
+        format!(" (of {wanted} wanted: file-descriptor limit {limit})")
+    } else {
+        String::new()
+    };
+    println!(
+        "{count} partial-header connections{note} opened in {:.1} s ({refused} refused or reset): \
+         /health p50 {:.1} ms, p99 {:.1} ms over {} probes, {failures} failed",
+        opened.as_secs_f64(),
+        if times.is_empty() {
+            f64::NAN
+        } else {
+            percentile(&mut times, 0.5)
+        },
+        if times.is_empty() {
+            f64::NAN
+        } else {
+            percentile(&mut times, 0.99)
+        },
+        times.len(),
+    );
+    drop(held);
+}
+
+fn rlimit_nofile() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 1024;
+    }
+    usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    wardn::server::return_large_allocations();
+    let quick = quick();
+    let (logins, hooks, timed, partial) = if quick {
+        (200, 20, 50, 2_000)
+    } else {
+        (1_000, 100, 200, 20_000)
+    };
+    println!(
+        "abuse benchmark ({}), in-process server on SQLite",
+        if quick { "quick" } else { "full" }
+    );
+    let server = TestServer::start(None).await;
+    bad_logins(&server, logins).await;
+    login_latency(&server, timed).await;
+    webhooks(&server, hooks).await;
+    slowloris(&server, partial).await;
+    server.stop().await;
+}
