@@ -101,7 +101,7 @@ pub enum ClusterSource {
 pub struct Resolver {
     source: ClusterSource,
     /// The management cluster's client and server URL, found at start-up (see
-    /// `crate::daemon::management`).
+    /// the daemon's `management` module).
     management: Option<(kube::Client, String)>,
     timeout: Duration,
     throttles: Arc<Throttles>,

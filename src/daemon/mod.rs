@@ -3,7 +3,7 @@
 //! poller, the cluster resolver, and the App runner ([`runner`]) that drives every App from its
 //! source to its cluster. [`Daemon::start`] wires them for `--role all|server`;
 //! [`operator::Operator`] for `--role operator`, which resolves clusters through a server.
-//! The HTTP API on top of them lives in `crate::server`.
+//! The HTTP API on top of them lives in the `server` module, which imports this one.
 
 pub mod lock;
 pub mod management;
@@ -32,7 +32,7 @@ use crate::store::{Store, StoreError};
 use lock::DataDirLock;
 use runner::Runner;
 
-/// Settings of `wardn serve`: the daemon's, and the API listener's that `crate::server` reads.
+/// Settings of `wardn serve`: the daemon's, and the API listener's that the server reads.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// Address to listen on.

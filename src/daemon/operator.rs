@@ -2,7 +2,7 @@
 //! resolving registered clusters through a wardn server's
 //! `GET /internal/clusters/{name}/kubeconfig` with `WARDN_INTERNAL_TOKEN`. No store: its
 //! statuses live in memory and in the App resources' status. Its listener (health only) is
-//! served by `crate::server`.
+//! served by the `server` module.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -137,7 +137,7 @@ impl ReconcileError {
     }
 
     /// What kind of failure this is: the caller's input, the allowlist, a Held-plan
-    /// conflict, or the cluster. (`crate::server` answers each with its HTTP status; metrics
+    /// conflict, or the cluster. (the server answers each with its HTTP status; metrics
     /// count passes by it.)
     pub fn class(&self) -> ErrorClass {
         match self {

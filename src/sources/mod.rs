@@ -15,7 +15,7 @@
 //! - [`repositories::Repositories`] keeps the credentials and webhook secrets registered
 //!   through the API (sealed) and is the poller's and the webhook's
 //!   [`credentials::CredentialsProvider`].
-//! - [`webhook`] checks the signature of `POST /api/v1/webhooks/git` (served by `crate::server`) and
+//! - [`webhook`] checks the signature of `POST /api/v1/webhooks/git` (served by the `server` module) and
 //!   calls [`poller::Poller::trigger`] for an immediate poll.
 
 pub mod credentials;
