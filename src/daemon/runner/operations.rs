@@ -164,10 +164,26 @@ impl Runner {
             &mut progress,
         )
         .await;
-        self.follow_up(key, &p, &result, started);
+        self.conclude(key, &p, &journal, result, started, now).await
+    }
+
+    /// What every pass that ran the pipeline does last: counts it, schedules the next one and
+    /// points the drift watches at the inventory ([`Runner::follow_up`]), records takeovers,
+    /// and records the status it ended with (on top of the widened inventory, if one was
+    /// written ahead).
+    async fn conclude(
+        &self,
+        key: &str,
+        p: &Prepared,
+        journal: &Journaled<'_>,
+        result: Result<crate::reconcile::pass::Outcome, ReconcileError>,
+        started: std::time::Instant,
+        now: Timestamp,
+    ) -> Result<AppStatus, OperationError> {
+        self.follow_up(key, p, &result, started);
         self.takeovers(key, &result).await;
         let previous = journal.previous(&p.previous);
-        self.settle(key, &previous, now, result.map(|o| o.status), Some(&p))
+        self.settle(key, &previous, now, result.map(|o| o.status), Some(p))
     }
 
     /// Records each object a pass took over from another App (`syncPolicy.adopt`): an
@@ -258,15 +274,12 @@ impl Runner {
             &mut progress,
         )
         .await;
-        self.follow_up(key, &p, &result, started);
-        self.takeovers(key, &result).await;
         let held = p.previous.plan_hash.clone().unwrap_or_default();
         match &result {
             Ok(_) => self.note(key, false, "Approved", format!("plan {held} approved")),
             Err(e) => self.note(key, true, "ApprovalRefused", format!("plan {held}: {e}")),
         }
-        let previous = journal.previous(&p.previous);
-        self.settle(key, &previous, now, result.map(|o| o.status), Some(&p))
+        self.conclude(key, &p, &journal, result, started, now).await
     }
 
     /// Rejects App `key`'s Held plan.
