@@ -36,6 +36,17 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080", env = "WARDN_LISTEN")]
     pub listen: SocketAddr,
+    /// Serve HTTPS with this PEM certificate chain (with `--tls-key`); it is read again when
+    /// the file changes, so a renewed certificate needs no restart.
+    #[arg(long, env = "WARDN_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of `--tls-cert`.
+    #[arg(long, env = "WARDN_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The URL users reach the API at, e.g. `https://wardn.example.com` behind a
+    /// TLS-terminating proxy: an https URL makes session cookies `Secure`.
+    #[arg(long, env = "WARDN_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Data directory; holds the embedded SQLite database.
     #[arg(long, default_value = ".data", env = "WARDN_DATA_DIR")]
     pub data_dir: PathBuf,
@@ -145,6 +156,9 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     let pipeline = pipeline(&args);
     let options = ServeOptions {
         listen: args.listen,
+        tls_cert: args.tls_cert,
+        tls_key: args.tls_key,
+        public_url: args.public_url,
         data_dir: args.data_dir,
         database_url: args.database_url,
         admin_password: std::env::var("WARDN_ADMIN_PASSWORD").ok(),
@@ -165,7 +179,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         // Printed once, to stdout rather than the log: it is a secret.
         println!("wardn: generated password for user 'admin' (shown once): {password}");
     }
-    println!("wardn: listening on http://{}", server.addr);
+    println!("wardn: listening on {}://{}", server.scheme(), server.addr);
     within_grace(|shutdown| server.run(shutdown)).await
 }
 

@@ -37,6 +37,14 @@ use runner::Runner;
 pub struct ServeOptions {
     /// Address to listen on.
     pub listen: SocketAddr,
+    /// PEM certificate chain to serve HTTPS with (`--tls-cert`, with `tls_key`); plain HTTP
+    /// without.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert` (`--tls-key`).
+    pub tls_key: Option<PathBuf>,
+    /// The URL users reach the API at (`--public-url`), e.g. behind a TLS-terminating proxy;
+    /// an `https://` one makes session cookies `Secure`.
+    pub public_url: Option<String>,
     /// Data directory (holds the SQLite file).
     pub data_dir: PathBuf,
     /// PostgreSQL URL; SQLite in `data_dir` when absent.
@@ -77,6 +85,9 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            tls_cert: None,
+            tls_key: None,
+            public_url: None,
             data_dir: PathBuf::from(".data"),
             database_url: None,
             admin_password: None,

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::AppState;
-use super::auth::{Actor, Caller, SESSION_COOKIE, hash_password, now_secs, verify_password};
+use super::auth::{Actor, Caller, hash_password, now_secs, set_session_cookie, verify_password};
 use super::body::JsonBody;
 use super::error::ApiError;
 use crate::time::now_rfc3339;
@@ -117,6 +117,6 @@ pub async fn logout(
             &now_rfc3339(),
         )
         .await;
-    let cookie = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    let cookie = set_session_cookie(&state, "", 0);
     Ok(([(header::SET_COOKIE, cookie)], StatusCode::NO_CONTENT).into_response())
 }

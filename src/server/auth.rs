@@ -61,6 +61,19 @@ pub enum AuthError {
     Random(String),
 }
 
+/// The `Set-Cookie` value of a session cookie holding `value` for `max_age` seconds (0 ends
+/// it): HttpOnly, SameSite=Strict, and `Secure` when the API is reached over https.
+pub fn set_session_cookie(state: &AppState, value: &str, max_age: i64) -> String {
+    let secure = if state.secure_cookies() {
+        "; Secure"
+    } else {
+        ""
+    };
+    format!(
+        "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}"
+    )
+}
+
 /// `count` random bytes, URL-safe base64.
 pub fn random_secret(count: usize) -> Result<String, AuthError> {
     let mut bytes = vec![0u8; count];
@@ -309,9 +322,7 @@ pub async fn login(
             now_secs() + SESSION_TTL_SECS,
         )
         .await?;
-    let cookie = format!(
-        "{SESSION_COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_TTL_SECS}"
-    );
+    let cookie = set_session_cookie(&state, &session, SESSION_TTL_SECS);
     Ok((
         [(header::SET_COOKIE, cookie)],
         Json(serde_json::json!({ "username": username })),

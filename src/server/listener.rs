@@ -9,6 +9,7 @@
 //!   instead: a client that sends its request at once (a health probe) is served, a slow one is
 //!   closed quickly.
 //! - At [`MAX_CONNECTIONS`] open connections, new ones are accepted and closed at once.
+//! - With TLS, the handshake has the same deadline as the headers.
 //! - On shutdown the loop stops accepting, asks every connection to finish its request in
 //!   flight and close, and waits at most [`SHUTDOWN_GRACE`] for them.
 
@@ -40,13 +41,15 @@ pub const MAX_CONNECTIONS: usize = 4096;
 /// How long shutdown waits for connections to finish.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
 
-/// Serves `router` on `listener` until `shutdown` completes (see the module documentation);
-/// handlers see the peer address as `ConnectInfo<std::net::SocketAddr>`.
+/// Serves `router` on `listener` (over TLS with `tls`) until `shutdown` completes (see the
+/// module documentation); handlers see the peer address as `ConnectInfo<std::net::SocketAddr>`.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -86,9 +89,33 @@ pub async fn serve(
             .timer(TokioTimer::new())
             .header_read_timeout(header_timeout)
             .keep_alive(true);
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let watcher = graceful.watcher();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            if let Err(err) = connection.await {
+            let served = match tls {
+                None => {
+                    let io = TokioIo::new(stream);
+                    watcher.watch(builder.serve_connection(io, service)).await
+                }
+                Some(acceptor) => {
+                    let handshake = tokio::time::timeout(header_timeout, acceptor.accept(stream));
+                    match handshake.await {
+                        Ok(Ok(stream)) => {
+                            let io = TokioIo::new(stream);
+                            watcher.watch(builder.serve_connection(io, service)).await
+                        }
+                        Ok(Err(err)) => {
+                            tracing::debug!(%peer, %err, "TLS handshake failed");
+                            Ok(())
+                        }
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake not done in time");
+                            Ok(())
+                        }
+                    }
+                }
+            };
+            if let Err(err) = served {
                 tracing::debug!(%peer, %err, "connection ended with an error");
             }
             drop(slot);

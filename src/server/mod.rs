@@ -13,6 +13,7 @@ pub mod listener;
 pub mod login_limit;
 pub mod metrics;
 pub mod repositories;
+pub mod tls;
 pub mod tokens;
 pub mod webhook;
 
@@ -49,6 +50,8 @@ pub struct AppState {
     repositories: Arc<Repositories>,
     login_limiter: Arc<login_limit::LoginLimiter>,
     password_checks: Arc<login_limit::PasswordChecks>,
+    /// Whether session cookies carry `Secure` (the API is reached over https).
+    secure_cookies: bool,
 }
 
 impl AppState {
@@ -72,7 +75,22 @@ impl AppState {
             repositories,
             login_limiter: Arc::default(),
             password_checks: Arc::default(),
+            secure_cookies: false,
         }
+    }
+
+    /// Marks session cookies `Secure` when `secure` (the API is served or published over
+    /// https).
+    pub fn with_secure_cookies(self, secure: bool) -> AppState {
+        AppState {
+            secure_cookies: secure,
+            ..self
+        }
+    }
+
+    /// Whether session cookies carry `Secure`.
+    pub fn secure_cookies(&self) -> bool {
+        self.secure_cookies
     }
 
     /// The Git repository registry (credentials, webhook secrets).
@@ -364,6 +382,12 @@ pub enum ServeError {
     /// The admin password cannot be set.
     #[error(transparent)]
     Auth(#[from] auth::AuthError),
+    /// The TLS certificate or key cannot be used.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    /// `--tls-cert` and `--tls-key` go together.
+    #[error("--tls-cert and --tls-key go together: give both, or neither")]
+    TlsPair,
     /// Binding or serving failed.
     #[error("cannot serve on {addr}: {source}")]
     Io {
@@ -385,12 +409,21 @@ async fn listen(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr
 /// A bound, ready server: the daemon and the API over it.
 pub struct Server {
     listener: tokio::net::TcpListener,
+    /// HTTPS, when `--tls-cert`/`--tls-key` are given.
+    tls: Option<Arc<rustls::ServerConfig>>,
     state: AppState,
     daemon: Daemon,
     /// The address actually bound (useful with port 0).
     pub addr: SocketAddr,
     /// The admin password, if it was generated at this start (print it once).
     pub generated_admin_password: Option<String>,
+}
+
+impl Server {
+    /// `https` when the API is served over TLS, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
+    }
 }
 
 /// Sets the admin password from `password`, or generates one if no admin exists yet.
@@ -420,6 +453,17 @@ pub async fn ensure_admin(
 impl Server {
     /// Binds the listener, starts the daemon ([`Daemon::start`]) and sets up the admin user.
     pub async fn bind(options: ServeOptions, sealer: Sealer) -> Result<Server, ServeError> {
+        let tls = match (&options.tls_cert, &options.tls_key) {
+            (Some(cert), Some(key)) => Some(
+                tls::TlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                }
+                .server_config()?,
+            ),
+            (None, None) => None,
+            _ => return Err(ServeError::TlsPair),
+        };
         let (listener, addr) = listen(options.listen).await?;
         let daemon = Daemon::start(&options, sealer).await?;
         let generated_admin_password =
@@ -437,9 +481,17 @@ impl Server {
             webhook,
             Arc::clone(daemon.runner()),
             Arc::clone(daemon.repositories()),
+        )
+        .with_secure_cookies(
+            tls.is_some()
+                || options
+                    .public_url
+                    .as_deref()
+                    .is_some_and(|url| url.starts_with("https://")),
         );
         Ok(Server {
             listener,
+            tls,
             state,
             daemon,
             addr,
@@ -469,7 +521,7 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         tracing::info!(addr = %self.addr, "wardn API listening");
-        listener::serve(self.listener, router(self.state), shutdown).await;
+        listener::serve(self.listener, router(self.state), self.tls, shutdown).await;
         self.daemon.shutdown().await;
         Ok(())
     }
@@ -508,7 +560,7 @@ impl OperatorServer {
     ) -> Result<(), ServeError> {
         tracing::info!(addr = %self.addr, "wardn operator listening (health only)");
         let router = Router::new().route("/api/v1/health", get(health));
-        listener::serve(self.listener, router, shutdown).await;
+        listener::serve(self.listener, router, None, shutdown).await;
         self.operator.shutdown().await;
         Ok(())
     }
