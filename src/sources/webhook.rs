@@ -262,36 +262,20 @@ const URL_FIELDS: [(&str, &[&str]); 2] = [
 /// The longest repository URL read from a payload; longer values are ignored.
 pub const MAX_URL_CHARS: usize = 2048;
 
-/// The repository URLs a push payload names (GitHub, GitLab or generic).
-pub fn payload_urls(payload: &serde_json::Value) -> Vec<String> {
-    let mut urls = Vec::new();
-    for (object, fields) in URL_FIELDS {
-        for field in fields {
-            if let Some(url) = payload[object][field].as_str() {
-                urls.push(url.to_string());
-            }
-        }
-    }
-    if let Some(url) = payload["repoURL"].as_str() {
-        urls.push(url.to_string());
-    }
-    urls
-}
-
 /// The repository URLs of a raw payload, read without building the document: every other
 /// value is skipped as it is scanned, and only string URLs of at most [`MAX_URL_CHARS`] are
 /// kept, so the memory used is bounded whatever the body (at most a few dozen short
-/// strings). Same fields and order as [`payload_urls`]; an error if the body is not JSON.
+/// strings): `repository.*` and `project.*` URL fields (GitHub's and GitLab's names), then a
+/// top-level `repoURL`; an error if the body is not JSON.
 pub fn payload_urls_raw(body: &[u8]) -> Result<Vec<String>, serde_json::Error> {
     let top: raw::Top = serde_json::from_slice(body)?;
     let mut urls = Vec::new();
-    for (index, (_, fields)) in URL_FIELDS.iter().enumerate() {
-        let object = if index == 0 {
-            &top.repository
-        } else {
-            &top.project
+    for (name, fields) in URL_FIELDS {
+        let object = match name {
+            "repository" => &top.repository,
+            _ => &top.project,
         };
-        for field in *fields {
+        for field in fields {
             if let Some(url) = object.get(field) {
                 urls.push(url.clone());
             }
@@ -311,6 +295,32 @@ mod raw {
 
     use super::{MAX_URL_CHARS, URL_FIELDS};
 
+    /// Visitor methods for the values a visitor does not look for: scalars and null answer
+    /// `$empty`, and arrays are skipped element by element (never built) before answering it.
+    macro_rules! skip_other_values {
+        ($de:lifetime, $value:ty, $empty:expr) => {
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
+                Ok($empty)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
+                Ok($empty)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
+                Ok($empty)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
+                Ok($empty)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
+                Ok($empty)
+            }
+            fn visit_seq<A: de::SeqAccess<$de>>(self, mut seq: A) -> Result<$value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok($empty)
+            }
+        };
+    }
+
     /// Any value: a string of at most [`MAX_URL_CHARS`] characters, else nothing.
     pub(super) struct Url(pub(super) Option<String>);
 
@@ -327,25 +337,7 @@ mod raw {
                         (v.chars().count() <= MAX_URL_CHARS).then(|| v.to_string())
                     ))
                 }
-                fn visit_bool<E: de::Error>(self, _: bool) -> Result<Url, E> {
-                    Ok(Url(None))
-                }
-                fn visit_i64<E: de::Error>(self, _: i64) -> Result<Url, E> {
-                    Ok(Url(None))
-                }
-                fn visit_u64<E: de::Error>(self, _: u64) -> Result<Url, E> {
-                    Ok(Url(None))
-                }
-                fn visit_f64<E: de::Error>(self, _: f64) -> Result<Url, E> {
-                    Ok(Url(None))
-                }
-                fn visit_unit<E: de::Error>(self) -> Result<Url, E> {
-                    Ok(Url(None))
-                }
-                fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Url, A::Error> {
-                    while seq.next_element::<IgnoredAny>()?.is_some() {}
-                    Ok(Url(None))
-                }
+                skip_other_values!('de, Url, Url(None));
                 fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Url, A::Error> {
                     while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                     Ok(Url(None))
@@ -397,28 +389,10 @@ mod raw {
                     }
                     Ok(Fields(fields))
                 }
-                fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Fields, A::Error> {
-                    while seq.next_element::<IgnoredAny>()?.is_some() {}
-                    Ok(Fields::default())
-                }
                 fn visit_str<E: de::Error>(self, _: &str) -> Result<Fields, E> {
                     Ok(Fields::default())
                 }
-                fn visit_bool<E: de::Error>(self, _: bool) -> Result<Fields, E> {
-                    Ok(Fields::default())
-                }
-                fn visit_i64<E: de::Error>(self, _: i64) -> Result<Fields, E> {
-                    Ok(Fields::default())
-                }
-                fn visit_u64<E: de::Error>(self, _: u64) -> Result<Fields, E> {
-                    Ok(Fields::default())
-                }
-                fn visit_f64<E: de::Error>(self, _: f64) -> Result<Fields, E> {
-                    Ok(Fields::default())
-                }
-                fn visit_unit<E: de::Error>(self) -> Result<Fields, E> {
-                    Ok(Fields::default())
-                }
+                skip_other_values!('de, Fields, Fields::default());
             }
             d.deserialize_any(V)
         }
@@ -670,6 +644,22 @@ mod tests {
             verify_signature(&generic, body, None),
             Err(SignatureError::NoSecret)
         );
+    }
+
+    /// The URLs a fully parsed payload names: the oracle the bounded reader is checked against.
+    fn payload_urls(payload: &serde_json::Value) -> Vec<String> {
+        let mut urls = Vec::new();
+        for (object, fields) in URL_FIELDS {
+            for field in fields {
+                if let Some(url) = payload[object][field].as_str() {
+                    urls.push(url.to_string());
+                }
+            }
+        }
+        if let Some(url) = payload["repoURL"].as_str() {
+            urls.push(url.to_string());
+        }
+        urls
     }
 
     #[test]
