@@ -52,9 +52,8 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn app_resources_are_deployed_updated_approved_and_removed() {
-    let sim = common::start(&["staging", "team"]).await;
+/// `wardn crd | kubectl apply -f -`, then waits until the CRD is Established.
+fn install_app_crd(sim: &common::Sim) {
     let crd = wardn::app::crd_yaml().unwrap();
     sim.kubectl(&["apply", "-f", "-"], Some(&crd));
     sim.kubectl(
@@ -66,6 +65,12 @@ async fn app_resources_are_deployed_updated_approved_and_removed() {
         ],
         None,
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn app_resources_are_deployed_updated_approved_and_removed() {
+    let sim = common::start(&["staging", "team"]).await;
+    install_app_crd(&sim);
     let work = tempfile::tempdir().unwrap();
     let first = write_source(work.path(), "first", "first-config");
     let second = write_source(work.path(), "second", "second-config");
@@ -248,8 +253,58 @@ async fn app_resources_are_deployed_updated_approved_and_removed() {
     task.await.unwrap().unwrap();
 }
 
-/// Stops the `wardn serve` child by its PID when dropped.
+/// A `wardn serve` child process, stopped by its PID when dropped.
 struct Daemon(std::process::Child);
+
+impl Daemon {
+    /// Starts `wardn serve` on a free port with its data in `data`, a credentials key and an
+    /// admin password, plus what `configure` adds; waits until it prints its address and
+    /// returns it (`127.0.0.1:PORT`). Its stdout is drained; stderr goes to `stderr`.
+    fn spawn(
+        data: &std::path::Path,
+        stderr: std::process::Stdio,
+        configure: impl FnOnce(&mut std::process::Command),
+    ) -> (Daemon, String) {
+        use std::io::{BufRead, BufReader};
+
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"));
+        command
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--probe-interval",
+                "3600",
+            ])
+            .arg("--data-dir")
+            .arg(data)
+            .env(
+                "WARDN_CREDENTIALS_KEY",
+                "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+            )
+            .env("WARDN_ADMIN_PASSWORD", "correct horse battery staple")
+            .env_remove("WARDN_APPS_DIR")
+            .env_remove("WARDN_ROLE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr);
+        configure(&mut command);
+        let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let daemon = Daemon(child);
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("wardn serve printed its address")
+                .unwrap();
+            if let Some(addr) = line.strip_prefix("wardn: listening on http://") {
+                break addr.to_string();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        (daemon, addr)
+    }
+}
 
 impl Drop for Daemon {
     fn drop(&mut self) {
@@ -263,60 +318,23 @@ impl Drop for Daemon {
 /// configuration made wardn watch them), and the choice is logged with the server's URL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubeconfig_from_the_environment_finds_the_app_resources() {
-    use std::io::{BufRead, BufReader, Read};
+    use std::io::Read;
 
     let sim = common::start(&["staging", "team"]).await;
-    let crd = wardn::app::crd_yaml().unwrap();
-    sim.kubectl(&["apply", "-f", "-"], Some(&crd));
-    sim.kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/apps.cd.wardn.space",
-            "--timeout=20s",
-        ],
-        None,
-    );
+    install_app_crd(&sim);
     let work = tempfile::tempdir().unwrap();
     let source = write_source(work.path(), "env", "env-config");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--probe-interval",
-            "3600",
-            "--data-dir",
-        ])
-        .arg(work.path().join("data"))
-        .env("KUBECONFIG", &sim.kubeconfig)
-        .env("HOME", work.path())
-        .env(
-            "WARDN_CREDENTIALS_KEY",
-            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-        )
-        .env("WARDN_ADMIN_PASSWORD", "correct horse battery staple")
-        .env("NO_COLOR", "1")
-        .env_remove("WARDN_APPS_DIR")
-        .env_remove("WARDN_ROLE")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let daemon = Daemon(child);
-    let mut lines = BufReader::new(stdout).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("wardn serve printed its address")
-            .unwrap();
-        if let Some(addr) = line.strip_prefix("wardn: listening on ") {
-            break addr.to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let (mut daemon, addr) = Daemon::spawn(
+        &work.path().join("data"),
+        std::process::Stdio::piped(),
+        |command| {
+            command
+                .env("KUBECONFIG", &sim.kubeconfig)
+                .env("HOME", work.path())
+                .env("NO_COLOR", "1");
+        },
+    );
+    let mut stderr = daemon.0.stderr.take().unwrap();
 
     sim.kubectl(
         &["apply", "-f", "-"],
@@ -349,8 +367,6 @@ async fn kubeconfig_from_the_environment_finds_the_app_resources() {
 /// cluster that does not answer (here kubesim holding every request for ten minutes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stops_the_daemon_whatever_a_pass_is_doing() {
-    use std::io::{BufRead, BufReader};
-
     let sim = common::start(&["staging"]).await;
     let work = tempfile::tempdir().unwrap();
     let source = write_source(work.path(), "slow", "slow-config");
@@ -361,42 +377,17 @@ async fn sigterm_stops_the_daemon_whatever_a_pass_is_doing() {
         latency: Duration::from_secs(600),
         ..Default::default()
     });
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--probe-interval",
-            "3600",
-            "--kubeconfig",
-        ])
-        .arg(&sim.kubeconfig)
-        .arg("--apps")
-        .arg(&apps)
-        .arg("--data-dir")
-        .arg(work.path().join("data"))
-        .env(
-            "WARDN_CREDENTIALS_KEY",
-            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-        )
-        .env("WARDN_ADMIN_PASSWORD", "correct horse battery staple")
-        .env_remove("WARDN_ROLE")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut daemon = Daemon(child);
-    let mut lines = BufReader::new(stdout).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("wardn serve printed its address")
-            .unwrap();
-        if let Some(addr) = line.strip_prefix("wardn: listening on http://") {
-            break addr.to_string();
-        }
-    };
+    let (mut daemon, addr) = Daemon::spawn(
+        &work.path().join("data"),
+        std::process::Stdio::null(),
+        |command| {
+            command
+                .arg("--kubeconfig")
+                .arg(&sim.kubeconfig)
+                .arg("--apps")
+                .arg(&apps);
+        },
+    );
     // A client that never finishes its request (graceful shutdown would wait for it).
     let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
     tokio::io::AsyncWriteExt::write_all(&mut slow, b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
