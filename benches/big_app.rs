@@ -59,6 +59,7 @@ async fn big_app(n: usize) {
         destination: Destination {
             cluster: "big".into(),
             namespace: "bench".into(),
+            ..Default::default()
         },
         sync_policy: SyncPolicy {
             automated: true,

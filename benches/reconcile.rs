@@ -84,6 +84,7 @@ async fn on_kubesim(n: usize) {
         destination: Destination {
             cluster: "bench".into(),
             namespace: "bench".into(),
+            ..Default::default()
         },
         sync_policy: SyncPolicy {
             automated: true,

@@ -29,6 +29,8 @@ WARDN_ADMIN_PASSWORD=$(head -c 18 /dev/urandom | base64)
 export WARDN_CREDENTIALS_KEY WARDN_ADMIN_PASSWORD
 management=()
 [ -n "${E2E_WARDN_KUBECONFIG:-}" ] && management=(--kubeconfig "$E2E_WARDN_KUBECONFIG")
+# Created here, not by the background job's redirection, which may run after the first read.
+: > "$work/wardn.log"
 "$WARDN" serve --listen 127.0.0.1:0 --data-dir "$work/data" --apps "$E2E_APPS_DIR" \
   "${management[@]}" > "$work/wardn.log" 2>&1 &
 pid=$!

@@ -85,7 +85,8 @@ spec:
     let row: Vec<&str> = listed.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(
         &row[..4],
-        ["my-app-staging", "staging", "<none>", "<none>"],
+        // No wardn here: the resolved cluster, phase and revision are written by wardn.
+        ["my-app-staging", "<none>", "<none>", "<none>"],
         "{listed}"
     );
     assert!(listed.starts_with("NAME"), "{listed}");

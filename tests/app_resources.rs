@@ -116,6 +116,7 @@ async fn app_resources_are_deployed_updated_approved_and_removed() {
         web["status"]["observedGeneration"], web["metadata"]["generation"],
         "{web}"
     );
+    assert_eq!(web["status"]["cluster"], "local", "{web}");
     let listed = sim.kubectl(
         &[
             "get",

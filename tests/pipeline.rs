@@ -37,6 +37,7 @@ fn spec(policy: SyncPolicy) -> AppSpec {
         destination: Destination {
             cluster: "staging".into(),
             namespace: NS.into(),
+            ..Default::default()
         },
         sync_policy: policy,
     }

@@ -32,6 +32,7 @@ fn spec() -> AppSpec {
         destination: Destination {
             cluster: "staging".into(),
             namespace: NS.into(),
+            ..Default::default()
         },
         sync_policy: SyncPolicy {
             automated: true,

@@ -85,9 +85,13 @@ pub enum InvalidApp {
     /// A sync window is invalid.
     #[error(transparent)]
     Window(#[from] super::window::WindowError),
+    /// `spec.destination.cluster` is a template that does not resolve to a cluster name.
+    #[error(transparent)]
+    Routing(#[from] super::routing::RoutingError),
 }
 
-/// Checks one App document beyond its structure: kind and version, name, source and windows.
+/// Checks one App document beyond its structure: kind and version, name, source, windows
+/// and a templated destination (resolved, see [`super::routing`]).
 pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
     let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -99,7 +103,7 @@ pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
             kind: kind.to_string(),
         });
     }
-    let app: App = serde_json::from_value(doc.clone())?;
+    let mut app: App = serde_json::from_value(doc.clone())?;
     if app.metadata.name.as_deref().unwrap_or("").is_empty() {
         return Err(InvalidApp::Required("metadata.name"));
     }
@@ -108,6 +112,7 @@ pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
     }
     app.spec.source.validate()?;
     parse_all(&app.spec.sync_policy.sync_windows)?;
+    super::routing::resolve(&mut app)?;
     Ok(app)
 }
 

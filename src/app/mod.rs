@@ -5,6 +5,8 @@
 
 pub mod files;
 pub mod key;
+pub mod routing;
+pub mod template;
 pub mod window;
 
 use kube::{CustomResource, CustomResourceExt};
@@ -27,7 +29,7 @@ pub const LOCAL_CLUSTER: &str = "local";
     plural = "apps",
     namespaced,
     status = "AppStatus",
-    printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".spec.destination.cluster"}"#,
+    printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".status.cluster"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
     printcolumn = r#"{"name":"Revision","type":"string","jsonPath":".status.revision"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
@@ -47,9 +49,16 @@ pub struct AppSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Destination {
-    /// A registered cluster's name; empty means the management cluster itself.
+    /// A registered cluster's name; empty means the management cluster itself. May be a
+    /// template evaluated against the App (see [`routing`]); once resolved, this holds the
+    /// cluster's name and the template is in [`Destination::cluster_template`].
     #[serde(default)]
     pub cluster: String,
+    /// The template `cluster` was resolved from, if it was one (never read from or written to
+    /// an App's YAML: it is `cluster` there).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub cluster_template: Option<String>,
     /// The namespace namespaced objects without one are placed in; it must be allowed on the
     /// cluster.
     pub namespace: String,
@@ -186,6 +195,10 @@ pub struct Condition {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppStatus {
+    /// The cluster the App deploys to: its `spec.destination.cluster` as resolved (a
+    /// template's result), `local` for the management cluster. Written on App resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// The lifecycle phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,

@@ -132,14 +132,7 @@ pub struct UserEntry {
 
 /// Checks a cluster name or namespace is an RFC 1123 DNS label.
 pub fn check_dns_label(field: &str, value: &str) -> Result<(), ValidationError> {
-    let ok = !value.is_empty()
-        && value.len() <= 63
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-');
-    if ok {
+    if crate::object::is_dns_label(value) {
         Ok(())
     } else {
         Err(invalid(

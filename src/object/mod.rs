@@ -89,6 +89,18 @@ pub fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
 }
 
+/// Whether `text` is an RFC 1123 DNS label (1-63 lowercase letters, digits or '-', starting
+/// and ending with a letter or digit): the form of namespaces and cluster names.
+pub fn is_dns_label(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 63
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
 impl PartialEq for ObjectRef {
     fn eq(&self, other: &Self) -> bool {
         self.identity() == other.identity()

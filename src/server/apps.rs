@@ -64,6 +64,7 @@ fn view(app: &App, status: &AppStatus) -> Value {
         "name": app.metadata.name,
         "namespace": app.metadata.namespace,
         "cluster": app.spec.destination.cluster_segment(),
+        "clusterTemplate": app.spec.destination.cluster_template,
         "destinationNamespace": app.spec.destination.namespace,
         "phase": status.phase,
         "status": status,

@@ -10,6 +10,7 @@ use super::publish::Change;
 use super::{AppRecord, Origin, Runner};
 use crate::app::App;
 use crate::app::key::app_key;
+use crate::app::routing::{self, RoutingError};
 use crate::reconcile::status;
 use crate::sources::credentials::Credentials;
 use crate::sources::directory::{self, DirectoryError, DirectoryWatch};
@@ -27,6 +28,14 @@ pub enum RunnerError {
         app: String,
         /// The reason.
         source: SpecError,
+    },
+    /// The App's `spec.destination.cluster` template does not resolve.
+    #[error("App {app}: {source}")]
+    Routing {
+        /// The App's `namespace/name`.
+        app: String,
+        /// The reason.
+        source: RoutingError,
     },
     /// The App's directory cannot be watched.
     #[error("App {app}: {source}")]
@@ -97,8 +106,12 @@ impl Runner {
     /// Adds App `app` from `origin`, or applies its new version: a changed `spec.source` is
     /// re-subscribed (the new source's first snapshot triggers a pass), any other spec change
     /// enqueues a pass. On error the previous version (if any) keeps running.
-    pub async fn upsert(&self, app: App, origin: Origin) -> Result<Upserted, RunnerError> {
+    pub async fn upsert(&self, mut app: App, origin: Origin) -> Result<Upserted, RunnerError> {
         let key = app_key(&app);
+        routing::resolve(&mut app).map_err(|source| RunnerError::Routing {
+            app: key.clone(),
+            source,
+        })?;
         let source = app
             .spec
             .source

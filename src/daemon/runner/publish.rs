@@ -273,7 +273,11 @@ impl Writer {
         };
         let api: Api<App> = Api::namespaced(resources.client.clone(), namespace);
         let params = PatchParams::apply(FIELD_MANAGER);
-        let patch = Patch::Merge(status_patch(status));
+        let status = AppStatus {
+            cluster: Some(app.spec.destination.cluster_segment().to_string()),
+            ..status.clone()
+        };
+        let patch = Patch::Merge(status_patch(&status));
         match api.patch_status(name, &params, &patch).await {
             Ok(_) => {}
             // Deleted meanwhile: its removal follows from the watch.
