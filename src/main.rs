@@ -76,6 +76,9 @@ enum Command {
     },
     /// Print the App CustomResourceDefinition (YAML), for `wardn crd | kubectl apply -f -`.
     Crd,
+    /// Check App files without a cluster: structure, destination templates and (with a
+    /// server configured) registered clusters; `--full` prints the routing table.
+    Validate(wardn::cli::validate::ValidateArgs),
 }
 
 /// Runs the command; a failure prints its cause chain on one line (`error: a: b: c`) and exits
@@ -135,6 +138,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
             runtime()?.block_on(wardn::cli::cluster_apps::generate(command))?
         }
         Command::Crd => print!("{}", wardn::app::crd_yaml()?),
+        Command::Validate(args) => runtime()?.block_on(wardn::cli::validate::validate(&args))?,
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

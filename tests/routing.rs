@@ -4,6 +4,7 @@
 //! object; and App files with a bad template are refused naming the file and the field.
 
 mod common;
+mod support;
 
 use wardn::app::template::Template;
 
@@ -82,4 +83,118 @@ fn app_files_with_a_bad_template_name_the_file_and_field() {
     .unwrap();
     let apps = wardn::app::files::load_dir(dir.path()).unwrap();
     assert_eq!(apps[0].spec.destination.cluster, "prod");
+}
+
+fn write_routing_apps(dir: &std::path::Path) {
+    let app = |name: &str, labels: &str, cluster: &str| {
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n  namespace: team\n  labels: {labels}\n\
+             spec:\n  source:\n    type: Directory\n    directory:\n      path: /srv/{name}\n\
+             \x20 destination:\n    cluster: '{cluster}'\n    namespace: shop\n"
+        )
+    };
+    let by_env = r#"{{ if eq .metadata.labels.env "prod" }}prod{{ else }}staging{{ end }}"#;
+    std::fs::write(
+        dir.join("a-routed.yaml"),
+        app("routed", "{env: prod}", by_env),
+    )
+    .unwrap();
+    std::fs::write(dir.join("b-static.yaml"), app("fixed", "{}", "staging")).unwrap();
+    std::fs::write(dir.join("c-local.yaml"), app("home", "{}", "")).unwrap();
+    std::fs::write(
+        dir.join("d-bad.yaml"),
+        app("bad", "{}", "{{ range .x }}{{ end }}"),
+    )
+    .unwrap();
+}
+
+fn wardn_validate(dir: &std::path::Path, extra: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+        .arg("validate")
+        .arg("--apps")
+        .arg(dir)
+        .args(extra)
+        .env("WARDN_CONFIG_DIR", dir.join("no-config"))
+        .env_remove("WARDN_SERVER")
+        .env_remove("WARDN_TOKEN")
+        .env_remove("WARDN_APPS_DIR")
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+/// `wardn validate --full` offline: each App's route, the bad template named with its file,
+/// field and column, the routing table, a non-zero exit.
+#[test]
+fn validate_prints_the_routing_table_and_names_bad_templates() {
+    let dir = tempfile::tempdir().unwrap();
+    write_routing_apps(dir.path());
+    let (ok, out) = wardn_validate(dir.path(), &["--full"]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("d-bad.yaml (document 1): spec.destination.cluster: template column 1: {{range}} is not supported"),
+        "{out}"
+    );
+    assert!(
+        out.contains("✓ ") && out.contains("App team/routed → prod (template)"),
+        "{out}"
+    );
+    let table: Vec<Vec<&str>> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("APP "))
+        .take_while(|l| !l.is_empty() && !l.starts_with("note:"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        table,
+        [
+            vec!["APP", "CLUSTER", "ROUTE", "FILE"],
+            vec!["team/routed", "prod", "template", "a-routed.yaml"],
+            vec!["team/fixed", "staging", "static", "b-static.yaml"],
+            vec!["team/home", "local", "management", "c-local.yaml"],
+        ],
+        "{out}"
+    );
+    assert!(out.contains("registered clusters not checked"), "{out}");
+    assert!(out.contains("error: 1 problem(s)"), "{out}");
+}
+
+/// With a server configured, destinations are checked against its registered clusters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_checks_destinations_against_the_server() {
+    let server = support::server::TestServer::start(None).await;
+    let token = server.token().await;
+    let dir = tempfile::tempdir().unwrap();
+    write_routing_apps(dir.path());
+    std::fs::remove_file(dir.path().join("d-bad.yaml")).unwrap();
+    let base = server.base.clone();
+    let path = dir.path().to_path_buf();
+    let (ok, out) = tokio::task::spawn_blocking(move || {
+        wardn_validate(&path, &["--server", &base, "--token", &token])
+    })
+    .await
+    .unwrap();
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains(
+            "App team/routed: spec.destination.cluster: cluster \"prod\" is not registered"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("cluster \"staging\" is not registered"),
+        "{out}"
+    );
+    assert!(
+        out.contains("✓ ") && out.contains("App team/home → local (management)"),
+        "{out}"
+    );
+    assert!(out.contains("error: 2 problem(s)"), "{out}");
 }

@@ -271,6 +271,14 @@ impl AppsDir {
         Ok(reload)
     }
 
+    /// The Apps of each valid file as last loaded, in file name order (an App defined twice
+    /// appears under both files; [`Reload::errors`] names the clash).
+    pub fn files(&self) -> impl Iterator<Item = (&Path, &[App])> {
+        self.files
+            .iter()
+            .map(|(path, apps)| (path.as_path(), apps.as_slice()))
+    }
+
     /// Forgets App `namespace/name` as loaded, so the next [`AppsDir::reload`] reports it as
     /// an upsert again (after the daemon failed to start it).
     pub fn forget(&mut self, namespace: &str, name: &str) {

@@ -34,7 +34,7 @@ pub async fn rendered_apps(dir: &Path) -> Result<Vec<RenderedApp>, CliError> {
 }
 
 /// The registered clusters.
-async fn registered(client: &ApiClient) -> Result<Vec<ClusterView>, CliError> {
+pub async fn registered(client: &ApiClient) -> Result<Vec<ClusterView>, CliError> {
     let list: Value = client.call(Method::GET, "/api/v1/clusters", None).await?;
     serde_json::from_value(list["clusters"].clone()).map_err(|err| CliError::Decode {
         what: "cluster list".into(),
