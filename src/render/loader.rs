@@ -6,10 +6,10 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::files::{display_dir, refuse_remote, restrict};
+use super::files::{display_dir, in_root, read_restricted, refuse_remote};
 use super::kustomization::Kustomization;
 use super::resource::{Origin, Res};
-use super::tree::{EntryKind, Tree, normalize};
+use super::tree::{EntryKind, Tree, TreeError, normalize};
 use super::{RenderError, generators, nameref, parse, patches, replacements, sort, transform};
 
 /// The file names kustomize recognises, in the order it probes them.
@@ -69,7 +69,7 @@ fn plain_directory(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError
             .any(|ext| entry.name.ends_with(ext));
         if entry.kind == EntryKind::File && manifest {
             let path = join(dir, &entry.name);
-            for res in load_file(tree, &path)? {
+            for res in load_file(tree, dir, &path)? {
                 out.push(res.obj);
             }
         }
@@ -77,12 +77,18 @@ fn plain_directory(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError
     Ok(out)
 }
 
-/// The kustomization file in `dir`, if any; several is an error, as in kustomize.
+/// The kustomization file in `dir`, if any; several is an error, as in kustomize. A name
+/// that is a symlink leading out of `dir` does not count (kustomize's loader refuses it).
 pub fn find_kustomization(tree: &dyn Tree, dir: &str) -> Result<Option<String>, RenderError> {
     let mut found = Vec::new();
     for name in KUSTOMIZATION_FILES {
         let path = join(dir, name);
-        if tree.kind(&path)? == Some(EntryKind::File) {
+        let file = match tree.kind(&path) {
+            Ok(kind) => kind == Some(EntryKind::File),
+            Err(TreeError::Forbidden { .. }) => false,
+            Err(e) => return Err(e.into()),
+        };
+        if file && in_root(tree, dir, &path)? {
             found.push(path);
         }
     }
@@ -209,21 +215,23 @@ impl Builder<'_> {
     fn resource_entry(&mut self, dir: &str, entry: &str) -> Result<Vec<Res>, RenderError> {
         refuse_remote(entry)?;
         let path = normalize(dir, entry)?;
-        match self.tree.kind(&path)? {
-            Some(EntryKind::File) => {
-                restrict(dir, &path)?;
-                load_file(self.tree, &path)
+        match self.tree.kind(&path) {
+            // A symlink leading out of the tree is taken for a file, which the load
+            // restrictor refuses as kustomize does.
+            Ok(Some(EntryKind::File)) | Err(TreeError::Forbidden { .. }) => {
+                load_file(self.tree, dir, &path)
             }
-            Some(EntryKind::Dir) => {
+            Ok(Some(EntryKind::Dir)) => {
                 let path = self.child_dir(dir, entry)?;
                 let file = find_kustomization(self.tree, &path)?
                     .ok_or_else(|| missing_kustomization(&path))?;
                 let (built, _) = self.build(&path, &file, Vec::new(), Level::Resource)?;
                 Ok(built)
             }
-            None => Err(RenderError::Invalid(format!(
+            Ok(None) => Err(RenderError::Invalid(format!(
                 "{path}: no such file or directory"
             ))),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -268,9 +276,10 @@ fn go_style_json_error(message: &str) -> String {
     }
 }
 
-/// Loads the objects of one manifest file (`kind: List` documents are expanded).
-pub fn load_file(tree: &dyn Tree, path: &str) -> Result<Vec<Res>, RenderError> {
-    let bytes = tree.read_file(path, parse::MAX_FILE_BYTES)?;
+/// Loads the objects of the manifest file `path` named by the kustomization in `dir`
+/// (`kind: List` documents are expanded).
+pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, RenderError> {
+    let bytes = read_restricted(tree, dir, path)?;
     let mut out = Vec::new();
     for doc in parse::documents(path, &bytes)? {
         push_object(path, doc, &mut out)?;
