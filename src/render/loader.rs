@@ -136,7 +136,9 @@ impl Builder<'_> {
                     kust.kind.as_deref().unwrap_or("Kustomization")
                 )));
             }
-            Level::Top | Level::Resource if is_component => {
+            // A Component may be rendered on its own (kustomize builds it like a
+            // Kustomization), but not listed under `resources`.
+            Level::Resource if is_component => {
                 return Err(RenderError::Invalid(format!(
                     "{file}: expected kind != 'Component' (a Component can only be listed under components)"
                 )));
@@ -288,7 +290,7 @@ pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, Ren
 }
 
 fn push_object(path: &str, doc: Value, out: &mut Vec<Res>) -> Result<(), RenderError> {
-    let Value::Object(map) = doc else {
+    let Value::Object(mut map) = doc else {
         return Err(RenderError::Invalid(format!(
             "{path}: a document is not a mapping (a Kubernetes object)"
         )));
@@ -311,6 +313,14 @@ fn push_object(path: &str, doc: Value, out: &mut Vec<Res>) -> Result<(), RenderE
             push_object(path, item, out)?;
         }
         return Ok(());
+    }
+    // kustomize's bookkeeping annotations replace a null `annotations:` with a map, and an
+    // empty one is dropped in the end: a null one never reaches the output (a null `labels:`
+    // does, unless a transformer sets labels).
+    if let Some(Value::Object(meta)) = map.get_mut("metadata")
+        && meta.get("annotations").is_some_and(Value::is_null)
+    {
+        meta.remove("annotations");
     }
     out.push(Res::new(Value::Object(map), Origin::File(path.to_string())));
     Ok(())
