@@ -325,3 +325,12 @@ fn retargeting_a_symlink_changes_the_recorded_inputs() {
     assert!(!wardn::render::inputs_unchanged(&tree, &first.inputs));
     assert!(render(&tree, "app").is_err());
 }
+
+#[test]
+fn configurations_file() {
+    assert_refused(
+        "resources:\n- cm.yaml\nconfigurations:\n- leak.yaml\n",
+        "leak.yaml",
+        "nameReference: []\n",
+    );
+}

@@ -6,6 +6,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::labels::FieldSpec;
+use super::vars::Var;
+
 /// A key present with a null value (`resources:` left empty by a scaffold) reads as empty,
 /// as in kustomize (Go's YAML decoder leaves the field at its zero value).
 fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -90,18 +93,18 @@ pub struct Kustomization {
     /// `managedByLabel`).
     #[serde(default, deserialize_with = "null_as_default")]
     pub build_metadata: Vec<String>,
-    /// Not supported by wardn (refused with a clear error).
-    #[serde(default)]
-    pub vars: Option<Value>,
+    /// Vars substituted as `$(NAME)` in var-reference fields.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub vars: Vec<Var>,
     /// Not supported by wardn.
     #[serde(default)]
     pub crds: Option<Value>,
     /// Not supported by wardn.
     #[serde(default, rename = "openapi")]
     pub openapi: Option<Value>,
-    /// Not supported by wardn.
-    #[serde(default)]
-    pub configurations: Option<Value>,
+    /// Transformer configuration files (extra field specs).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub configurations: Vec<String>,
     /// Not supported by wardn (plugins).
     #[serde(default)]
     pub generators: Option<Value>,
@@ -123,10 +126,8 @@ impl Kustomization {
     /// The first field wardn refuses to handle, if any.
     pub fn unsupported_field(&self) -> Option<&'static str> {
         [
-            ("vars", &self.vars),
             ("crds", &self.crds),
             ("openapi", &self.openapi),
-            ("configurations", &self.configurations),
             ("generators", &self.generators),
             ("transformers", &self.transformers),
             ("validators", &self.validators),
@@ -152,9 +153,9 @@ pub struct Label {
     /// Also add to pod templates.
     #[serde(default, deserialize_with = "null_as_default")]
     pub include_templates: bool,
-    /// Extra field specs: refused (only the built-in field specs are supported).
-    #[serde(default)]
-    pub fields: Option<Value>,
+    /// Extra field specs the labels are set at.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub fields: Vec<FieldSpec>,
 }
 
 /// One `images` entry.

@@ -10,6 +10,8 @@ use super::files::{display_dir, in_root, read_restricted, refuse_remote};
 use super::kustomization::Kustomization;
 use super::resource::{Origin, Res};
 use super::tree::{EntryKind, Tree, TreeError, normalize};
+use super::config::Config;
+use super::vars::{self, Var};
 use super::{RenderError, generators, nameref, parse, patches, replacements, sort, transform};
 
 /// The file names kustomize recognises, in the order it probes them.
@@ -34,9 +36,12 @@ pub fn build_top(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError> 
         tree,
         stack: Vec::new(),
     };
-    let (mut resources, kust) = builder.build(dir, &file, Vec::new(), Level::Top)?;
+    let mut extras = Extras::default();
+    let (mut resources, kust) =
+        builder.build(dir, &file, Vec::new(), &mut extras, Level::Top)?;
     transform::add_hash_suffixes(&mut resources);
-    nameref::fix(&mut resources);
+    nameref::fix(&mut resources, &extras.config.name_reference);
+    vars::resolve(&extras.vars, &extras.config.var_reference, &mut resources)?;
     transform::build_metadata(&mut resources, &kust.build_metadata, dir, &file)?;
     sort::apply(&mut resources, kust.sort_options.as_ref(), &file)?;
     for res in &mut resources {
@@ -112,6 +117,22 @@ enum Level {
     Component,
 }
 
+/// What a kustomization passes up besides its objects (kustomize's accumulator): the
+/// transformer configuration and the vars of it and everything it includes.
+#[derive(Debug, Default)]
+struct Extras {
+    config: Config,
+    vars: Vec<Var>,
+}
+
+impl Extras {
+    /// Takes in what an included kustomization accumulated.
+    fn absorb(&mut self, other: Extras) -> Result<(), RenderError> {
+        self.config.merge(other.config);
+        vars::merge(&mut self.vars, other.vars)
+    }
+}
+
 struct Builder<'a> {
     tree: &'a dyn Tree,
     /// Directories being built, outermost first (cycle detection).
@@ -119,12 +140,13 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    /// Builds one kustomization on top of `acc` (non-empty only for components).
+    /// Builds one kustomization on top of `acc` and `extras` (non-empty only for components).
     fn build(
         &mut self,
         dir: &str,
         file: &str,
         mut acc: Vec<Res>,
+        extras: &mut Extras,
         level: Level,
     ) -> Result<(Vec<Res>, Kustomization), RenderError> {
         let kust = read_kustomization(self.tree, file)?;
@@ -146,7 +168,7 @@ impl Builder<'_> {
             _ => {}
         }
         self.stack.push(dir.to_string());
-        let result = self.build_body(dir, file, &kust, &mut acc);
+        let result = self.build_body(dir, file, &kust, &mut acc, extras);
         self.stack.pop();
         result?;
         Ok((acc, kust))
@@ -158,14 +180,19 @@ impl Builder<'_> {
         file: &str,
         kust: &Kustomization,
         acc: &mut Vec<Res>,
+        extras: &mut Extras,
     ) -> Result<(), RenderError> {
         let mut ids: HashSet<String> = acc.iter().map(Res::id).collect();
         for entry in kust.resources.iter().chain(&kust.bases) {
-            let loaded = self.resource_entry(dir, entry).map_err(|e| {
+            let (loaded, sub) = self.resource_entry(dir, entry).map_err(|e| {
                 e.context(format!("accumulating resources from '{entry}' in {file}"))
             })?;
             append_unique(acc, &mut ids, loaded, entry)?;
+            extras.absorb(sub)?;
         }
+        extras
+            .config
+            .merge(Config::load(self.tree, dir, file, &kust.configurations)?);
         for entry in &kust.components {
             let path = self.child_dir(dir, entry)?;
             let child = find_kustomization(self.tree, &path)?
@@ -175,7 +202,7 @@ impl Builder<'_> {
                 })?;
             let taken = std::mem::take(acc);
             let (built, _) = self
-                .build(&path, &child, taken, Level::Component)
+                .build(&path, &child, taken, extras, Level::Component)
                 .map_err(|e| {
                     e.context(format!("accumulating components from '{entry}' in {file}"))
                 })?;
@@ -184,11 +211,14 @@ impl Builder<'_> {
         generators::run(self.tree, dir, file, kust, acc)?;
         patches::strategic_merge_files(self.tree, dir, file, &kust.patches_strategic_merge, acc)?;
         patches::patches(self.tree, dir, file, &kust.patches, acc)?;
-        transform::run(kust, acc, file)?;
+        let config = &extras.config;
+        transform::run(kust, acc, config);
         patches::json6902(self.tree, dir, file, &kust.patches_json6902, acc)?;
-        transform::replicas(&kust.replicas, acc, file)?;
-        transform::images(&kust.images, acc);
+        transform::replicas(&kust.replicas, acc, file, config)?;
+        transform::images(&kust.images, acc, config);
         replacements::run(self.tree, dir, file, &kust.replacements, acc)?;
+        vars::bind(&kust.vars, acc, &mut extras.vars)
+            .map_err(|e| e.context(format!("merging vars of {file}")))?;
         Ok(())
     }
 
@@ -214,21 +244,28 @@ impl Builder<'_> {
         Ok(path)
     }
 
-    fn resource_entry(&mut self, dir: &str, entry: &str) -> Result<Vec<Res>, RenderError> {
+    /// The objects of a `resources` entry, and what it accumulated when it is a directory.
+    fn resource_entry(
+        &mut self,
+        dir: &str,
+        entry: &str,
+    ) -> Result<(Vec<Res>, Extras), RenderError> {
         refuse_remote(entry)?;
         let path = normalize(dir, entry)?;
         match self.tree.kind(&path) {
             // A symlink leading out of the tree is taken for a file, which the load
             // restrictor refuses as kustomize does.
             Ok(Some(EntryKind::File)) | Err(TreeError::Forbidden { .. }) => {
-                load_file(self.tree, dir, &path)
+                Ok((load_file(self.tree, dir, &path)?, Extras::default()))
             }
             Ok(Some(EntryKind::Dir)) => {
                 let path = self.child_dir(dir, entry)?;
                 let file = find_kustomization(self.tree, &path)?
                     .ok_or_else(|| missing_kustomization(&path))?;
-                let (built, _) = self.build(&path, &file, Vec::new(), Level::Resource)?;
-                Ok(built)
+                let mut sub = Extras::default();
+                let (built, _) =
+                    self.build(&path, &file, Vec::new(), &mut sub, Level::Resource)?;
+                Ok((built, sub))
             }
             Ok(None) => Err(RenderError::Invalid(format!(
                 "{path}: no such file or directory"
