@@ -334,3 +334,17 @@ fn configurations_file() {
         "nameReference: []\n",
     );
 }
+
+#[test]
+fn transformer_and_generator_config_files() {
+    assert_refused(
+        "resources:\n- cm.yaml\ntransformers:\n- leak.yaml\n",
+        "leak.yaml",
+        "apiVersion: builtin\nkind: LabelTransformer\nmetadata:\n  name: l\nlabels:\n  a: b\nfieldSpecs:\n- path: metadata/labels\n  create: true\n",
+    );
+    assert_refused(
+        "generators:\n- leak.yaml\n",
+        "leak.yaml",
+        "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: g\nliterals:\n- a=b\n",
+    );
+}

@@ -28,17 +28,31 @@ pub fn run(
         (&kust.secret_generator, "Secret"),
     ] {
         for generator in generators {
-            let res = generate(tree, dir, file, generator, kind, &global)
-                .map_err(|e| e.context(format!("{file}: {kind} generator '{}'", generator.name)))?;
-            add(
-                acc,
-                res,
-                generator.behavior.as_deref().unwrap_or("create"),
-                file,
-            )?;
+            run_one(tree, dir, file, generator, kind, &global, acc)?;
         }
     }
     Ok(())
+}
+
+/// Runs one generator of `kind` (`ConfigMap` or `Secret`; a kustomization field's entry or
+/// a `ConfigMapGenerator`/`SecretGenerator` plugin config) against `acc`.
+pub fn run_one(
+    tree: &dyn Tree,
+    dir: &str,
+    file: &str,
+    generator: &Generator,
+    kind: &'static str,
+    global: &GeneratorOptions,
+    acc: &mut Vec<Res>,
+) -> Result<(), RenderError> {
+    let res = generate(tree, dir, file, generator, kind, global)
+        .map_err(|e| e.context(format!("{file}: {kind} generator '{}'", generator.name)))?;
+    add(
+        acc,
+        res,
+        generator.behavior.as_deref().unwrap_or("create"),
+        file,
+    )
 }
 
 fn generate(

@@ -105,12 +105,12 @@ pub struct Kustomization {
     /// Transformer configuration files (extra field specs).
     #[serde(default, deserialize_with = "null_as_default")]
     pub configurations: Vec<String>,
-    /// Not supported by wardn (plugins).
-    #[serde(default)]
-    pub generators: Option<Value>,
-    /// Not supported by wardn (plugins).
-    #[serde(default)]
-    pub transformers: Option<Value>,
+    /// Generator plugin configs (inline documents or paths); only builtins run.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub generators: Vec<String>,
+    /// Transformer plugin configs (inline documents or paths); only builtins run.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub transformers: Vec<String>,
     /// Not supported by wardn (plugins).
     #[serde(default)]
     pub validators: Option<Value>,
@@ -128,8 +128,6 @@ impl Kustomization {
         [
             ("crds", &self.crds),
             ("openapi", &self.openapi),
-            ("generators", &self.generators),
-            ("transformers", &self.transformers),
             ("validators", &self.validators),
             ("helmCharts", &self.helm_charts),
             ("helmGlobals", &self.helm_globals),

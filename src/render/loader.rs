@@ -12,7 +12,9 @@ use super::resource::{Origin, Res};
 use super::tree::{EntryKind, Tree, TreeError, normalize};
 use super::config::Config;
 use super::vars::{self, Var};
-use super::{RenderError, generators, nameref, parse, patches, replacements, sort, transform};
+use super::{
+    RenderError, generators, nameref, parse, patches, plugins, replacements, sort, transform,
+};
 
 /// The file names kustomize recognises, in the order it probes them.
 pub const KUSTOMIZATION_FILES: [&str; 3] =
@@ -208,7 +210,15 @@ impl Builder<'_> {
                 })?;
             *acc = built;
         }
+        let site = plugins::Site {
+            tree: self.tree,
+            dir,
+            file,
+        };
         generators::run(self.tree, dir, file, kust, acc)?;
+        let configs = self.plugin_configs(dir, file, &kust.generators)?;
+        plugins::generate(&site, &configs, acc)
+            .map_err(|e| e.context(format!("running generators of {file}")))?;
         patches::strategic_merge_files(self.tree, dir, file, &kust.patches_strategic_merge, acc)?;
         patches::patches(self.tree, dir, file, &kust.patches, acc)?;
         let config = &extras.config;
@@ -217,9 +227,42 @@ impl Builder<'_> {
         transform::replicas(&kust.replicas, acc, file, config)?;
         transform::images(&kust.images, acc, config);
         replacements::run(self.tree, dir, file, &kust.replacements, acc)?;
+        let configs = self.plugin_configs(dir, file, &kust.transformers)?;
+        plugins::transform(&site, &configs, acc)
+            .map_err(|e| e.context(format!("running transformers of {file}")))?;
         vars::bind(&kust.vars, acc, &mut extras.vars)
             .map_err(|e| e.context(format!("merging vars of {file}")))?;
         Ok(())
+    }
+
+    /// The plugin configs of a `generators`/`transformers` list: an entry that parses as
+    /// objects is an inline config; any other is a file or directory loaded like a
+    /// `resources` entry. As in kustomize, every inline config comes first (in order), then
+    /// those loaded from paths.
+    fn plugin_configs(
+        &mut self,
+        dir: &str,
+        file: &str,
+        entries: &[String],
+    ) -> Result<Vec<Value>, RenderError> {
+        let mut configs = Vec::new();
+        let mut paths = Vec::new();
+        for entry in entries {
+            let inline = parse::documents(file, entry.as_bytes())
+                .ok()
+                .filter(|docs| !docs.is_empty() && docs.iter().all(Value::is_object));
+            match inline {
+                Some(docs) => configs.extend(docs),
+                None => paths.push(entry),
+            }
+        }
+        for entry in paths {
+            let (loaded, _) = self.resource_entry(dir, entry).map_err(|e| {
+                e.context(format!("loading plugin configs from '{entry}' in {file}"))
+            })?;
+            configs.extend(loaded.into_iter().map(|r| r.obj));
+        }
+        Ok(configs)
     }
 
     /// Resolves a directory entry (resource or component), refusing remote URLs and cycles.

@@ -17,6 +17,7 @@ mod loader;
 mod nameref;
 mod parse;
 mod patches;
+mod plugins;
 mod replacements;
 mod resource;
 mod scalar;

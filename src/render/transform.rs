@@ -1,6 +1,8 @@
 //! The built-in transformers that do not patch: namespace, name prefix/suffix, labels,
 //! annotations, replicas, images, generator hash suffixes and build metadata.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -12,48 +14,26 @@ use super::resource::{Origin, Res, child_map, ensure_map};
 
 /// Namespace, prefix, suffix, labels and annotations of one kustomization, in kustomize's
 /// order, at the built-in field specs and those `config` adds.
-pub fn run(
-    kust: &Kustomization,
-    acc: &mut [Res],
-    config: &Config,
-) {
+pub fn run(kust: &Kustomization, acc: &mut [Res], config: &Config) {
     if let Some(ns) = kust.namespace.as_deref().filter(|ns| !ns.is_empty()) {
-        for res in acc.iter_mut() {
-            set_namespace(res, ns);
-            for spec in extra(&config.namespace, "metadata/namespace") {
-                set_strings(res, spec, &mut |_| ns.to_string());
-            }
-        }
+        namespace(acc, ns, &config.namespace);
     }
     let prefix = kust.name_prefix.as_deref().unwrap_or("");
     let suffix = kust.name_suffix.as_deref().unwrap_or("");
     if !prefix.is_empty() || !suffix.is_empty() {
-        for res in acc.iter_mut() {
-            if !matches!(
-                res.kind(),
-                "CustomResourceDefinition" | "APIService" | "Namespace"
-            ) {
-                let name = format!("{prefix}{}{suffix}", res.name());
-                res.set_name(&name);
-            }
-            for spec in extra(&config.name_prefix, "metadata/name") {
-                set_strings(res, spec, &mut |old| format!("{prefix}{old}"));
-            }
-            for spec in extra(&config.name_suffix, "metadata/name") {
-                set_strings(res, spec, &mut |old| format!("{old}{suffix}"));
-            }
-        }
+        let mut specs = vec![NAME_SPEC];
+        specs.extend(extra(&config.name_prefix, "metadata/name").cloned());
+        prefix_suffix(acc, prefix, "", &specs);
+        let mut specs = vec![NAME_SPEC];
+        specs.extend(extra(&config.name_suffix, "metadata/name").cloned());
+        prefix_suffix(acc, "", suffix, &specs);
     }
     if !kust.common_labels.is_empty() {
-        let pairs = pairs(&kust.common_labels);
         let mut specs = label_specs(true, true);
         specs.extend(config.common_labels.iter().cloned());
-        for res in acc.iter_mut() {
-            labels::set_pairs(res, &specs, &pairs);
-        }
+        set_pairs(acc, &kust.common_labels, &specs);
     }
     for label in &kust.labels {
-        let pairs = pairs(&label.pairs);
         let mut specs = label_specs(label.include_selectors, label.include_templates);
         if label.include_selectors {
             specs.extend(config.common_labels.iter().cloned());
@@ -61,18 +41,59 @@ pub fn run(
             specs.extend(config.template_labels.iter().cloned());
         }
         specs.extend(label.fields.iter().cloned());
-        for res in acc.iter_mut() {
-            labels::set_pairs(res, &specs, &pairs);
-        }
+        set_pairs(acc, &label.pairs, &specs);
     }
     if !kust.common_annotations.is_empty() {
-        let pairs = pairs(&kust.common_annotations);
         let mut specs = vec![labels::METADATA_ANNOTATIONS];
         specs.extend(labels::template_annotation_specs());
         specs.extend(config.common_annotations.iter().cloned());
-        for res in acc.iter_mut() {
-            labels::set_pairs(res, &specs, &pairs);
+        set_pairs(acc, &kust.common_annotations, &specs);
+    }
+}
+
+/// `metadata/name` of every object: the name-prefix and suffix field.
+const NAME_SPEC: FieldSpec = FieldSpec {
+    group: None,
+    version: None,
+    kind: None,
+    path: std::borrow::Cow::Borrowed("metadata/name"),
+    create: false,
+};
+
+/// The namespace transformer (the `namespace` field, `NamespaceTransformer`): the built-in
+/// fields, and `specs` besides `metadata/namespace`.
+pub fn namespace(acc: &mut [Res], ns: &str, specs: &[FieldSpec]) {
+    for res in acc.iter_mut() {
+        set_namespace(res, ns);
+        for spec in extra(specs, "metadata/namespace") {
+            set_strings(res, spec, &mut |_| ns.to_string());
         }
+    }
+}
+
+/// The prefix/suffix transformer (`namePrefix`/`nameSuffix`, `PrefixSuffixTransformer`):
+/// every string at `specs`, except in CustomResourceDefinitions, APIServices and Namespaces,
+/// as kustomize skips them.
+pub fn prefix_suffix(acc: &mut [Res], prefix: &str, suffix: &str, specs: &[FieldSpec]) {
+    for res in acc.iter_mut() {
+        if matches!(
+            res.kind(),
+            "CustomResourceDefinition" | "APIService" | "Namespace"
+        ) {
+            continue;
+        }
+        for spec in specs {
+            set_strings(res, spec, &mut |old| format!("{prefix}{old}{suffix}"));
+        }
+    }
+}
+
+/// The label and annotation transformers (`commonLabels`, `labels`, `commonAnnotations`,
+/// `LabelTransformer`, `AnnotationsTransformer`): every pair set in the maps at `specs`.
+pub fn set_pairs(acc: &mut [Res], pairs: &BTreeMap<String, String>, specs: &[FieldSpec]) {
+    let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for res in acc.iter_mut() {
+        labels::set_pairs(res, specs, &pairs);
     }
 }
 
@@ -92,10 +113,6 @@ fn set_strings(res: &mut Res, spec: &FieldSpec, f: &mut dyn FnMut(&str) -> Strin
         Value::Null => *node = Value::String(f("")),
         _ => {}
     });
-}
-
-fn pairs(map: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
-    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 fn label_specs(selectors: bool, templates: bool) -> Vec<FieldSpec> {
