@@ -147,7 +147,9 @@ fn generate(
         meta.insert("annotations".into(), string_map(&options.annotations));
     }
     obj.insert("metadata".into(), Value::Object(meta));
-    if !data.is_empty() {
+    // kustomize writes an empty Secret's `data: {}` (and hashes it), but no empty ConfigMap
+    // data.
+    if !data.is_empty() || kind == "Secret" {
         obj.insert("data".into(), Value::Object(data));
     }
     if !binary.is_empty() {
