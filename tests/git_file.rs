@@ -76,6 +76,12 @@ fn fetch_resolve_and_read_files_without_worktree() {
         tree.read_file("apps/escape", 100),
         Err(TreeError::Forbidden { .. })
     ));
+    assert_eq!(
+        tree.real_path("apps/link.yaml").unwrap().as_deref(),
+        Some("apps/a/cm.yaml")
+    );
+    assert_eq!(tree.real_path("apps/a").unwrap().as_deref(), Some("apps/a"));
+    assert_eq!(tree.real_path("apps/none").unwrap(), None);
     assert!(matches!(
         tree.read_file("apps/nope", 100),
         Err(TreeError::NotFound(_))

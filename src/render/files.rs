@@ -4,11 +4,14 @@
 
 use super::RenderError;
 use super::parse;
-use super::tree::{Tree, normalize};
+use super::tree::{Tree, TreeError, normalize};
 
-/// kustomize's default load restrictor: a file must be in or below the kustomization root.
-pub fn restrict(dir: &str, path: &str) -> Result<(), RenderError> {
-    if dir.is_empty() || path.starts_with(&format!("{dir}/")) {
+/// kustomize's default load restrictor: a file must be in or below the kustomization root
+/// `dir`, both taken where they really are (every symlink along them followed, as kustomize
+/// evaluates symlinks before comparing), so a symlink never brings in a file from outside.
+/// A missing file passes (reading it reports it).
+pub fn restrict(tree: &dyn Tree, dir: &str, path: &str) -> Result<(), RenderError> {
+    if in_root(tree, dir, path)? {
         Ok(())
     } else {
         Err(RenderError::Invalid(format!(
@@ -18,12 +21,40 @@ pub fn restrict(dir: &str, path: &str) -> Result<(), RenderError> {
     }
 }
 
-/// Reads a file referenced by a kustomization in `dir` (load restrictor applied).
+/// Whether `path` really is in or below `dir` (see [`restrict`]; a missing path is, a
+/// symlink leading out of the whole tree is not).
+pub fn in_root(tree: &dyn Tree, dir: &str, path: &str) -> Result<bool, RenderError> {
+    let real = match tree.real_path(path) {
+        Ok(Some(real)) => real,
+        Ok(None) => return Ok(true),
+        Err(TreeError::Forbidden { .. }) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    let real_dir = tree.real_path(dir)?.unwrap_or_else(|| dir.to_string());
+    Ok(within(&real_dir, &real))
+}
+
+/// Whether the tree path `path` is strictly below the tree directory `dir`.
+fn within(dir: &str, path: &str) -> bool {
+    dir.is_empty() && !path.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Reads the file at the tree path `path` for the kustomization in `dir`: the one place
+/// every file a kustomization names is read, load restrictor applied.
+pub fn read_restricted(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<u8>, RenderError> {
+    restrict(tree, dir, path)?;
+    Ok(tree.read_file(path, parse::MAX_FILE_BYTES)?)
+}
+
+/// Reads a file entry of a kustomization in `dir` (remote entries refused, load restrictor
+/// applied).
 pub fn read_local(tree: &dyn Tree, dir: &str, entry: &str) -> Result<Vec<u8>, RenderError> {
     refuse_remote(entry)?;
     let path = normalize(dir, entry)?;
-    restrict(dir, &path)?;
-    Ok(tree.read_file(&path, parse::MAX_FILE_BYTES)?)
+    read_restricted(tree, dir, &path)
 }
 
 /// Refuses a remote entry (a URL or a hosted repository): wardn reads only the snapshot.

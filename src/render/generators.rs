@@ -28,17 +28,31 @@ pub fn run(
         (&kust.secret_generator, "Secret"),
     ] {
         for generator in generators {
-            let res = generate(tree, dir, file, generator, kind, &global)
-                .map_err(|e| e.context(format!("{file}: {kind} generator '{}'", generator.name)))?;
-            add(
-                acc,
-                res,
-                generator.behavior.as_deref().unwrap_or("create"),
-                file,
-            )?;
+            run_one(tree, dir, file, generator, kind, &global, acc)?;
         }
     }
     Ok(())
+}
+
+/// Runs one generator of `kind` (`ConfigMap` or `Secret`; a kustomization field's entry or
+/// a `ConfigMapGenerator`/`SecretGenerator` plugin config) against `acc`.
+pub fn run_one(
+    tree: &dyn Tree,
+    dir: &str,
+    file: &str,
+    generator: &Generator,
+    kind: &'static str,
+    global: &GeneratorOptions,
+    acc: &mut Vec<Res>,
+) -> Result<(), RenderError> {
+    let res = generate(tree, dir, file, generator, kind, global)
+        .map_err(|e| e.context(format!("{file}: {kind} generator '{}'", generator.name)))?;
+    add(
+        acc,
+        res,
+        generator.behavior.as_deref().unwrap_or("create"),
+        file,
+    )
 }
 
 fn generate(
@@ -133,7 +147,9 @@ fn generate(
         meta.insert("annotations".into(), string_map(&options.annotations));
     }
     obj.insert("metadata".into(), Value::Object(meta));
-    if !data.is_empty() {
+    // kustomize writes an empty Secret's `data: {}` (and hashes it), but no empty ConfigMap
+    // data.
+    if !data.is_empty() || kind == "Secret" {
         obj.insert("data".into(), Value::Object(data));
     }
     if !binary.is_empty() {

@@ -2,7 +2,8 @@
 //! [`super::Rendered::inputs`]), and [`inputs_unchanged`], which re-checks recorded inputs
 //! against another tree. Both live here because this module owns the key format:
 //! `path?` (existence probe: sha256 of `file`, `dir` or `none`), `dir/` (listing: sha256 of
-//! one `name` or `name/` line per entry) and `path` (sha256 of the file's bytes).
+//! one `name` or `name/` line per entry), `path@` (sha256 of the symlink-free path, `\0` when
+//! absent) and `path` (sha256 of the file's bytes).
 
 use std::collections::BTreeMap;
 
@@ -51,6 +52,11 @@ fn kind_word(kind: Option<EntryKind>) -> &'static str {
     }
 }
 
+/// The text recorded for a real-path lookup (`\0` for nothing there, which no path contains).
+fn real_path_word(real: Option<&str>) -> String {
+    real.unwrap_or("\0").to_string()
+}
+
 /// The text recorded for a directory listing: one `name` or `name/` line per entry.
 fn listing(entries: &[DirEntry]) -> String {
     entries
@@ -73,7 +79,9 @@ pub fn inputs_unchanged(tree: &dyn Tree, inputs: &BTreeMap<String, String>) -> b
 
 /// The digest `key` has in `tree` now, in the recorder's format; `None` on a read error.
 fn current_digest(tree: &dyn Tree, key: &str) -> Option<String> {
-    let bytes = if let Some(path) = key.strip_suffix('?') {
+    let bytes = if let Some(path) = key.strip_suffix('@') {
+        real_path_word(tree.real_path(path).ok()?.as_deref()).into_bytes()
+    } else if let Some(path) = key.strip_suffix('?') {
         kind_word(tree.kind(path).ok()?).as_bytes().to_vec()
     } else if let Some(path) = key.strip_suffix('/') {
         listing(&tree.read_dir(path).ok()?).into_bytes()
@@ -100,5 +108,14 @@ impl Tree for Recorder<'_> {
         let bytes = self.tree.read_file(path, limit)?;
         self.record(path.to_string(), &bytes);
         Ok(bytes)
+    }
+
+    fn real_path(&self, path: &str) -> Result<Option<String>, TreeError> {
+        let real = self.tree.real_path(path)?;
+        self.record(
+            format!("{path}@"),
+            real_path_word(real.as_deref()).as_bytes(),
+        );
+        Ok(real)
     }
 }

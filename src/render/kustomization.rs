@@ -6,6 +6,19 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::labels::FieldSpec;
+use super::vars::Var;
+
+/// A key present with a null value (`resources:` left empty by a scaffold) reads as empty,
+/// as in kustomize (Go's YAML decoder leaves the field at its zero value).
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
 /// A parsed `kustomization.yaml` (or a `Component`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -20,13 +33,13 @@ pub struct Kustomization {
     #[serde(default, rename = "metadata")]
     pub _metadata: Option<Value>,
     /// Files and directories to include.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub resources: Vec<String>,
     /// Deprecated spelling of `resources` (directories).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub bases: Vec<String>,
     /// Component directories applied to the accumulated resources.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub components: Vec<String>,
     /// Namespace set on every namespaced object.
     #[serde(default)]
@@ -38,66 +51,66 @@ pub struct Kustomization {
     #[serde(default)]
     pub name_suffix: Option<String>,
     /// Labels added to metadata and selectors (deprecated form).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub common_labels: BTreeMap<String, String>,
     /// Labels with explicit selector/template behaviour.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub labels: Vec<Label>,
     /// Annotations added to every object.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub common_annotations: BTreeMap<String, String>,
     /// Image overrides.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub images: Vec<Image>,
     /// Replica overrides.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub replicas: Vec<Replica>,
     /// Patches (strategic merge or JSON 6902).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub patches: Vec<Patch>,
     /// Deprecated strategic-merge patches (file paths or inline documents).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub patches_strategic_merge: Vec<String>,
     /// Deprecated JSON 6902 patches.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub patches_json6902: Vec<Patch>,
     /// ConfigMap generators.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub config_map_generator: Vec<Generator>,
     /// Secret generators.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub secret_generator: Vec<Generator>,
     /// Options for every generator of this kustomization.
     #[serde(default)]
     pub generator_options: Option<GeneratorOptions>,
     /// Field replacements.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub replacements: Vec<Value>,
     /// Output ordering.
     #[serde(default)]
     pub sort_options: Option<SortOptions>,
     /// Build metadata annotations to add (`originAnnotations`, `transformerAnnotations`,
     /// `managedByLabel`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub build_metadata: Vec<String>,
-    /// Not supported by wardn (refused with a clear error).
-    #[serde(default)]
-    pub vars: Option<Value>,
+    /// Vars substituted as `$(NAME)` in var-reference fields.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub vars: Vec<Var>,
     /// Not supported by wardn.
     #[serde(default)]
     pub crds: Option<Value>,
     /// Not supported by wardn.
     #[serde(default, rename = "openapi")]
     pub openapi: Option<Value>,
-    /// Not supported by wardn.
-    #[serde(default)]
-    pub configurations: Option<Value>,
-    /// Not supported by wardn (plugins).
-    #[serde(default)]
-    pub generators: Option<Value>,
-    /// Not supported by wardn (plugins).
-    #[serde(default)]
-    pub transformers: Option<Value>,
+    /// Transformer configuration files (extra field specs).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub configurations: Vec<String>,
+    /// Generator plugin configs (inline documents or paths); only builtins run.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub generators: Vec<String>,
+    /// Transformer plugin configs (inline documents or paths); only builtins run.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub transformers: Vec<String>,
     /// Not supported by wardn (plugins).
     #[serde(default)]
     pub validators: Option<Value>,
@@ -113,12 +126,8 @@ impl Kustomization {
     /// The first field wardn refuses to handle, if any.
     pub fn unsupported_field(&self) -> Option<&'static str> {
         [
-            ("vars", &self.vars),
             ("crds", &self.crds),
             ("openapi", &self.openapi),
-            ("configurations", &self.configurations),
-            ("generators", &self.generators),
-            ("transformers", &self.transformers),
             ("validators", &self.validators),
             ("helmCharts", &self.helm_charts),
             ("helmGlobals", &self.helm_globals),
@@ -134,17 +143,17 @@ impl Kustomization {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Label {
     /// The labels.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub pairs: BTreeMap<String, String>,
     /// Also add to selectors (and templates).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub include_selectors: bool,
     /// Also add to pod templates.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub include_templates: bool,
-    /// Extra field specs: refused (only the built-in field specs are supported).
-    #[serde(default)]
-    pub fields: Option<Value>,
+    /// Extra field specs the labels are set at.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub fields: Vec<FieldSpec>,
 }
 
 /// One `images` entry.
@@ -189,7 +198,7 @@ pub struct Patch {
     #[serde(default)]
     pub target: Option<Target>,
     /// `allowNameChange` / `allowKindChange`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub options: BTreeMap<String, bool>,
 }
 
@@ -234,13 +243,13 @@ pub struct Generator {
     #[serde(default)]
     pub behavior: Option<String>,
     /// `KEY=VALUE` entries.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub literals: Vec<String>,
     /// `[key=]path` entries.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub files: Vec<String>,
     /// Env files.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub envs: Vec<String>,
     /// Deprecated single env file.
     #[serde(default)]
@@ -258,10 +267,10 @@ pub struct Generator {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GeneratorOptions {
     /// Labels on the generated object.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub labels: BTreeMap<String, String>,
     /// Annotations on the generated object.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub annotations: BTreeMap<String, String>,
     /// Skip the content-hash name suffix.
     #[serde(default)]
@@ -288,9 +297,9 @@ pub struct SortOptions {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LegacySortOptions {
     /// Kinds output first, in this order.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub order_first: Vec<String>,
     /// Kinds output last, in this order.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub order_last: Vec<String>,
 }

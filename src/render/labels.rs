@@ -1,21 +1,32 @@
-//! kustomize's built-in field specs: where labels, selectors and annotations live in each
-//! kind, and a walker that sets map entries along such a path (descending into every element
-//! of a list met on the way, creating missing maps when the spec says so).
+//! kustomize's field specs: where labels, selectors and annotations live in each kind (the
+//! built-in ones, and those a `configurations:` file adds), and walkers that visit the nodes
+//! at such a path (descending into every element of a list met on the way, creating missing
+//! maps when the spec says so).
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::resource::{Res, ensure_map};
 
-/// A place in objects of some kind(s).
-#[derive(Debug, Clone, Copy)]
+/// A place in objects of some kind(s): kustomize's `FieldSpec`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct FieldSpec {
     /// API group the spec is limited to (`None`: any).
-    pub group: Option<&'static str>,
+    #[serde(default)]
+    pub group: Option<Cow<'static, str>>,
+    /// API version the spec is limited to (`None`: any).
+    #[serde(default)]
+    pub version: Option<Cow<'static, str>>,
     /// Kind the spec is limited to (`None`: any).
-    pub kind: Option<&'static str>,
-    /// `/`-separated path; `[]` after a segment marks a list.
-    pub path: &'static str,
+    #[serde(default)]
+    pub kind: Option<Cow<'static, str>>,
+    /// `/`-separated path; a list met on the way is descended into (`[]` after a segment
+    /// marks one explicitly).
+    pub path: Cow<'static, str>,
     /// Create missing maps along the path.
+    #[serde(default)]
     pub create: bool,
 }
 
@@ -26,9 +37,13 @@ const fn fs(
     create: bool,
 ) -> FieldSpec {
     FieldSpec {
-        group,
-        kind: Some(kind),
-        path,
+        group: match group {
+            Some(g) => Some(Cow::Borrowed(g)),
+            None => None,
+        },
+        version: None,
+        kind: Some(Cow::Borrowed(kind)),
+        path: Cow::Borrowed(path),
         create,
     }
 }
@@ -39,16 +54,18 @@ const BATCH: Option<&str> = Some("batch");
 /// `metadata/labels` of every object.
 pub const METADATA_LABELS: FieldSpec = FieldSpec {
     group: None,
+    version: None,
     kind: None,
-    path: "metadata/labels",
+    path: Cow::Borrowed("metadata/labels"),
     create: true,
 };
 
 /// `metadata/annotations` of every object.
 pub const METADATA_ANNOTATIONS: FieldSpec = FieldSpec {
     group: None,
+    version: None,
     kind: None,
-    path: "metadata/annotations",
+    path: Cow::Borrowed("metadata/annotations"),
     create: true,
 };
 
@@ -189,19 +206,24 @@ pub fn template_annotation_specs() -> Vec<FieldSpec> {
     ]
 }
 
-/// Whether `spec` applies to `res`.
-fn applies(spec: &FieldSpec, res: &Res) -> bool {
-    spec.kind.is_none_or(|k| k == res.kind()) && spec.group.is_none_or(|g| g == res.group())
+impl FieldSpec {
+    /// Whether the spec applies to `res` (its kind, group and version, where given).
+    pub fn applies(&self, res: &Res) -> bool {
+        self.kind.as_deref().is_none_or(|k| k == res.kind())
+            && self.group.as_deref().is_none_or(|g| g == res.group())
+            && self.version.as_deref().is_none_or(|v| v == res.version())
+    }
 }
 
 /// Sets every `pairs` entry in the map at each spec's path of `res`.
 pub fn set_pairs(res: &mut Res, specs: &[FieldSpec], pairs: &[(String, String)]) {
     for spec in specs {
-        if !applies(spec, res) {
+        if !spec.applies(res) {
             continue;
         }
         let segments: Vec<&str> = spec.path.split('/').collect();
-        walk(&mut res.obj, &segments, spec.create, &mut |map| {
+        walk(&mut res.obj, &segments, spec.create, &mut |node| {
+            let map = ensure_map(node);
             for (k, v) in pairs {
                 map.insert(k.clone(), Value::String(v.clone()));
             }
@@ -209,18 +231,37 @@ pub fn set_pairs(res: &mut Res, specs: &[FieldSpec], pairs: &[(String, String)])
     }
 }
 
-/// Calls `f` on the map at `path` below `node`, descending into list elements.
-fn walk(node: &mut Value, path: &[&str], create: bool, f: &mut dyn FnMut(&mut Map<String, Value>)) {
+/// Calls `f` on every node at the spec's path in `res` (when the spec applies to it); with
+/// `create`, a missing last field is created as null first (and missing maps on the way).
+pub fn visit(res: &mut Res, spec: &FieldSpec, f: &mut dyn FnMut(&mut Value)) {
+    if !spec.applies(res) {
+        return;
+    }
+    let segments: Vec<&str> = spec.path.split('/').collect();
+    walk_any(&mut res.obj, &segments, spec.create, f);
+}
+
+/// Calls `f` on the map at `path` below `node` (a null one too, with `create`), descending
+/// into list elements.
+fn walk(node: &mut Value, path: &[&str], create: bool, f: &mut dyn FnMut(&mut Value)) {
+    walk_any(node, path, create, &mut |leaf| {
+        if leaf.is_object() || (create && leaf.is_null()) {
+            f(leaf);
+        }
+    });
+}
+
+/// Calls `f` on every node at `path` below `node`, descending into list elements; with
+/// `create`, missing fields on the way are created (maps, the last one null).
+fn walk_any(node: &mut Value, path: &[&str], create: bool, f: &mut dyn FnMut(&mut Value)) {
     if let Value::Array(items) = node {
         for item in items {
-            walk(item, path, create, f);
+            walk_any(item, path, create, f);
         }
         return;
     }
     let Some((first, rest)) = path.split_first() else {
-        if node.is_object() || (create && node.is_null()) {
-            f(ensure_map(node));
-        }
+        f(node);
         return;
     };
     let Value::Object(map) = node else {
@@ -231,12 +272,15 @@ fn walk(node: &mut Value, path: &[&str], create: bool, f: &mut dyn FnMut(&mut Ma
         None => (*first, false),
     };
     match map.get_mut(key) {
-        Some(child) => walk(child, rest, create, f),
+        Some(child) => walk_any(child, rest, create, f),
         None if create && !is_list => {
-            let child = map
-                .entry(key.to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
-            walk(child, rest, create, f);
+            let fresh = if rest.is_empty() {
+                Value::Null
+            } else {
+                Value::Object(Map::new())
+            };
+            let child = map.entry(key.to_string()).or_insert(fresh);
+            walk_any(child, rest, create, f);
         }
         None => {}
     }

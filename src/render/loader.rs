@@ -6,11 +6,15 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::files::{display_dir, refuse_remote, restrict};
+use super::files::{display_dir, in_root, read_restricted, refuse_remote};
 use super::kustomization::Kustomization;
 use super::resource::{Origin, Res};
-use super::tree::{EntryKind, Tree, normalize};
-use super::{RenderError, generators, nameref, parse, patches, replacements, sort, transform};
+use super::tree::{EntryKind, Tree, TreeError, normalize};
+use super::config::Config;
+use super::vars::{self, Var};
+use super::{
+    RenderError, generators, nameref, parse, patches, plugins, replacements, sort, transform,
+};
 
 /// The file names kustomize recognises, in the order it probes them.
 pub const KUSTOMIZATION_FILES: [&str; 3] =
@@ -34,9 +38,12 @@ pub fn build_top(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError> 
         tree,
         stack: Vec::new(),
     };
-    let (mut resources, kust) = builder.build(dir, &file, Vec::new(), Level::Top)?;
+    let mut extras = Extras::default();
+    let (mut resources, kust) =
+        builder.build(dir, &file, Vec::new(), &mut extras, Level::Top)?;
     transform::add_hash_suffixes(&mut resources);
-    nameref::fix(&mut resources);
+    nameref::fix(&mut resources, &extras.config.name_reference);
+    vars::resolve(&extras.vars, &extras.config.var_reference, &mut resources)?;
     transform::build_metadata(&mut resources, &kust.build_metadata, dir, &file)?;
     sort::apply(&mut resources, kust.sort_options.as_ref(), &file)?;
     for res in &mut resources {
@@ -69,7 +76,7 @@ fn plain_directory(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError
             .any(|ext| entry.name.ends_with(ext));
         if entry.kind == EntryKind::File && manifest {
             let path = join(dir, &entry.name);
-            for res in load_file(tree, &path)? {
+            for res in load_file(tree, dir, &path)? {
                 out.push(res.obj);
             }
         }
@@ -77,12 +84,18 @@ fn plain_directory(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError
     Ok(out)
 }
 
-/// The kustomization file in `dir`, if any; several is an error, as in kustomize.
+/// The kustomization file in `dir`, if any; several is an error, as in kustomize. A name
+/// that is a symlink leading out of `dir` does not count (kustomize's loader refuses it).
 pub fn find_kustomization(tree: &dyn Tree, dir: &str) -> Result<Option<String>, RenderError> {
     let mut found = Vec::new();
     for name in KUSTOMIZATION_FILES {
         let path = join(dir, name);
-        if tree.kind(&path)? == Some(EntryKind::File) {
+        let file = match tree.kind(&path) {
+            Ok(kind) => kind == Some(EntryKind::File),
+            Err(TreeError::Forbidden { .. }) => false,
+            Err(e) => return Err(e.into()),
+        };
+        if file && in_root(tree, dir, &path)? {
             found.push(path);
         }
     }
@@ -106,6 +119,22 @@ enum Level {
     Component,
 }
 
+/// What a kustomization passes up besides its objects (kustomize's accumulator): the
+/// transformer configuration and the vars of it and everything it includes.
+#[derive(Debug, Default)]
+struct Extras {
+    config: Config,
+    vars: Vec<Var>,
+}
+
+impl Extras {
+    /// Takes in what an included kustomization accumulated.
+    fn absorb(&mut self, other: Extras) -> Result<(), RenderError> {
+        self.config.merge(other.config);
+        vars::merge(&mut self.vars, other.vars)
+    }
+}
+
 struct Builder<'a> {
     tree: &'a dyn Tree,
     /// Directories being built, outermost first (cycle detection).
@@ -113,12 +142,13 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    /// Builds one kustomization on top of `acc` (non-empty only for components).
+    /// Builds one kustomization on top of `acc` and `extras` (non-empty only for components).
     fn build(
         &mut self,
         dir: &str,
         file: &str,
         mut acc: Vec<Res>,
+        extras: &mut Extras,
         level: Level,
     ) -> Result<(Vec<Res>, Kustomization), RenderError> {
         let kust = read_kustomization(self.tree, file)?;
@@ -130,7 +160,9 @@ impl Builder<'_> {
                     kust.kind.as_deref().unwrap_or("Kustomization")
                 )));
             }
-            Level::Top | Level::Resource if is_component => {
+            // A Component may be rendered on its own (kustomize builds it like a
+            // Kustomization), but not listed under `resources`.
+            Level::Resource if is_component => {
                 return Err(RenderError::Invalid(format!(
                     "{file}: expected kind != 'Component' (a Component can only be listed under components)"
                 )));
@@ -138,7 +170,7 @@ impl Builder<'_> {
             _ => {}
         }
         self.stack.push(dir.to_string());
-        let result = self.build_body(dir, file, &kust, &mut acc);
+        let result = self.build_body(dir, file, &kust, &mut acc, extras);
         self.stack.pop();
         result?;
         Ok((acc, kust))
@@ -150,14 +182,19 @@ impl Builder<'_> {
         file: &str,
         kust: &Kustomization,
         acc: &mut Vec<Res>,
+        extras: &mut Extras,
     ) -> Result<(), RenderError> {
         let mut ids: HashSet<String> = acc.iter().map(Res::id).collect();
         for entry in kust.resources.iter().chain(&kust.bases) {
-            let loaded = self.resource_entry(dir, entry).map_err(|e| {
+            let (loaded, sub) = self.resource_entry(dir, entry).map_err(|e| {
                 e.context(format!("accumulating resources from '{entry}' in {file}"))
             })?;
             append_unique(acc, &mut ids, loaded, entry)?;
+            extras.absorb(sub)?;
         }
+        extras
+            .config
+            .merge(Config::load(self.tree, dir, file, &kust.configurations)?);
         for entry in &kust.components {
             let path = self.child_dir(dir, entry)?;
             let child = find_kustomization(self.tree, &path)?
@@ -167,21 +204,65 @@ impl Builder<'_> {
                 })?;
             let taken = std::mem::take(acc);
             let (built, _) = self
-                .build(&path, &child, taken, Level::Component)
+                .build(&path, &child, taken, extras, Level::Component)
                 .map_err(|e| {
                     e.context(format!("accumulating components from '{entry}' in {file}"))
                 })?;
             *acc = built;
         }
+        let site = plugins::Site {
+            tree: self.tree,
+            dir,
+            file,
+        };
         generators::run(self.tree, dir, file, kust, acc)?;
+        let configs = self.plugin_configs(dir, file, &kust.generators)?;
+        plugins::generate(&site, &configs, acc)
+            .map_err(|e| e.context(format!("running generators of {file}")))?;
         patches::strategic_merge_files(self.tree, dir, file, &kust.patches_strategic_merge, acc)?;
         patches::patches(self.tree, dir, file, &kust.patches, acc)?;
-        transform::run(kust, acc, file)?;
+        let config = &extras.config;
+        transform::run(kust, acc, config);
         patches::json6902(self.tree, dir, file, &kust.patches_json6902, acc)?;
-        transform::replicas(&kust.replicas, acc, file)?;
-        transform::images(&kust.images, acc);
+        transform::replicas(&kust.replicas, acc, file, config)?;
+        transform::images(&kust.images, acc, config);
         replacements::run(self.tree, dir, file, &kust.replacements, acc)?;
+        let configs = self.plugin_configs(dir, file, &kust.transformers)?;
+        plugins::transform(&site, &configs, acc)
+            .map_err(|e| e.context(format!("running transformers of {file}")))?;
+        vars::bind(&kust.vars, acc, &mut extras.vars)
+            .map_err(|e| e.context(format!("merging vars of {file}")))?;
         Ok(())
+    }
+
+    /// The plugin configs of a `generators`/`transformers` list: an entry that parses as
+    /// objects is an inline config; any other is a file or directory loaded like a
+    /// `resources` entry. As in kustomize, every inline config comes first (in order), then
+    /// those loaded from paths.
+    fn plugin_configs(
+        &mut self,
+        dir: &str,
+        file: &str,
+        entries: &[String],
+    ) -> Result<Vec<Value>, RenderError> {
+        let mut configs = Vec::new();
+        let mut paths = Vec::new();
+        for entry in entries {
+            let inline = parse::documents(file, entry.as_bytes())
+                .ok()
+                .filter(|docs| !docs.is_empty() && docs.iter().all(Value::is_object));
+            match inline {
+                Some(docs) => configs.extend(docs),
+                None => paths.push(entry),
+            }
+        }
+        for entry in paths {
+            let (loaded, _) = self.resource_entry(dir, entry).map_err(|e| {
+                e.context(format!("loading plugin configs from '{entry}' in {file}"))
+            })?;
+            configs.extend(loaded.into_iter().map(|r| r.obj));
+        }
+        Ok(configs)
     }
 
     /// Resolves a directory entry (resource or component), refusing remote URLs and cycles.
@@ -206,24 +287,33 @@ impl Builder<'_> {
         Ok(path)
     }
 
-    fn resource_entry(&mut self, dir: &str, entry: &str) -> Result<Vec<Res>, RenderError> {
+    /// The objects of a `resources` entry, and what it accumulated when it is a directory.
+    fn resource_entry(
+        &mut self,
+        dir: &str,
+        entry: &str,
+    ) -> Result<(Vec<Res>, Extras), RenderError> {
         refuse_remote(entry)?;
         let path = normalize(dir, entry)?;
-        match self.tree.kind(&path)? {
-            Some(EntryKind::File) => {
-                restrict(dir, &path)?;
-                load_file(self.tree, &path)
+        match self.tree.kind(&path) {
+            // A symlink leading out of the tree is taken for a file, which the load
+            // restrictor refuses as kustomize does.
+            Ok(Some(EntryKind::File)) | Err(TreeError::Forbidden { .. }) => {
+                Ok((load_file(self.tree, dir, &path)?, Extras::default()))
             }
-            Some(EntryKind::Dir) => {
+            Ok(Some(EntryKind::Dir)) => {
                 let path = self.child_dir(dir, entry)?;
                 let file = find_kustomization(self.tree, &path)?
                     .ok_or_else(|| missing_kustomization(&path))?;
-                let (built, _) = self.build(&path, &file, Vec::new(), Level::Resource)?;
-                Ok(built)
+                let mut sub = Extras::default();
+                let (built, _) =
+                    self.build(&path, &file, Vec::new(), &mut sub, Level::Resource)?;
+                Ok((built, sub))
             }
-            None => Err(RenderError::Invalid(format!(
+            Ok(None) => Err(RenderError::Invalid(format!(
                 "{path}: no such file or directory"
             ))),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -268,9 +358,10 @@ fn go_style_json_error(message: &str) -> String {
     }
 }
 
-/// Loads the objects of one manifest file (`kind: List` documents are expanded).
-pub fn load_file(tree: &dyn Tree, path: &str) -> Result<Vec<Res>, RenderError> {
-    let bytes = tree.read_file(path, parse::MAX_FILE_BYTES)?;
+/// Loads the objects of the manifest file `path` named by the kustomization in `dir`
+/// (`kind: List` documents are expanded).
+pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, RenderError> {
+    let bytes = read_restricted(tree, dir, path)?;
     let mut out = Vec::new();
     for doc in parse::documents(path, &bytes)? {
         push_object(path, doc, &mut out)?;
@@ -279,7 +370,7 @@ pub fn load_file(tree: &dyn Tree, path: &str) -> Result<Vec<Res>, RenderError> {
 }
 
 fn push_object(path: &str, doc: Value, out: &mut Vec<Res>) -> Result<(), RenderError> {
-    let Value::Object(map) = doc else {
+    let Value::Object(mut map) = doc else {
         return Err(RenderError::Invalid(format!(
             "{path}: a document is not a mapping (a Kubernetes object)"
         )));
@@ -302,6 +393,14 @@ fn push_object(path: &str, doc: Value, out: &mut Vec<Res>) -> Result<(), RenderE
             push_object(path, item, out)?;
         }
         return Ok(());
+    }
+    // kustomize's bookkeeping annotations replace a null `annotations:` with a map, and an
+    // empty one is dropped in the end: a null one never reaches the output (a null `labels:`
+    // does, unless a transformer sets labels).
+    if let Some(Value::Object(meta)) = map.get_mut("metadata")
+        && meta.get("annotations").is_some_and(Value::is_null)
+    {
+        meta.remove("annotations");
     }
     out.push(Res::new(Value::Object(map), Origin::File(path.to_string())));
     Ok(())

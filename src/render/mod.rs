@@ -6,6 +6,7 @@
 //! each one (resources, components, generators, transformers), then the top level adds
 //! generator hashes, fixes name references, sorts, and [`emit`] prints go-yaml v2 YAML.
 
+mod config;
 mod emit;
 mod files;
 mod generators;
@@ -16,6 +17,7 @@ mod loader;
 mod nameref;
 mod parse;
 mod patches;
+mod plugins;
 mod replacements;
 mod resource;
 mod scalar;
@@ -23,6 +25,7 @@ mod selector;
 mod sort;
 mod transform;
 pub mod tree;
+mod vars;
 
 use std::collections::BTreeMap;
 use std::path::Path;

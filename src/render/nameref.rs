@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::config::NameReference;
 use super::resource::{Res, is_cluster_scoped_kind, str_at};
 
 /// A reference field found in an object.
@@ -101,8 +102,9 @@ fn pod_spec_path(kind: &str) -> Option<&'static str> {
 /// to fill in.
 type Edit = (usize, String, String, Option<(String, String)>);
 
-/// Rewrites every reference to a renamed object.
-pub fn fix(acc: &mut [Res]) {
+/// Rewrites every reference to a renamed object: the built-in reference fields, and those
+/// `configured` (a `configurations:` file's `nameReference`).
+pub fn fix(acc: &mut [Res], configured: &[NameReference]) {
     let mut edits: Vec<Edit> = Vec::new();
     let mut by_name: HashMap<(&str, &str), Vec<&Res>> = HashMap::new();
     for t in acc.iter() {
@@ -112,7 +114,7 @@ pub fn fix(acc: &mut [Res]) {
             .push(t);
     }
     for (i, res) in acc.iter().enumerate() {
-        for r in refs(res) {
+        for r in refs(res, configured) {
             let Some(Value::String(old)) = res.obj.pointer(&r.ptr) else {
                 continue;
             };
@@ -130,7 +132,7 @@ pub fn fix(acc: &mut [Res]) {
                                 || t.orig_ns == ns
                                 || (ns == "default" && t.orig_ns.is_empty())
                         }
-                        None if r.ns_ptr.is_some() => true,
+                        None if r.ns_ptr.is_some() || res.is_cluster_scoped() => true,
                         None => t.namespace() == own_ns,
                     }
             });
@@ -160,7 +162,7 @@ pub fn fix(acc: &mut [Res]) {
     }
 }
 
-fn refs(res: &Res) -> Vec<Ref> {
+fn refs(res: &Res, configured: &[NameReference]) -> Vec<Ref> {
     let mut out = Vec::new();
     let obj = &res.obj;
     let simple = |out: &mut Vec<Ref>, path: &str, kind: &str| {
@@ -186,6 +188,11 @@ fn refs(res: &Res) -> Vec<Ref> {
     for (referrer, path, kind) in OTHER_REFS {
         if res.kind() == *referrer {
             simple(&mut out, path, kind);
+        }
+    }
+    for reference in configured {
+        for spec in reference.field_specs.iter().filter(|s| s.applies(res)) {
+            simple(&mut out, &spec.path, &reference.kind);
         }
     }
     match res.kind() {
@@ -235,29 +242,19 @@ fn refs(res: &Res) -> Vec<Ref> {
     out
 }
 
-/// JSON pointers of every node at `path` (`/`-separated, `[]` marks a list) below `obj`.
+/// JSON pointers of every string at `path` (`/`-separated) below `obj`; a list met on the way
+/// (or at the end) is descended into, whether or not the segment marks it with `[]`.
 fn pointers(obj: &Value, path: &str) -> Vec<String> {
     let mut current = vec![(String::new(), obj)];
     for segment in path.split('/') {
-        let (key, list) = match segment.strip_suffix("[]") {
-            Some(k) => (k, true),
-            None => (segment, false),
-        };
+        let key = segment.strip_suffix("[]").unwrap_or(segment);
         let mut next = Vec::new();
         for (ptr, node) in current {
             let Some(child) = node.get(key) else {
                 continue;
             };
             let child_ptr = format!("{ptr}/{}", key.replace('~', "~0").replace('/', "~1"));
-            if list {
-                if let Value::Array(items) = child {
-                    for (i, item) in items.iter().enumerate() {
-                        next.push((format!("{child_ptr}/{i}"), item));
-                    }
-                }
-            } else {
-                next.push((child_ptr, child));
-            }
+            push_descending(&mut next, child_ptr, child);
         }
         current = next;
     }
@@ -266,4 +263,16 @@ fn pointers(obj: &Value, path: &str) -> Vec<String> {
         .filter(|(_, v)| v.is_string())
         .map(|(p, _)| p)
         .collect()
+}
+
+/// Pushes `node`, or each element of it when it is a list.
+fn push_descending<'a>(out: &mut Vec<(String, &'a Value)>, ptr: String, node: &'a Value) {
+    match node {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                out.push((format!("{ptr}/{i}"), item));
+            }
+        }
+        other => out.push((ptr, other)),
+    }
 }

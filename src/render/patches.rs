@@ -128,7 +128,8 @@ fn apply_json6902(
     let selector = Selector::new(target)?;
     for res in acc.iter_mut().filter(|r| selector.matches(r)) {
         let (old_name, old_kind) = (res.name().to_string(), res.kind().to_string());
-        res.obj = k8s_merge::json_patch(&res.obj, ops)
+        let ops = replace_missing_keys_as_add(&res.obj, ops);
+        res.obj = k8s_merge::json_patch(&res.obj, &ops)
             .map_err(|e| RenderError::Invalid(format!("{name}: applying to {}: {e}", res.id())))?;
         if !allow("allowNameChange") && res.name() != old_name {
             res.set_name(&old_name);
@@ -205,6 +206,42 @@ fn apply_smp(
         acc.remove(i);
     }
     Ok(())
+}
+
+/// kustomize's JSON 6902 `replace` of a missing key in an existing map adds it (RFC 6902 and
+/// the API server refuse it, hence the shared patcher does too): such operations become
+/// `add`, judged against the document as the operations before them leave it. The first
+/// failing operation stops the rewrite; applying the list reports it.
+fn replace_missing_keys_as_add(doc: &Value, ops: &Value) -> Value {
+    let Value::Array(list) = ops else {
+        return ops.clone();
+    };
+    let mut current = doc.clone();
+    let mut out = Vec::with_capacity(list.len());
+    for (i, op) in list.iter().enumerate() {
+        let mut op = op.clone();
+        let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+        let parent = path.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+        let is_replace = op.get("op").and_then(Value::as_str) == Some("replace");
+        if is_replace
+            && !path.is_empty()
+            && current.pointer(path).is_none()
+            && current.pointer(parent).is_some_and(Value::is_object)
+            && let Value::Object(m) = &mut op
+        {
+            m.insert("op".into(), Value::String("add".into()));
+        }
+        match k8s_merge::json_patch(&current, &Value::Array(vec![op.clone()])) {
+            Ok(next) => current = next,
+            Err(_) => {
+                out.push(op);
+                out.extend(list[i + 1..].iter().cloned());
+                return Value::Array(out);
+            }
+        }
+        out.push(op);
+    }
+    Value::Array(out)
 }
 
 /// Whether `res` has the kind, name (original or current) and namespace of `probe`.

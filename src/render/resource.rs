@@ -16,6 +16,8 @@ pub struct Res {
     pub needs_hash: bool,
     /// Where the object came from (for `buildMetadata: [originAnnotations]`).
     pub origin: Origin,
+    /// The `vars` bound to this object (their values are read from it at the top).
+    pub ref_vars: Vec<String>,
 }
 
 /// Where an object was declared.
@@ -43,6 +45,7 @@ impl Res {
             orig_ns,
             needs_hash: false,
             origin,
+            ref_vars: Vec::new(),
         }
     }
 

@@ -1,70 +1,118 @@
 //! The built-in transformers that do not patch: namespace, name prefix/suffix, labels,
 //! annotations, replicas, images, generator hash suffixes and build metadata.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::RenderError;
+use super::config::Config;
 use super::kustomization::{Image, Kustomization, Replica};
 use super::labels::{self, FieldSpec};
 use super::resource::{Origin, Res, child_map, ensure_map};
 
 /// Namespace, prefix, suffix, labels and annotations of one kustomization, in kustomize's
-/// order.
-pub fn run(kust: &Kustomization, acc: &mut [Res], file: &str) -> Result<(), RenderError> {
+/// order, at the built-in field specs and those `config` adds.
+pub fn run(kust: &Kustomization, acc: &mut [Res], config: &Config) {
     if let Some(ns) = kust.namespace.as_deref().filter(|ns| !ns.is_empty()) {
-        for res in acc.iter_mut() {
-            set_namespace(res, ns);
-        }
+        namespace(acc, ns, &config.namespace);
     }
     let prefix = kust.name_prefix.as_deref().unwrap_or("");
     let suffix = kust.name_suffix.as_deref().unwrap_or("");
     if !prefix.is_empty() || !suffix.is_empty() {
-        for res in acc.iter_mut() {
-            if !matches!(
-                res.kind(),
-                "CustomResourceDefinition" | "APIService" | "Namespace"
-            ) {
-                let name = format!("{prefix}{}{suffix}", res.name());
-                res.set_name(&name);
-            }
-        }
+        let mut specs = vec![NAME_SPEC];
+        specs.extend(extra(&config.name_prefix, "metadata/name").cloned());
+        prefix_suffix(acc, prefix, "", &specs);
+        let mut specs = vec![NAME_SPEC];
+        specs.extend(extra(&config.name_suffix, "metadata/name").cloned());
+        prefix_suffix(acc, "", suffix, &specs);
     }
     if !kust.common_labels.is_empty() {
-        let pairs = pairs(&kust.common_labels);
-        let specs = label_specs(true, true);
-        for res in acc.iter_mut() {
-            labels::set_pairs(res, &specs, &pairs);
-        }
+        let mut specs = label_specs(true, true);
+        specs.extend(config.common_labels.iter().cloned());
+        set_pairs(acc, &kust.common_labels, &specs);
     }
     for label in &kust.labels {
-        if label.fields.is_some() {
-            return Err(RenderError::Kustomization {
-                file: file.to_string(),
-                message:
-                    "labels[].fields is not supported by wardn (only the built-in field specs)"
-                        .into(),
-            });
+        let mut specs = label_specs(label.include_selectors, label.include_templates);
+        if label.include_selectors {
+            specs.extend(config.common_labels.iter().cloned());
+        } else if label.include_templates {
+            specs.extend(config.template_labels.iter().cloned());
         }
-        let pairs = pairs(&label.pairs);
-        let specs = label_specs(label.include_selectors, label.include_templates);
-        for res in acc.iter_mut() {
-            labels::set_pairs(res, &specs, &pairs);
-        }
+        specs.extend(label.fields.iter().cloned());
+        set_pairs(acc, &label.pairs, &specs);
     }
     if !kust.common_annotations.is_empty() {
-        let pairs = pairs(&kust.common_annotations);
         let mut specs = vec![labels::METADATA_ANNOTATIONS];
         specs.extend(labels::template_annotation_specs());
-        for res in acc.iter_mut() {
-            labels::set_pairs(res, &specs, &pairs);
-        }
+        specs.extend(config.common_annotations.iter().cloned());
+        set_pairs(acc, &kust.common_annotations, &specs);
     }
-    Ok(())
 }
 
-fn pairs(map: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
-    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+/// `metadata/name` of every object: the name-prefix and suffix field.
+const NAME_SPEC: FieldSpec = FieldSpec {
+    group: None,
+    version: None,
+    kind: None,
+    path: std::borrow::Cow::Borrowed("metadata/name"),
+    create: false,
+};
+
+/// The namespace transformer (the `namespace` field, `NamespaceTransformer`): the built-in
+/// fields, and `specs` besides `metadata/namespace`.
+pub fn namespace(acc: &mut [Res], ns: &str, specs: &[FieldSpec]) {
+    for res in acc.iter_mut() {
+        set_namespace(res, ns);
+        for spec in extra(specs, "metadata/namespace") {
+            set_strings(res, spec, &mut |_| ns.to_string());
+        }
+    }
+}
+
+/// The prefix/suffix transformer (`namePrefix`/`nameSuffix`, `PrefixSuffixTransformer`):
+/// every string at `specs`, except in CustomResourceDefinitions, APIServices and Namespaces,
+/// as kustomize skips them.
+pub fn prefix_suffix(acc: &mut [Res], prefix: &str, suffix: &str, specs: &[FieldSpec]) {
+    for res in acc.iter_mut() {
+        if matches!(
+            res.kind(),
+            "CustomResourceDefinition" | "APIService" | "Namespace"
+        ) {
+            continue;
+        }
+        for spec in specs {
+            set_strings(res, spec, &mut |old| format!("{prefix}{old}{suffix}"));
+        }
+    }
+}
+
+/// The label and annotation transformers (`commonLabels`, `labels`, `commonAnnotations`,
+/// `LabelTransformer`, `AnnotationsTransformer`): every pair set in the maps at `specs`.
+pub fn set_pairs(acc: &mut [Res], pairs: &BTreeMap<String, String>, specs: &[FieldSpec]) {
+    let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for res in acc.iter_mut() {
+        labels::set_pairs(res, specs, &pairs);
+    }
+}
+
+/// The configured specs besides the built-in one at `default_path` (applied by the built-in
+/// code already; applying it again would, say, prefix a name twice).
+fn extra<'a>(specs: &'a [FieldSpec], default_path: &'a str) -> impl Iterator<Item = &'a FieldSpec> {
+    specs
+        .iter()
+        .filter(move |s| !(s.path == default_path && s.kind.is_none()))
+}
+
+/// Replaces every string (or, where the spec creates it, missing field) at `spec` in `res`
+/// with `f` of its old value.
+fn set_strings(res: &mut Res, spec: &FieldSpec, f: &mut dyn FnMut(&str) -> String) {
+    labels::visit(res, spec, &mut |node| match node {
+        Value::String(old) => *old = f(old),
+        Value::Null => *node = Value::String(f("")),
+        _ => {}
+    });
 }
 
 fn label_specs(selectors: bool, templates: bool) -> Vec<FieldSpec> {
@@ -109,8 +157,13 @@ fn set_namespace(res: &mut Res, ns: &str) {
     }
 }
 
-/// The `replicas` transformer.
-pub fn replicas(entries: &[Replica], acc: &mut [Res], file: &str) -> Result<(), RenderError> {
+/// The `replicas` transformer (built-in kinds, and the fields `config` adds).
+pub fn replicas(
+    entries: &[Replica],
+    acc: &mut [Res],
+    file: &str,
+    config: &Config,
+) -> Result<(), RenderError> {
     const KINDS: [&str; 4] = [
         "Deployment",
         "ReplicationController",
@@ -121,9 +174,18 @@ pub fn replicas(entries: &[Replica], acc: &mut [Res], file: &str) -> Result<(), 
         let mut matched = false;
         for res in acc.iter_mut() {
             let named = res.name() == entry.name || res.orig_name == entry.name;
-            if named && KINDS.contains(&res.kind()) {
+            if !named {
+                continue;
+            }
+            if KINDS.contains(&res.kind()) {
                 child_map(&mut res.obj, "spec").insert("replicas".into(), entry.count.into());
                 matched = true;
+            }
+            for spec in extra(&config.replicas, "spec/replicas") {
+                if spec.applies(res) {
+                    matched = true;
+                    labels::visit(res, spec, &mut |node| *node = entry.count.into());
+                }
             }
         }
         if !matched {
@@ -136,13 +198,21 @@ pub fn replicas(entries: &[Replica], acc: &mut [Res], file: &str) -> Result<(), 
     Ok(())
 }
 
-/// The `images` transformer: every `containers`/`initContainers` list anywhere in an object.
-pub fn images(entries: &[Image], acc: &mut [Res]) {
+/// The `images` transformer: every `containers`/`initContainers` list anywhere in an object,
+/// and the image fields `config` adds.
+pub fn images(entries: &[Image], acc: &mut [Res], config: &Config) {
     if entries.is_empty() {
         return;
     }
     for res in acc.iter_mut() {
         walk_containers(&mut res.obj, entries);
+        for spec in &config.images {
+            labels::visit(res, spec, &mut |node| {
+                if let Value::String(image) = node {
+                    update_image_string(image, entries);
+                }
+            });
+        }
     }
 }
 
@@ -190,9 +260,13 @@ fn walk_containers(node: &mut Value, images: &[Image]) {
 }
 
 fn update_image(container: &mut Value, images: &[Image]) {
-    let Some(Value::String(current)) = container.get_mut("image") else {
-        return;
-    };
+    if let Some(Value::String(current)) = container.get_mut("image") {
+        update_image_string(current, images);
+    }
+}
+
+/// Applies the first matching `images` entry to one image reference.
+fn update_image_string(current: &mut String, images: &[Image]) {
     for img in images {
         if !image_matches(current, &img.name) {
             continue;

@@ -76,6 +76,10 @@ pub trait Tree: Send + Sync {
     fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, TreeError>;
     /// The bytes of the file at `path`; files over `limit` bytes are refused.
     fn read_file(&self, path: &str, limit: u64) -> Result<Vec<u8>, TreeError>;
+    /// Where `path` really is: the tree path left once every symlink along it is followed
+    /// (`None` when nothing is there). The renderer's load restrictor compares these, so a
+    /// symlink cannot smuggle a file from outside a kustomization's root into it.
+    fn real_path(&self, path: &str) -> Result<Option<String>, TreeError>;
 }
 
 /// Normalises `path` relative to the directory `base` (both tree paths): resolves `.` and
@@ -197,6 +201,14 @@ impl Tree for DirTree {
         }
         std::fs::read(&real).map_err(|e| io_error(path, &e))
     }
+
+    fn real_path(&self, path: &str) -> Result<Option<String>, TreeError> {
+        Ok(self.resolve(path)?.map(|real| {
+            real.strip_prefix(&self.root)
+                .map(|rel| rel.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }))
+    }
 }
 
 /// A directory or a regular file; anything else (a FIFO, a socket, a device) is refused, since
@@ -294,5 +306,13 @@ mod tests {
             .collect();
         assert_eq!(names, ["inside", "sub"]);
         assert_eq!(tree.kind("sub").unwrap(), Some(EntryKind::Dir));
+        assert_eq!(tree.real_path("inside").unwrap().unwrap(), "sub/a.yaml");
+        assert_eq!(tree.real_path("sub").unwrap().unwrap(), "sub");
+        assert_eq!(tree.real_path("").unwrap().unwrap(), "");
+        assert_eq!(tree.real_path("nope").unwrap(), None);
+        assert!(matches!(
+            tree.real_path("leak"),
+            Err(TreeError::Forbidden { .. })
+        ));
     }
 }

@@ -75,8 +75,13 @@ impl GitTree {
         f(&repo)
     }
 
-    /// Resolves `path`, following symlinks that stay inside the tree.
-    fn lookup(&self, repo: &gix::Repository, path: &str) -> Result<Option<Found>, TreeError> {
+    /// Resolves `path`, following symlinks that stay inside the tree: what is there and its
+    /// real (symlink-free) path.
+    fn lookup(
+        &self,
+        repo: &gix::Repository,
+        path: &str,
+    ) -> Result<Option<(Found, String)>, TreeError> {
         let mut pending: Vec<String> = split(path);
         pending.reverse();
         let mut dir_path: Vec<String> = Vec::new();
@@ -115,7 +120,8 @@ impl GitTree {
                 current = self.root;
             } else if mode.is_blob() {
                 if pending.is_empty() {
-                    return Ok(Some(Found::File(oid)));
+                    dir_path.push(name);
+                    return Ok(Some((Found::File(oid), dir_path.join("/"))));
                 }
                 return Ok(None);
             } else {
@@ -123,7 +129,7 @@ impl GitTree {
                 return Ok(None);
             }
         }
-        Ok(Some(Found::Dir(current)))
+        Ok(Some((Found::Dir(current), dir_path.join("/"))))
     }
 }
 
@@ -164,7 +170,7 @@ pub fn describe(error: &gix::Error) -> String {
 impl Tree for GitTree {
     fn kind(&self, path: &str) -> Result<Option<EntryKind>, TreeError> {
         self.with_repo(path, |repo| {
-            Ok(self.lookup(repo, path)?.map(|found| match found {
+            Ok(self.lookup(repo, path)?.map(|(found, _)| match found {
                 Found::Dir(_) => EntryKind::Dir,
                 Found::File(_) => EntryKind::File,
             }))
@@ -173,7 +179,7 @@ impl Tree for GitTree {
 
     fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, TreeError> {
         self.with_repo(path, |repo| {
-            let Some(Found::Dir(id)) = self.lookup(repo, path)? else {
+            let Some((Found::Dir(id), _)) = self.lookup(repo, path)? else {
                 return Err(TreeError::NotFound(path.to_string()));
             };
             let tree = repo.find_tree(id).map_err(|e| odb_error(path, &e))?;
@@ -193,8 +199,8 @@ impl Tree for GitTree {
                         format!("{path}/{name}")
                     };
                     match self.lookup(repo, &child) {
-                        Ok(Some(Found::Dir(_))) => EntryKind::Dir,
-                        Ok(Some(Found::File(_))) => EntryKind::File,
+                        Ok(Some((Found::Dir(_), _))) => EntryKind::Dir,
+                        Ok(Some((Found::File(_), _))) => EntryKind::File,
                         _ => continue,
                     }
                 } else {
@@ -209,7 +215,7 @@ impl Tree for GitTree {
 
     fn read_file(&self, path: &str, limit: u64) -> Result<Vec<u8>, TreeError> {
         self.with_repo(path, |repo| {
-            let Some(Found::File(id)) = self.lookup(repo, path)? else {
+            let Some((Found::File(id), _)) = self.lookup(repo, path)? else {
                 return Err(TreeError::NotFound(path.to_string()));
             };
             let size = repo
@@ -225,6 +231,12 @@ impl Tree for GitTree {
             }
             let object = repo.find_object(id).map_err(|e| odb_error(path, &e))?;
             Ok(object.detach().data)
+        })
+    }
+
+    fn real_path(&self, path: &str) -> Result<Option<String>, TreeError> {
+        self.with_repo(path, |repo| {
+            Ok(self.lookup(repo, path)?.map(|(_, real)| real))
         })
     }
 }
