@@ -5,6 +5,7 @@
 
 pub mod files;
 pub mod key;
+pub mod promotion;
 pub mod window;
 
 use kube::{CustomResource, CustomResourceExt};
@@ -229,6 +230,10 @@ pub struct AppStatus {
     /// from `--apps` files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The images a promotion pinned on this App (applied to every render until the next
+    /// promotion or an unpin), and where they come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promoted_from: Option<promotion::PromotedFrom>,
 }
 
 /// Why the CRD could not be printed.

@@ -166,7 +166,27 @@ fn image_matches(image: &str, name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
-fn walk_containers(node: &mut Value, images: &[Image]) {
+/// Pins images to digests after rendering: every container whose image is one of `pins`'
+/// repositories (`(repository, sha256:…)`) is set to `repository@digest`, as a kustomize
+/// `images` entry with a `digest` would. Returns how many containers matched.
+pub fn pin_images(objects: &mut [Value], pins: &[(String, String)]) -> usize {
+    let entries: Vec<Image> = pins
+        .iter()
+        .map(|(repository, digest)| Image {
+            name: repository.clone(),
+            digest: digest.clone(),
+            ..Image::default()
+        })
+        .collect();
+    objects
+        .iter_mut()
+        .map(|object| walk_containers(object, &entries))
+        .sum()
+}
+
+/// Applies `images` to every container below `node`; returns how many matched.
+fn walk_containers(node: &mut Value, images: &[Image]) -> usize {
+    let mut matched = 0;
     match node {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
@@ -174,24 +194,26 @@ fn walk_containers(node: &mut Value, images: &[Image]) {
                     && let Value::Array(items) = child
                 {
                     for item in items.iter_mut() {
-                        update_image(item, images);
+                        matched += usize::from(update_image(item, images));
                     }
                 }
-                walk_containers(child, images);
+                matched += walk_containers(child, images);
             }
         }
         Value::Array(items) => {
             for item in items {
-                walk_containers(item, images);
+                matched += walk_containers(item, images);
             }
         }
         _ => {}
     }
+    matched
 }
 
-fn update_image(container: &mut Value, images: &[Image]) {
+/// Applies the first of `images` that matches the container's image; whether one did.
+fn update_image(container: &mut Value, images: &[Image]) -> bool {
     let Some(Value::String(current)) = container.get_mut("image") else {
-        return;
+        return false;
     };
     for img in images {
         if !image_matches(current, &img.name) {
@@ -220,8 +242,9 @@ fn update_image(container: &mut Value, images: &[Image]) {
             name = format!("{name}@{digest}");
         }
         *current = name;
-        return;
+        return true;
     }
+    false
 }
 
 /// kustomize's `image.Split`: name, tag and digest of an image reference (a registry host's

@@ -9,6 +9,7 @@ use crate::clusters::registry::RegistryError;
 use crate::clusters::resolve::ResolveError;
 use crate::daemon::runner::OperationError;
 use crate::reconcile::error::ErrorClass;
+use crate::reconcile::promotion::PromoteError;
 use crate::sources::repositories::RepositoryError;
 use crate::store::StoreError;
 
@@ -100,6 +101,17 @@ impl From<OperationError> for ApiError {
                 ErrorClass::Forbidden => StatusCode::FORBIDDEN,
                 ErrorClass::Conflict => StatusCode::CONFLICT,
                 ErrorClass::Cluster => StatusCode::BAD_GATEWAY,
+            },
+            OperationError::Promote(e) => match e {
+                PromoteError::SourceNotReady { .. } | PromoteError::Soaking { .. } => {
+                    StatusCode::CONFLICT
+                }
+                PromoteError::Cluster { .. } => StatusCode::BAD_GATEWAY,
+                PromoteError::Mixed { .. }
+                | PromoteError::MixedRepository { .. }
+                | PromoteError::Unresolved { .. }
+                | PromoteError::NothingRunning(_)
+                | PromoteError::NotRendered { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             },
         };
         ApiError::new(status, err.to_string())

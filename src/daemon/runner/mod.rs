@@ -11,12 +11,15 @@
 //! - [`files`] and [`resources`]: where Apps come from (`--apps DIR`, App custom resources);
 //! - [`intake`]: source updates, rendered through the render cache;
 //! - [`operations`]: passes, plans, refreshes, approvals and rejections;
+//! - [`promotion`]: promotions (digests read from a source App's Pods, pinned on a target),
+//!   rollbacks and unpins;
 //! - [`publish`]: statuses to the store, App resources' status and Events.
 
 mod app_set;
 mod files;
 mod intake;
 mod operations;
+mod promotion;
 mod publish;
 mod resources;
 

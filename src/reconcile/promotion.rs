@@ -1,0 +1,346 @@
+//! Promotion: which digests a source App's workloads run (each rendered workload's Pods,
+//! found through its selector; digest-pinned images count as resolved), and the checks that
+//! refuse a promotion (source not Synced and Healthy, a mixed rollout, an image no Pod
+//! reports, a target that renders none of the promoted images). The resolution is pure
+//! ([`resolve`]); [`running_images`] reads the Pods.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use serde_json::Value;
+
+use crate::app::promotion::PinnedImage;
+use crate::app::{AppStatus, HealthState, Phase};
+use crate::kube_error::describe;
+use crate::render::split_image;
+
+/// Why a promotion was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PromoteError {
+    /// The source App is not Synced and Healthy (409).
+    #[error("source App {app} is not Synced and Healthy (phase {phase}, health {health})")]
+    SourceNotReady {
+        /// The source App.
+        app: String,
+        /// Its phase.
+        phase: String,
+        /// Its health.
+        health: String,
+    },
+    /// The source has not been Synced and Healthy for `requireHealthyFor` yet (409).
+    #[error(
+        "source App {app} has been Synced and Healthy at {revision} for {healthy_for}s; the target requires {required}s ({left}s left)"
+    )]
+    Soaking {
+        /// The source App.
+        app: String,
+        /// The revision it runs.
+        revision: String,
+        /// Seconds it has been Synced and Healthy.
+        healthy_for: u64,
+        /// Seconds the target requires.
+        required: u64,
+        /// Seconds left.
+        left: u64,
+    },
+    /// A workload's Pods run several digests of one image (422).
+    #[error(
+        "{workload}: container {container} runs {image} as several digests ({}); wait for the rollout to finish",
+        digests.join(", ")
+    )]
+    Mixed {
+        /// The workload (`Kind namespace/name`).
+        workload: String,
+        /// The container.
+        container: String,
+        /// The image reference.
+        image: String,
+        /// The digests seen.
+        digests: Vec<String>,
+    },
+    /// One repository runs as different digests in different workloads (422).
+    #[error("image repository {repository} runs as several digests ({})", digests.join(", "))]
+    MixedRepository {
+        /// The repository.
+        repository: String,
+        /// The digests seen.
+        digests: Vec<String>,
+    },
+    /// No Pod of a workload reports a digest for one of its containers (422).
+    #[error("{workload}: no running Pod reports the digest of container {container} ({image})")]
+    Unresolved {
+        /// The workload.
+        workload: String,
+        /// The container.
+        container: String,
+        /// The image reference.
+        image: String,
+    },
+    /// The source renders no workload with a container image (422).
+    #[error("source App {0} runs no container images to promote")]
+    NothingRunning(String),
+    /// The target renders none of the promoted repositories (422).
+    #[error("target App {target} renders none of the promoted images ({})", repositories.join(", "))]
+    NotRendered {
+        /// The target App.
+        target: String,
+        /// The promoted repositories.
+        repositories: Vec<String>,
+    },
+    /// The source's Pods could not be listed.
+    #[error("cannot list the Pods of {workload}: {message}")]
+    Cluster {
+        /// The workload.
+        workload: String,
+        /// The client error.
+        message: String,
+    },
+}
+
+/// Refuses a source that is not Synced and Healthy.
+pub fn check_source(app: &str, status: &AppStatus) -> Result<(), PromoteError> {
+    if status.phase == Some(Phase::Synced) && status.health == Some(HealthState::Healthy) {
+        return Ok(());
+    }
+    let word = |v: Option<String>| v.unwrap_or_else(|| "unknown".to_string());
+    Err(PromoteError::SourceNotReady {
+        app: app.to_string(),
+        phase: word(status.phase.map(|p| format!("{p:?}"))),
+        health: word(status.health.map(|h| format!("{h:?}"))),
+    })
+}
+
+/// A rendered workload that runs Pods: where its Pods are and what they run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// `Kind namespace/name`, for messages.
+    pub name: String,
+    /// The namespace of its Pods.
+    pub namespace: String,
+    /// The label selector of its Pods (`a=b,c in (d)`); `None` for a bare Pod.
+    pub selector: Option<String>,
+    /// A bare Pod's own name.
+    pub pod: Option<String>,
+    /// `(container name, image)` of its init containers and containers.
+    pub containers: Vec<(String, String)>,
+}
+
+/// The workloads among rendered `objects` (Deployments, StatefulSets, DaemonSets,
+/// ReplicaSets, Jobs and bare Pods); objects without a namespace are in `namespace`.
+pub fn workloads(objects: &[Value], namespace: &str) -> Vec<Workload> {
+    objects
+        .iter()
+        .filter_map(|object| workload(object, namespace))
+        .collect()
+}
+
+fn workload(object: &Value, default_namespace: &str) -> Option<Workload> {
+    let kind = object.get("kind")?.as_str()?;
+    let name = object.pointer("/metadata/name")?.as_str()?;
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .unwrap_or(default_namespace)
+        .to_string();
+    let (pod_spec, selector, pod) = match kind {
+        "Pod" => (object.get("spec")?, None, Some(name.to_string())),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => (
+            object.pointer("/spec/template/spec")?,
+            Some(selector(object.pointer("/spec/selector")?)?),
+            None,
+        ),
+        "Job" => (
+            object.pointer("/spec/template/spec")?,
+            Some(format!("job-name={name}")),
+            None,
+        ),
+        _ => return None,
+    };
+    let containers = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|list| pod_spec.get(list)?.as_array())
+        .flatten()
+        .filter_map(|c| {
+            Some((
+                c.get("name")?.as_str()?.to_string(),
+                c.get("image")?.as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    Some(Workload {
+        name: format!("{kind} {namespace}/{name}"),
+        namespace,
+        selector,
+        pod,
+        containers,
+    })
+}
+
+/// A `LabelSelector` as the `labelSelector` query parameter spells it; `None` when it is
+/// malformed or selects everything.
+fn selector(selector: &Value) -> Option<String> {
+    let mut terms: Vec<String> = Vec::new();
+    if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            terms.push(format!("{k}={}", v.as_str()?));
+        }
+    }
+    for expr in selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = expr.get("key")?.as_str()?;
+        let values: Vec<&str> = expr
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        terms.push(match expr.get("operator")?.as_str()? {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return None,
+        });
+    }
+    (!terms.is_empty()).then(|| terms.join(","))
+}
+
+/// The `sha256:…` digest of an image reference or an `imageID`
+/// (`repo@sha256:…`, `docker-pullable://repo@sha256:…`, `sha256:…`); `None` without one.
+pub fn digest_of(reference: &str) -> Option<String> {
+    let digest = reference.rsplit('@').next()?;
+    let hex = digest.strip_prefix("sha256:")?;
+    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| format!("sha256:{}", hex.to_ascii_lowercase()))
+}
+
+/// The digests the Pods run for container `container`.
+fn pod_digests(pods: &[Pod], container: &str) -> BTreeSet<String> {
+    pods.iter()
+        .filter_map(|pod| pod.status.as_ref())
+        .flat_map(|status| {
+            let init = status.init_container_statuses.iter().flatten();
+            init.chain(status.container_statuses.iter().flatten())
+        })
+        .filter(|s| s.name == container)
+        .filter_map(|s| digest_of(&s.image_id))
+        .collect()
+}
+
+/// The image each repository resolves to, from the workloads and the Pods each selects: a
+/// digest-pinned image is its own digest; otherwise every Pod must report the same digest for
+/// the container. Refuses mixed rollouts, unresolved images and a source without images.
+pub fn resolve(
+    app: &str,
+    found: &[(Workload, Vec<Pod>)],
+) -> Result<Vec<PinnedImage>, PromoteError> {
+    let mut by_repository: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
+    for (workload, pods) in found {
+        for (container, image) in &workload.containers {
+            let digest = match digest_of(image) {
+                Some(digest) => digest,
+                None => {
+                    let digests = pod_digests(pods, container);
+                    let mut iter = digests.iter();
+                    match (iter.next(), iter.next()) {
+                        (Some(one), None) => one.clone(),
+                        (None, _) => {
+                            return Err(PromoteError::Unresolved {
+                                workload: workload.name.clone(),
+                                container: container.clone(),
+                                image: image.clone(),
+                            });
+                        }
+                        (Some(_), Some(_)) => {
+                            return Err(PromoteError::Mixed {
+                                workload: workload.name.clone(),
+                                container: container.clone(),
+                                image: image.clone(),
+                                digests: digests.into_iter().collect(),
+                            });
+                        }
+                    }
+                }
+            };
+            let repository = split_image(image).0.to_string();
+            let entry = by_repository
+                .entry(repository)
+                .or_insert_with(|| (image.clone(), BTreeSet::new()));
+            entry.1.insert(digest);
+        }
+    }
+    if by_repository.is_empty() {
+        return Err(PromoteError::NothingRunning(app.to_string()));
+    }
+    by_repository
+        .into_iter()
+        .map(|(repository, (from, digests))| {
+            if digests.len() > 1 {
+                return Err(PromoteError::MixedRepository {
+                    repository,
+                    digests: digests.into_iter().collect(),
+                });
+            }
+            let digest = digests.into_iter().next().unwrap_or_default();
+            Ok(PinnedImage {
+                repository,
+                from,
+                digest,
+            })
+        })
+        .collect()
+}
+
+/// Lists the Pods of each of `workloads` through `client` and [`resolve`]s their images.
+pub async fn running_images(
+    client: &Client,
+    app: &str,
+    workloads: Vec<Workload>,
+) -> Result<Vec<PinnedImage>, PromoteError> {
+    let mut found = Vec::with_capacity(workloads.len());
+    for workload in workloads {
+        let needs_pods = workload
+            .containers
+            .iter()
+            .any(|(_, image)| digest_of(image).is_none());
+        let pods = if needs_pods {
+            list_pods(client, &workload).await?
+        } else {
+            Vec::new()
+        };
+        found.push((workload, pods));
+    }
+    resolve(app, &found)
+}
+
+async fn list_pods(client: &Client, workload: &Workload) -> Result<Vec<Pod>, PromoteError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), &workload.namespace);
+    let failed = |e: kube::Error| PromoteError::Cluster {
+        workload: workload.name.clone(),
+        message: describe(&e),
+    };
+    match (&workload.pod, &workload.selector) {
+        (Some(name), _) => Ok(api
+            .get_opt(name)
+            .await
+            .map_err(failed)?
+            .into_iter()
+            .collect()),
+        (None, Some(selector)) => {
+            let list = api
+                .list(&ListParams::default().labels(selector))
+                .await
+                .map_err(failed)?;
+            Ok(list.items)
+        }
+        (None, None) => Ok(Vec::new()),
+    }
+}
