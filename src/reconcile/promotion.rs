@@ -344,3 +344,184 @@ async fn list_pods(client: &Client, workload: &Workload) -> Result<Vec<Pod>, Pro
         (None, None) => Ok(Vec::new()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
+    use serde_json::json;
+
+    use super::*;
+
+    const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    fn deployment(name: &str, containers: Value) -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "selector": {
+                    "matchLabels": {"app": name},
+                    "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]
+                },
+                "template": {"spec": {"containers": containers}}
+            }
+        })
+    }
+
+    fn pod(statuses: &[(&str, &str)]) -> Pod {
+        Pod {
+            status: Some(PodStatus {
+                container_statuses: Some(
+                    statuses
+                        .iter()
+                        .map(|(name, id)| ContainerStatus {
+                            name: name.to_string(),
+                            image_id: id.to_string(),
+                            ..ContainerStatus::default()
+                        })
+                        .collect(),
+                ),
+                ..PodStatus::default()
+            }),
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn finds_workloads_with_their_selectors_and_namespaces() {
+        let objects = vec![
+            deployment(
+                "web",
+                json!([{"name": "web", "image": "ghcr.io/acme/web:1.4"}]),
+            ),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ops"},
+                   "spec": {"template": {"spec": {"initContainers": [{"name": "i", "image": "busybox"}]}}}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}),
+            // Hostile: no selector, a selector value that is not a string, an unknown operator.
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}, "spec": {}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "y"},
+                   "spec": {"selector": {"matchLabels": {"a": 1}}, "template": {"spec": {}}}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "z"},
+                   "spec": {"selector": {"matchExpressions": [{"key": "k", "operator": "Near"}]},
+                            "template": {"spec": {}}}}),
+        ];
+        let found = workloads(&objects, "staging");
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found[0].name, "Deployment staging/web");
+        assert_eq!(found[0].selector.as_deref(), Some("app=web,tier in (a,b)"));
+        assert_eq!(found[1].selector.as_deref(), Some("job-name=j"));
+        assert_eq!(found[1].namespace, "ops");
+        assert_eq!(found[1].containers, vec![("i".into(), "busybox".into())]);
+        assert_eq!(found[2].pod.as_deref(), Some("p"));
+    }
+
+    #[test]
+    fn reads_digests_from_image_ids_in_every_spelling() {
+        for id in [
+            format!("docker.io/library/nginx@{A}"),
+            format!("docker-pullable://nginx@{A}"),
+            A.to_string(),
+            A.to_uppercase().replace("SHA256", "sha256"),
+        ] {
+            assert_eq!(digest_of(&id).as_deref(), Some(A), "{id}");
+        }
+        for bad in [
+            "",
+            "nginx:1.2",
+            "nginx@sha256:abc",
+            "sha256:",
+            "@",
+            &A.replace('a', "g"),
+        ] {
+            assert_eq!(digest_of(bad), None, "{bad}");
+        }
+    }
+
+    fn web(image: &str) -> Workload {
+        Workload {
+            name: "Deployment staging/web".into(),
+            namespace: "staging".into(),
+            selector: Some("app=web".into()),
+            pod: None,
+            containers: vec![("web".into(), image.into())],
+        }
+    }
+
+    #[test]
+    fn resolves_one_digest_per_repository() {
+        let pods = vec![
+            pod(&[("web", &format!("ghcr.io/acme/web@{A}"))]),
+            pod(&[("web", &format!("ghcr.io/acme/web@{A}"))]),
+        ];
+        let pinned_spec = Workload {
+            containers: vec![("side".into(), format!("ghcr.io/acme/side:2@{B}"))],
+            ..web("")
+        };
+        let images = resolve(
+            "s",
+            &[(web("ghcr.io/acme/web:1.4"), pods), (pinned_spec, vec![])],
+        )
+        .unwrap();
+        assert_eq!(
+            images,
+            vec![
+                PinnedImage {
+                    repository: "ghcr.io/acme/side".into(),
+                    from: format!("ghcr.io/acme/side:2@{B}"),
+                    digest: B.into()
+                },
+                PinnedImage {
+                    repository: "ghcr.io/acme/web".into(),
+                    from: "ghcr.io/acme/web:1.4".into(),
+                    digest: A.into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn refuses_mixed_rollouts_unresolved_images_and_empty_sources() {
+        let mixed = vec![pod(&[("web", A)]), pod(&[("web", B)])];
+        let err = resolve("s", &[(web("web:1"), mixed)]).unwrap_err();
+        assert!(matches!(err, PromoteError::Mixed { .. }), "{err}");
+        assert!(
+            err.to_string().contains(A) && err.to_string().contains(B),
+            "{err}"
+        );
+
+        // A Pod still creating its container reports an empty imageID.
+        let creating = vec![pod(&[("web", "")]), pod(&[("other", A)])];
+        let err = resolve("s", &[(web("web:1"), creating)]).unwrap_err();
+        assert!(matches!(err, PromoteError::Unresolved { .. }), "{err}");
+        assert!(err.to_string().contains("container web (web:1)"), "{err}");
+
+        let two = [
+            (web("web:1"), vec![pod(&[("web", A)])]),
+            (web("web:2"), vec![pod(&[("web", B)])]),
+        ];
+        let err = resolve("s", &two).unwrap_err();
+        assert!(matches!(err, PromoteError::MixedRepository { .. }), "{err}");
+
+        let err = resolve("s", &[]).unwrap_err();
+        assert!(matches!(err, PromoteError::NothingRunning(_)), "{err}");
+    }
+
+    #[test]
+    fn only_a_synced_and_healthy_source_is_promoted() {
+        let mut status = AppStatus {
+            phase: Some(Phase::Synced),
+            health: Some(HealthState::Healthy),
+            ..AppStatus::default()
+        };
+        check_source("s", &status).unwrap();
+        status.health = Some(HealthState::Degraded);
+        let err = check_source("s", &status).unwrap_err().to_string();
+        assert!(err.contains("phase Synced, health Degraded"), "{err}");
+        let err = check_source("s", &AppStatus::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("phase unknown, health unknown"), "{err}");
+    }
+}

@@ -417,6 +417,35 @@ mod tests {
     }
 
     #[test]
+    fn pins_images_to_digests_like_a_kustomize_digest_entry() {
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let mut objects = vec![
+            serde_json::json!({"kind": "Deployment", "spec": {"template": {"spec": {
+                "initContainers": [{"name": "i", "image": "localhost:5000/web:1"}],
+                "containers": [
+                    {"name": "w", "image": "localhost:5000/web@sha256:0ld"},
+                    {"name": "x", "image": "localhost:5000/web-extra:1"},
+                    {"name": "n", "image": 7}
+                ]
+            }}}}),
+            serde_json::json!({"kind": "ConfigMap", "data": {"image": "localhost:5000/web:1"}}),
+        ];
+        let pins = [("localhost:5000/web".to_string(), digest.clone())];
+        assert_eq!(pin_images(&mut objects, &pins), 2);
+        let spec = &objects[0]["spec"]["template"]["spec"];
+        let pinned = format!("localhost:5000/web@{digest}");
+        assert_eq!(spec["initContainers"][0]["image"], pinned.as_str());
+        assert_eq!(spec["containers"][0]["image"], pinned.as_str());
+        assert_eq!(spec["containers"][1]["image"], "localhost:5000/web-extra:1");
+        assert_eq!(objects[1]["data"]["image"], "localhost:5000/web:1");
+        // Pinning again changes nothing but still counts the matches.
+        let before = objects.clone();
+        assert_eq!(pin_images(&mut objects, &pins), 2);
+        assert_eq!(objects, before);
+        assert_eq!(pin_images(&mut objects, &[]), 0);
+    }
+
+    #[test]
     fn splits_images_like_kustomize() {
         assert_eq!(split_image("nginx"), ("nginx", "", ""));
         assert_eq!(split_image("nginx:1.2"), ("nginx", "1.2", ""));
