@@ -91,6 +91,37 @@ impl Api {
         self.call(reqwest::Method::GET, path).await
     }
 
+    /// An API token for the CLI.
+    async fn token(&self) -> String {
+        let response = self
+            .http
+            .post(format!("{}/api/v1/tokens", self.base))
+            .header("cookie", &self.cookie)
+            .json(&json!({"name": "cli"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 201);
+        let body: Value = response.json().await.unwrap();
+        body["token"].as_str().unwrap().to_string()
+    }
+
+    /// Runs `wardn apps ARGS` against this server; returns the exit code and stdout.
+    async fn cli(&self, args: &[&str]) -> (i32, String) {
+        let token = self.token().await;
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+            .arg("apps")
+            .args(args)
+            .env("WARDN_SERVER", &self.base)
+            .env("WARDN_TOKEN", token)
+            .env("WARDN_CONFIG_DIR", "/nonexistent-wardn-config")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        (out.status.code().unwrap_or(-1), format!("{stdout}{stderr}"))
+    }
+
     /// Approves the Held plan of `app` (`local/NAME`) by its hash.
     async fn approve(&self, app: &str, status: &Value) -> Value {
         let hash = status["status"]["planHash"].as_str().unwrap_or_default();
@@ -353,14 +384,35 @@ async fn staging_digests_are_promoted_to_production_kept_rolled_back_and_unpinne
     })
     .await;
     let new_digest = pod_digests(&sim, "staging")[0].clone();
-    let (status, second) = api
-        .post("/api/v1/apps/local/staging/promote?to=production")
+    // This time through the CLI: exit code 3 (Held), the promotion and the approve command.
+    let (code, out) = api
+        .cli(&["promote", "local/staging", "--to", "local/production"])
         .await;
-    assert_eq!(status, 200, "{second}");
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains(&format!("{REPO}:1.29 → {REPO}@{new_digest}")),
+        "{out}"
+    );
+    assert!(
+        out.contains("approve with: wardn apps approve local/production --plan-hash "),
+        "{out}"
+    );
+    let (code, out) = api
+        .cli(&["promote", "local/staging", "--to", "prod&x=1"])
+        .await;
+    assert_eq!(code, 1, "{out}");
+    let (_, second) = api.get("/api/v1/apps/local/production").await;
     api.approve("local/production", &second).await;
     assert_eq!(
         deployed_image(&sim, "production"),
         format!("{REPO}@{new_digest}")
+    );
+    let (code, table) = api.cli(&["history", "local/production"]).await;
+    assert_eq!(code, 0, "{table}");
+    assert!(table.starts_with("ID  SOURCE"), "{table}");
+    assert!(
+        table.contains(&new_digest) && table.contains(&digest),
+        "{table}"
     );
 
     // History: newest first, refusals recorded too; a rollback re-pins the first promotion.

@@ -1,4 +1,5 @@
-//! `wardn apps list|get|diff|sync|approve|reject`: the Apps API from the command line, with
+//! `wardn apps list|get|diff|sync|approve|reject` (and `promote|history|rollback|unpin`, in
+//! [`super::promotions`]): the Apps API from the command line, with
 //! `-o table|json|yaml`, a progress display for long syncs (`sync --wait`) and exit codes that
 //! tell a script how a sync ended (see [`exit_code`]).
 
@@ -11,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::client::{ApiClient, CliError, ConnectionArgs};
+use super::promotions;
 use super::table;
 use crate::app::{AppStatus, Phase};
 use crate::sources::spec::parse_duration;
@@ -115,6 +117,46 @@ pub enum AppsCommand {
         #[arg(short, long, value_enum, default_value_t)]
         output: Output,
     },
+    /// Promote the image digests APP's Pods run onto the App --to names (Held when it
+    /// requires approval). Exit code: 0 Synced, 3 Held or Waiting, 1 otherwise.
+    Promote {
+        /// The source: `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
+        app: String,
+        /// The target App: `NAME` (on any cluster) or `CLUSTER/NAME`.
+        #[arg(long)]
+        to: String,
+        /// Output format (json/yaml: the promotion record and the target's status).
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// List an App's promotions and rollbacks, newest first: ID SOURCE REVISION IMAGES ACTOR
+    /// WHEN OUTCOME.
+    History {
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
+        app: String,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Pin the images of an earlier promotion of APP again (Held when it requires approval).
+    Rollback {
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
+        app: String,
+        /// The promotion's id (`wardn apps history`).
+        #[arg(long)]
+        to: u64,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Remove the images a promotion pinned on APP: it runs what its source renders again.
+    Unpin {
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
+        app: String,
+        /// Output format of the resulting status.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
 }
 
 /// An App as `GET /api/v1/apps` shows it.
@@ -136,7 +178,7 @@ pub struct AppView {
 
 /// Checks a `CLUSTER/NAME`, `NAME` or `--cluster` value: Kubernetes-style names only, so it
 /// can go into a URL path or query as is.
-fn checked<'a>(what: &str, value: &'a str) -> Result<&'a str, CliError> {
+pub(super) fn checked<'a>(what: &str, value: &'a str) -> Result<&'a str, CliError> {
     let fine = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
     if value.is_empty() || !value.chars().all(fine) {
         return Err(CliError::Failed(format!(
@@ -177,7 +219,10 @@ pub fn app_path(app: &str, action: &str) -> Result<String, CliError> {
     Ok(path)
 }
 
-fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, CliError> {
+pub(super) fn decode<T: serde::de::DeserializeOwned>(
+    what: &str,
+    value: Value,
+) -> Result<T, CliError> {
     serde_json::from_value(value).map_err(|err| CliError::Decode {
         what: what.to_string(),
         reason: err.to_string(),
@@ -185,7 +230,7 @@ fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T,
 }
 
 /// `value` in `output` format (`table` is handled by the caller).
-fn structured(value: &Value, output: Output) -> Result<String, CliError> {
+pub(super) fn structured(value: &Value, output: Output) -> Result<String, CliError> {
     let text = match output {
         Output::Yaml => serde_saphyr::to_string(value).map_err(|err| err.to_string()),
         _ => serde_json::to_string_pretty(value).map_err(|err| err.to_string()),
@@ -203,7 +248,7 @@ fn phase_name(phase: Option<Phase>) -> String {
 }
 
 /// A revision shortened like a Git short id (`sha256:` prefixes dropped).
-fn short_revision(revision: Option<&str>) -> String {
+pub(super) fn short_revision(revision: Option<&str>) -> String {
     let rev = revision.unwrap_or("-");
     let rev = rev.rsplit(':').next().unwrap_or(rev);
     rev.chars().take(12).collect()
@@ -331,6 +376,20 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
             print_status(&app, &status, output)?;
             Ok(ExitCode::SUCCESS)
         }
+        AppsCommand::Promote { app, to, output } => {
+            promotions::promote(&client, &app, &to, output).await
+        }
+        AppsCommand::History { app, output } => promotions::history(&client, &app, output).await,
+        AppsCommand::Rollback { app, to, output } => {
+            promotions::rollback(&client, &app, to, output).await
+        }
+        AppsCommand::Unpin { app, output } => {
+            let path = app_path(&app, "unpin")?;
+            let done: Value = client.call(Method::POST, &path, None).await?;
+            let status: AppStatus = decode("status", done["status"].clone())?;
+            print_status(&app, &status, output)?;
+            Ok(ExitCode::from(exit_code(status.phase)))
+        }
     }
 }
 
@@ -362,7 +421,7 @@ async fn list(
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_status(app: &str, status: &AppStatus, output: Output) -> Result<(), CliError> {
+pub(super) fn print_status(app: &str, status: &AppStatus, output: Output) -> Result<(), CliError> {
     match output {
         Output::Table => println!("{}", status_line(app, status)),
         _ => {
