@@ -39,6 +39,7 @@ fn spec(policy: SyncPolicy) -> AppSpec {
             namespace: NS.into(),
         },
         sync_policy: policy,
+        promotion: None,
     }
 }
 

@@ -16,11 +16,27 @@ use wardn::app::Phase;
 const REPO: &str = "ghcr.io/acme/web";
 
 fn app_yaml(name: &str, dir: &std::path::Path, namespace: &str, approval: bool) -> String {
+    policy_app_yaml(name, dir, namespace, approval, "")
+}
+
+/// An App with `promotion` (YAML lines under `spec.promotion`, indented by four).
+fn policy_app_yaml(
+    name: &str,
+    dir: &std::path::Path,
+    namespace: &str,
+    approval: bool,
+    promotion: &str,
+) -> String {
+    let promotion = if promotion.is_empty() {
+        String::new()
+    } else {
+        format!("  promotion:\n{promotion}")
+    };
     format!(
         "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n  namespace: wardn\n\
          spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
          \x20 destination:\n    cluster: \"\"\n    namespace: {namespace}\n\
-         \x20 syncPolicy:\n    automated: true\n    requiresApproval: {approval}\n",
+         \x20 syncPolicy:\n    automated: true\n    requiresApproval: {approval}\n{promotion}",
         dir.display()
     )
 }
@@ -563,5 +579,130 @@ async fn a_source_that_is_not_synced_and_healthy_is_not_promoted() {
             .promoted_from
             .is_none()
     );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstreams_soak_times_and_automatic_promotion() {
+    let sim = common::start(&["staging", "production", "canary"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    for (name, image) in [
+        ("staging", "1.28"),
+        ("soaking", "1.0"),
+        ("auto", "1.0"),
+        ("canary", "1.5"),
+    ] {
+        write_web(&work.path().join(name), &format!("{REPO}:{image}"), name);
+    }
+    let file = |name: &str, ns: &str, promotion: &str| {
+        let dir = work.path().join(name);
+        std::fs::write(
+            apps.join(format!("{name}.yaml")),
+            policy_app_yaml(name, &dir, ns, false, promotion),
+        )
+        .unwrap();
+    };
+    file("staging", "staging", "");
+    file("canary", "canary", "");
+    file(
+        "soaking",
+        "production",
+        "    from: staging\n    requireHealthyFor: 1h\n",
+    );
+    file(
+        "auto",
+        "default",
+        "    from: local/staging\n    autoPromote: true\n",
+    );
+    // Hostile: autoPromote without an upstream is refused with the field named.
+    std::fs::write(
+        apps.join("broken.yaml"),
+        policy_app_yaml(
+            "broken",
+            &work.path().join("auto"),
+            "default",
+            false,
+            "    autoPromote: true\n",
+        ),
+    )
+    .unwrap();
+    let running = Running::start(&sim.kubeconfig, &work.path().join("data"), &apps).await;
+    let runner = std::sync::Arc::clone(&running.runner);
+    assert!(
+        runner
+            .file_errors()
+            .iter()
+            .any(|e| e.contains("spec.promotion.autoPromote: needs spec.promotion.from")),
+        "{:?}",
+        runner.file_errors()
+    );
+    let synced = |key: &str| runner.status(key).and_then(|s| s.phase) == Some(Phase::Synced);
+    eventually("all Synced", || {
+        ["wardn/staging", "wardn/canary", "wardn/soaking"]
+            .iter()
+            .all(|k| synced(k))
+    })
+    .await;
+    let api = Api::new(&running.base).await;
+
+    // The soak: refused with how long is left.
+    let (status, body) = api
+        .post("/api/v1/apps/local/staging/promote?to=soaking")
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("the target requires 3600s") && error.contains("s left)"),
+        "{error}"
+    );
+    // Only the upstream may be promoted.
+    let (status, body) = api
+        .post("/api/v1/apps/local/canary/promote?to=soaking")
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("takes promotions from staging only"),
+        "{body}"
+    );
+
+    // autoPromote: the staging digest reaches `auto` on its own, recorded as wardn's.
+    let digest = pod_digests(&sim, "staging")[0].clone();
+    eventually("auto promoted", || {
+        deployed_image(&sim, "default") == format!("{REPO}@{digest}") && synced("wardn/auto")
+    })
+    .await;
+    let (_, history) = api.get("/api/v1/apps/local/auto/promotions").await;
+    assert_eq!(
+        history["promotions"].as_array().unwrap().len(),
+        1,
+        "{history}"
+    );
+    assert_eq!(
+        history["promotions"][0]["actor"], "wardn/autoPromote",
+        "{history}"
+    );
+    assert_eq!(history["promotedFrom"]["app"], "staging", "{history}");
+    // A new staging revision is promoted once it runs.
+    write_web(&work.path().join("staging"), &format!("{REPO}:1.29"), "s2");
+    eventually("auto promoted again", || {
+        let digests = pod_digests(&sim, "staging");
+        digests.len() == 1
+            && digests[0] != digest
+            && deployed_image(&sim, "default") == format!("{REPO}@{}", digests[0])
+    })
+    .await;
+    let (_, history) = api.get("/api/v1/apps/local/auto/promotions").await;
+    let outcomes: Vec<&Value> = history["promotions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["outcome"])
+        .collect();
+    assert!(outcomes.len() >= 2, "{history}");
     running.stop().await;
 }

@@ -38,6 +38,7 @@ fn spec() -> AppSpec {
             prune: true,
             ..Default::default()
         },
+        promotion: None,
     }
 }
 

@@ -14,8 +14,6 @@ use wardn::app::Phase;
 use wardn::daemon::ServeOptions;
 use wardn::daemon::runner::Operation;
 use wardn::reconcile::pass::Options;
-use wardn::seal::Sealer;
-use wardn::server::Server;
 
 use support::running::{PASSWORD, Running, eventually};
 

@@ -85,6 +85,9 @@ pub enum InvalidApp {
     /// A sync window is invalid.
     #[error(transparent)]
     Window(#[from] super::window::WindowError),
+    /// `spec.promotion` is invalid.
+    #[error(transparent)]
+    Promotion(#[from] super::promotion::PolicyError),
 }
 
 /// Checks one App document beyond its structure: kind and version, name, source and windows.
@@ -108,6 +111,9 @@ pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
     }
     app.spec.source.validate()?;
     parse_all(&app.spec.sync_policy.sync_windows)?;
+    if let Some(policy) = &app.spec.promotion {
+        policy.validate()?;
+    }
     Ok(app)
 }
 

@@ -42,6 +42,10 @@ pub struct AppSpec {
     /// When and how wardn applies changes.
     #[serde(default)]
     pub sync_policy: SyncPolicy,
+    /// Where digest promotions into this App come from, their soak time and whether they
+    /// happen on their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<promotion::PromotionPolicy>,
 }
 
 /// `spec.destination`: the target cluster and namespace.

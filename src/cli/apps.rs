@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::client::{ApiClient, CliError, ConnectionArgs};
 use super::promotions;
-use super::table;
+use super::table::{self, short_revision};
 use crate::app::{AppStatus, Phase};
 use crate::sources::spec::parse_duration;
 
@@ -178,7 +178,7 @@ pub struct AppView {
 
 /// Checks a `CLUSTER/NAME`, `NAME` or `--cluster` value: Kubernetes-style names only, so it
 /// can go into a URL path or query as is.
-pub(super) fn checked<'a>(what: &str, value: &'a str) -> Result<&'a str, CliError> {
+fn checked<'a>(what: &str, value: &'a str) -> Result<&'a str, CliError> {
     let fine = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
     if value.is_empty() || !value.chars().all(fine) {
         return Err(CliError::Failed(format!(
@@ -219,10 +219,7 @@ pub fn app_path(app: &str, action: &str) -> Result<String, CliError> {
     Ok(path)
 }
 
-pub(super) fn decode<T: serde::de::DeserializeOwned>(
-    what: &str,
-    value: Value,
-) -> Result<T, CliError> {
+fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, CliError> {
     serde_json::from_value(value).map_err(|err| CliError::Decode {
         what: what.to_string(),
         reason: err.to_string(),
@@ -230,7 +227,7 @@ pub(super) fn decode<T: serde::de::DeserializeOwned>(
 }
 
 /// `value` in `output` format (`table` is handled by the caller).
-pub(super) fn structured(value: &Value, output: Output) -> Result<String, CliError> {
+fn structured(value: &Value, output: Output) -> Result<String, CliError> {
     let text = match output {
         Output::Yaml => serde_saphyr::to_string(value).map_err(|err| err.to_string()),
         _ => serde_json::to_string_pretty(value).map_err(|err| err.to_string()),
@@ -245,13 +242,6 @@ pub(super) fn structured(value: &Value, output: Output) -> Result<String, CliErr
 /// A phase as shown in tables.
 fn phase_name(phase: Option<Phase>) -> String {
     phase.map_or_else(|| "Unknown".to_string(), |p| format!("{p:?}"))
-}
-
-/// A revision shortened like a Git short id (`sha256:` prefixes dropped).
-pub(super) fn short_revision(revision: Option<&str>) -> String {
-    let rev = revision.unwrap_or("-");
-    let rev = rev.rsplit(':').next().unwrap_or(rev);
-    rev.chars().take(12).collect()
 }
 
 /// The `wardn apps list` / `get` table.
@@ -377,11 +367,28 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
             Ok(ExitCode::SUCCESS)
         }
         AppsCommand::Promote { app, to, output } => {
-            promotions::promote(&client, &app, &to, output).await
+            let to = promotions::target(&to, |what, v| checked(what, v).map(str::to_string))?;
+            let path = promotions::with_query(app_path(&app, "promote")?, &format!("to={to}"));
+            let done: Value = client.call(Method::POST, &path, None).await?;
+            promoted(&done, output)
         }
-        AppsCommand::History { app, output } => promotions::history(&client, &app, output).await,
+        AppsCommand::History { app, output } => {
+            let path = app_path(&app, "promotions")?;
+            let value: Value = client.call(Method::GET, &path, None).await?;
+            match output {
+                Output::Table => {
+                    let records: Vec<promotions::PromotionView> =
+                        decode("promotions", value["promotions"].clone())?;
+                    println!("{}", promotions::history_table(&records));
+                }
+                _ => println!("{}", structured(&value, output)?),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         AppsCommand::Rollback { app, to, output } => {
-            promotions::rollback(&client, &app, to, output).await
+            let path = promotions::with_query(app_path(&app, "rollback")?, &format!("to={to}"));
+            let done: Value = client.call(Method::POST, &path, None).await?;
+            promoted(&done, output)
         }
         AppsCommand::Unpin { app, output } => {
             let path = app_path(&app, "unpin")?;
@@ -391,6 +398,29 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
             Ok(ExitCode::from(exit_code(status.phase)))
         }
     }
+}
+
+/// Prints the answer of `promote` or `rollback` (what was pinned, the target's status and,
+/// when it is Held, the command that approves it) and returns the exit code of the target's
+/// phase.
+fn promoted(done: &Value, output: Output) -> Result<ExitCode, CliError> {
+    let status: AppStatus = decode("status", done["status"].clone())?;
+    let record: promotions::PromotionView = decode("promotion", done["promotion"].clone())?;
+    match output {
+        Output::Table => {
+            print!("{}", done["text"].as_str().unwrap_or_default());
+            print_status(&record.target, &status, output)?;
+            if status.phase == Some(Phase::Held) {
+                println!(
+                    "approve with: wardn apps approve {} --plan-hash {}",
+                    record.target,
+                    status.plan_hash.as_deref().unwrap_or_default()
+                );
+            }
+        }
+        _ => println!("{}", structured(done, output)?),
+    }
+    Ok(ExitCode::from(exit_code(status.phase)))
 }
 
 async fn list(
@@ -421,7 +451,7 @@ async fn list(
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) fn print_status(app: &str, status: &AppStatus, output: Output) -> Result<(), CliError> {
+fn print_status(app: &str, status: &AppStatus, output: Output) -> Result<(), CliError> {
     match output {
         Output::Table => println!("{}", status_line(app, status)),
         _ => {
@@ -532,15 +562,5 @@ mod tests {
         assert_eq!(exit_code(Some(Phase::Degraded)), EXIT_FAILED);
         assert_eq!(exit_code(Some(Phase::Failed)), EXIT_FAILED);
         assert_eq!(exit_code(None), EXIT_FAILED);
-    }
-
-    #[test]
-    fn revisions_are_shortened() {
-        assert_eq!(
-            short_revision(Some("sha256:0123456789abcdef")),
-            "0123456789ab"
-        );
-        assert_eq!(short_revision(Some("v1")), "v1");
-        assert_eq!(short_revision(None), "-");
     }
 }

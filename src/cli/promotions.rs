@@ -1,21 +1,12 @@
-//! `wardn apps promote|history|rollback`: promotions from the command line. `promote` and
-//! `rollback` print what was pinned (`promotion from CLUSTER/APP at REVISION` and one
-//! `repo:tag → repo@sha256:…` line per image), the target's status and, when it is Held, the
-//! command that approves it; their exit code follows the target's phase like `sync`'s.
+//! The promotion pieces of `wardn apps promote|history|rollback` (run by
+//! [`super::apps`]): the records as the API lists them, the history table, the checked
+//! `--to` target and the query of the promotion routes.
 
-use std::process::ExitCode;
-
-use reqwest::Method;
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::apps::{
-    Output, app_path, checked, decode, exit_code, print_status, short_revision, structured,
-};
-use super::client::{ApiClient, CliError};
-use super::table;
+use super::client::CliError;
+use super::table::{self, short_revision};
 use crate::app::promotion::PinnedImage;
-use crate::app::{AppStatus, Phase};
 
 /// A promotion record as `…/promotions` shows it.
 #[derive(Debug, Clone, Deserialize)]
@@ -41,15 +32,18 @@ pub struct PromotionView {
 }
 
 /// `path` with `query` (`key=value`) appended after `?` or `&`.
-fn with_query(path: String, query: &str) -> String {
+pub fn with_query(path: String, query: &str) -> String {
     let separator = if path.contains('?') { '&' } else { '?' };
     format!("{path}{separator}{query}")
 }
 
-/// Checks `--to` of `promote`: `NAME` or `CLUSTER/NAME`.
-fn target(to: &str) -> Result<String, CliError> {
+/// Checks `--to` of `promote` (`NAME` or `CLUSTER/NAME`), each part with `checked`.
+pub fn target(
+    to: &str,
+    checked: impl Fn(&str, &str) -> Result<String, CliError>,
+) -> Result<String, CliError> {
     match to.split_once('/') {
-        None => Ok(checked("--to", to)?.to_string()),
+        None => checked("--to", to),
         Some((cluster, name)) => Ok(format!(
             "{}/{}",
             checked("--to cluster", cluster)?,
@@ -83,85 +77,31 @@ pub fn history_table(records: &[PromotionView]) -> String {
     table::render(&rows)
 }
 
-/// Prints the answer of `promote` or `rollback` and returns the exit code of the target's
-/// phase.
-fn report(done: &Value, output: Output) -> Result<ExitCode, CliError> {
-    let status: AppStatus = decode("status", done["status"].clone())?;
-    let record: PromotionView = decode("promotion", done["promotion"].clone())?;
-    match output {
-        Output::Table => {
-            print!("{}", done["text"].as_str().unwrap_or_default());
-            print_status(&record.target, &status, output)?;
-            if status.phase == Some(Phase::Held) {
-                println!(
-                    "approve with: wardn apps approve {} --plan-hash {}",
-                    record.target,
-                    status.plan_hash.as_deref().unwrap_or_default()
-                );
-            }
-        }
-        _ => println!("{}", structured(done, output)?),
-    }
-    Ok(ExitCode::from(exit_code(status.phase)))
-}
-
-/// `wardn apps promote APP --to TARGET`.
-pub async fn promote(
-    client: &ApiClient,
-    app: &str,
-    to: &str,
-    output: Output,
-) -> Result<ExitCode, CliError> {
-    let path = with_query(app_path(app, "promote")?, &format!("to={}", target(to)?));
-    let done: Value = client.call(Method::POST, &path, None).await?;
-    report(&done, output)
-}
-
-/// `wardn apps rollback APP --to ID`.
-pub async fn rollback(
-    client: &ApiClient,
-    app: &str,
-    id: u64,
-    output: Output,
-) -> Result<ExitCode, CliError> {
-    let path = with_query(app_path(app, "rollback")?, &format!("to={id}"));
-    let done: Value = client.call(Method::POST, &path, None).await?;
-    report(&done, output)
-}
-
-/// `wardn apps history APP`.
-pub async fn history(client: &ApiClient, app: &str, output: Output) -> Result<ExitCode, CliError> {
-    let value: Value = client
-        .call(Method::GET, &app_path(app, "promotions")?, None)
-        .await?;
-    match output {
-        Output::Table => {
-            let records: Vec<PromotionView> = decode("promotions", value["promotions"].clone())?;
-            println!("{}", history_table(&records));
-        }
-        _ => println!("{}", structured(&value, output)?),
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn targets_and_queries_are_checked_and_joined() {
-        assert_eq!(target("prod").unwrap(), "prod");
-        assert_eq!(target("production/web").unwrap(), "production/web");
+        let checked = |what: &str, v: &str| {
+            if v.is_empty() || v.contains(['/', '&', ' ']) {
+                Err(CliError::Failed(format!("{what} {v:?}")))
+            } else {
+                Ok(v.to_string())
+            }
+        };
+        assert_eq!(target("prod", checked).unwrap(), "prod");
+        assert_eq!(target("production/web", checked).unwrap(), "production/web");
         for bad in ["", "a/", "/b", "a/b/c", "x&to=y", "a b"] {
-            assert!(target(bad).is_err(), "{bad}");
+            assert!(target(bad, checked).is_err(), "{bad}");
         }
         assert_eq!(
-            with_query(app_path("staging/ns/web", "promote").unwrap(), "to=prod"),
-            "/api/v1/apps/staging/web/promote?namespace=ns&to=prod"
+            with_query("/api/v1/apps/s/web/promote?namespace=ns".into(), "to=prod"),
+            "/api/v1/apps/s/web/promote?namespace=ns&to=prod"
         );
         assert_eq!(
-            with_query(app_path("staging/web", "rollback").unwrap(), "to=3"),
-            "/api/v1/apps/staging/web/rollback?to=3"
+            with_query("/api/v1/apps/s/web/rollback".into(), "to=3"),
+            "/api/v1/apps/s/web/rollback?to=3"
         );
     }
 

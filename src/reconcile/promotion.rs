@@ -5,13 +5,16 @@
 //! ([`resolve`]); [`running_images`] reads the Pods.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use jiff::Timestamp;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 
-use crate::app::promotion::PinnedImage;
+use crate::app::promotion::{PinnedImage, PolicyError};
 use crate::app::{AppStatus, HealthState, Phase};
 use crate::kube_error::describe;
 use crate::render::split_image;
@@ -45,6 +48,17 @@ pub enum PromoteError {
         /// Seconds left.
         left: u64,
     },
+    /// The target's `spec.promotion.from` names another App (409).
+    #[error("App {target} takes promotions from {from} only (spec.promotion.from)")]
+    NotUpstream {
+        /// The target App.
+        target: String,
+        /// Its `spec.promotion.from`.
+        from: String,
+    },
+    /// The target's `spec.promotion` is invalid (422).
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
     /// A workload's Pods run several digests of one image (422).
     #[error(
         "{workload}: container {container} runs {image} as several digests ({}); wait for the rollout to finish",
@@ -109,6 +123,50 @@ pub fn check_source(app: &str, status: &AppStatus) -> Result<(), PromoteError> {
         app: app.to_string(),
         phase: word(status.phase.map(|p| format!("{p:?}"))),
         health: word(status.health.map(|h| format!("{h:?}"))),
+    })
+}
+
+/// When the source App became Synced and Healthy at what it runs now: the later of its
+/// `Ready=True` transition and its last apply (a re-apply restarts the soak).
+pub fn healthy_since(status: &AppStatus) -> Option<Timestamp> {
+    if status.phase != Some(Phase::Synced) || status.health != Some(HealthState::Healthy) {
+        return None;
+    }
+    let ready = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == "True")
+        .and_then(|c| c.last_transition_time.parse::<Timestamp>().ok());
+    let applied = status
+        .last_synced_at
+        .as_deref()
+        .and_then(|t| t.parse::<Timestamp>().ok());
+    ready.into_iter().chain(applied).max()
+}
+
+/// Refuses a source that has not been Synced and Healthy for `soak` at `now` (the error
+/// says how long is left).
+pub fn check_soak(
+    app: &str,
+    status: &AppStatus,
+    soak: Duration,
+    now: Timestamp,
+) -> Result<(), PromoteError> {
+    if soak.is_zero() {
+        return Ok(());
+    }
+    let healthy_for = healthy_since(status)
+        .and_then(|since| Duration::try_from(now.duration_since(since)).ok())
+        .unwrap_or_default();
+    if healthy_for >= soak {
+        return Ok(());
+    }
+    Err(PromoteError::Soaking {
+        app: app.to_string(),
+        revision: status.synced_revision.clone().unwrap_or_default(),
+        healthy_for: healthy_for.as_secs(),
+        required: soak.as_secs(),
+        left: (soak - healthy_for).as_secs().max(1),
     })
 }
 
@@ -506,6 +564,38 @@ mod tests {
 
         let err = resolve("s", &[]).unwrap_err();
         assert!(matches!(err, PromoteError::NothingRunning(_)), "{err}");
+    }
+
+    #[test]
+    fn the_soak_counts_from_the_later_of_ready_and_the_last_apply() {
+        let at = |t: &str| t.parse::<Timestamp>().unwrap();
+        let mut status = AppStatus {
+            phase: Some(Phase::Synced),
+            health: Some(HealthState::Healthy),
+            synced_revision: Some("r2".into()),
+            last_synced_at: Some("2026-12-01T10:05:00Z".into()),
+            ..AppStatus::default()
+        };
+        crate::reconcile::status::set_phase(
+            &mut status,
+            Phase::Synced,
+            "",
+            at("2026-12-01T10:00:00Z"),
+        );
+        assert_eq!(healthy_since(&status), Some(at("2026-12-01T10:05:00Z")));
+        let ten = Duration::from_secs(600);
+        let err = check_soak("s", &status, ten, at("2026-12-01T10:11:00Z")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "source App s has been Synced and Healthy at r2 for 360s; the target requires 600s (240s left)"
+        );
+        check_soak("s", &status, ten, at("2026-12-01T10:15:00Z")).unwrap();
+        check_soak("s", &status, Duration::ZERO, at("2026-12-01T10:05:00Z")).unwrap();
+        // A clock behind the last apply, or a source no longer Healthy: the whole soak is left.
+        let err = check_soak("s", &status, ten, at("2026-12-01T09:00:00Z")).unwrap_err();
+        assert!(err.to_string().contains("(600s left)"), "{err}");
+        status.health = Some(HealthState::Degraded);
+        assert_eq!(healthy_since(&status), None);
     }
 
     #[test]

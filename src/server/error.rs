@@ -82,7 +82,7 @@ impl From<OperationError> for ApiError {
     fn from(err: OperationError) -> ApiError {
         let status = match &err {
             OperationError::NotFound(_) | OperationError::Removed(_) => StatusCode::NOT_FOUND,
-            OperationError::Task(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            OperationError::Task(_) | OperationError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
             OperationError::Stopped => StatusCode::SERVICE_UNAVAILABLE,
             OperationError::NotRendered(_) => StatusCode::CONFLICT,
             // The App names a cluster that is not (or no longer) registered: the App and the
@@ -103,14 +103,15 @@ impl From<OperationError> for ApiError {
                 ErrorClass::Cluster => StatusCode::BAD_GATEWAY,
             },
             OperationError::Promote(e) => match e {
-                PromoteError::SourceNotReady { .. } | PromoteError::Soaking { .. } => {
-                    StatusCode::CONFLICT
-                }
+                PromoteError::SourceNotReady { .. }
+                | PromoteError::Soaking { .. }
+                | PromoteError::NotUpstream { .. } => StatusCode::CONFLICT,
                 PromoteError::Cluster { .. } => StatusCode::BAD_GATEWAY,
                 PromoteError::Mixed { .. }
                 | PromoteError::MixedRepository { .. }
                 | PromoteError::Unresolved { .. }
                 | PromoteError::NothingRunning(_)
+                | PromoteError::Policy(_)
                 | PromoteError::NotRendered { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             },
         };

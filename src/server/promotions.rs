@@ -1,8 +1,7 @@
 //! The promotion API: promote what one App runs onto another (`…/promote?to=`), list an
 //! App's promotions (`…/promotions`), roll back to an earlier one (`…/rollback?to=ID`) and
-//! remove the pins (`…/unpin`). Each promotion and rollback is a record in the store (inserted
-//! before the target's pass, finished with its outcome) and every call is audited with the
-//! digests it pinned.
+//! remove the pins (`…/unpin`). Each promotion and rollback is recorded and audited by the
+//! runner ([`crate::daemon::runner::Runner::promote_recorded`]); unpins are audited here.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -16,12 +15,11 @@ use super::auth::Actor;
 use super::error::ApiError;
 use crate::app::AppStatus;
 use crate::app::promotion::{PinnedImage, PromotedFrom};
-use crate::daemon::runner::{Completed, FindError, Operation, OperationError};
-use crate::store::promotions::PromotionRecord;
+use crate::daemon::runner::{FindError, Operation, PinRequest, Promotion};
 use crate::time::now_rfc3339;
 
-/// A promotion record as the API shows it.
-type Record = PromotionRecord<Vec<PinnedImage>>;
+/// A promotion record.
+type Record = Promotion;
 
 /// Query of `POST …/promote`.
 #[derive(Debug, Deserialize)]
@@ -59,21 +57,6 @@ fn view(record: &Record) -> Value {
     })
 }
 
-/// `CLUSTER/NAME` of App `key`, as the API addresses it.
-fn address(state: &AppState, key: &str) -> String {
-    state
-        .runner()
-        .app(key)
-        .map(|app| {
-            format!(
-                "{}/{}",
-                app.spec.destination.cluster_segment(),
-                app.metadata.name.unwrap_or_default()
-            )
-        })
-        .unwrap_or_else(|| key.to_string())
-}
-
 /// The key of the target App `to` (`NAME` or `CLUSTER/NAME`): 404 when there is none, 409
 /// naming the candidates when several match.
 fn target_key(state: &AppState, to: &str, namespace: Option<&str>) -> Result<String, ApiError> {
@@ -103,68 +86,9 @@ fn target_key(state: &AppState, to: &str, namespace: Option<&str>) -> Result<Str
     }
 }
 
-/// `digest=…` words for the audit log.
-fn pinned_words(images: &[PinnedImage]) -> String {
-    images
-        .iter()
-        .map(PinnedImage::pinned)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// Inserts `record`, runs `operation(id)` on App `target_key`, finishes the record with the
-/// outcome and audits it as `action`. Answers the record, the App's status and the summary
+/// The answer of a promotion or rollback: the record, the target's status and the summary
 /// of what was pinned.
-async fn pin_and_record(
-    state: &AppState,
-    actor: &Actor,
-    action: &str,
-    target_key: &str,
-    mut record: Record,
-    operation: impl FnOnce(i64) -> Operation,
-) -> Result<Json<Value>, ApiError> {
-    let store = state.store();
-    record.id = store.insert_promotion(&record).await?;
-    let result = state
-        .runner()
-        .operate(target_key, operation(record.id))
-        .await;
-    let status: Result<AppStatus, OperationError> = result.and_then(|done| match done {
-        Completed::Status(status) => Ok(status),
-        Completed::Plan(_) => Err(OperationError::Task("a promotion answered a plan".into())),
-    });
-    match &status {
-        Ok(status) => {
-            if let Some(promoted) = &status.promoted_from {
-                record.revision = promoted.revision.clone();
-                record.images = promoted.images.clone();
-            }
-            record.plan_hash = status.plan_hash.clone().unwrap_or_default();
-            record.outcome = status
-                .phase
-                .map(|p| format!("{p:?}"))
-                .unwrap_or_else(|| "unknown".into());
-        }
-        Err(e) => record.outcome = format!("refused: {e}"),
-    }
-    let finished = store.finish_promotion(&record).await;
-    let audit = format!(
-        "{} id={} from={} revision={} images={}",
-        if status.is_ok() { "success" } else { "refused" },
-        record.id,
-        record.source,
-        record.revision,
-        pinned_words(&record.images),
-    );
-    let audit = match &status {
-        Ok(_) => format!("{audit} outcome={}", record.outcome),
-        Err(e) => format!("{audit}: {e}"),
-    };
-    store
-        .record_audit(&actor.0, action, &record.target, &audit, &now_rfc3339())
-        .await;
-    let status = status?;
-    finished?;
+fn answer(record: &Record, status: &AppStatus) -> Json<Value> {
     let text = status
         .promoted_from
         .as_ref()
@@ -174,18 +98,20 @@ async fn pin_and_record(
             lines.join("\n") + "\n"
         })
         .unwrap_or_default();
-    Ok(Json(json!({
-        "promotion": view(&record),
+    Json(json!({
+        "promotion": view(record),
         "status": status,
         "text": text,
-    })))
+    }))
 }
 
 /// `POST /api/v1/apps/{cluster}/{name}/promote?to=TARGET`: pins the digests App
 /// `cluster/name` runs on App `TARGET` and runs TARGET's pass (Held when it requires
-/// approval). 409 when the source is not Synced and Healthy, 422 for a mixed rollout, an
-/// image no Pod reports, or a target that renders none of the images. Audited as
-/// `app.promote` with the digests.
+/// approval). 409 when the source is not Synced and Healthy (or not for the target's
+/// `spec.promotion.requireHealthyFor`; the answer says how long is left) or is not the
+/// target's `spec.promotion.from`; 422 for a mixed rollout, an image no Pod reports, or a
+/// target that renders none of the images. Recorded and audited as `app.promote` with the
+/// digests.
 pub async fn promote(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
@@ -203,25 +129,12 @@ pub async fn promote(
             format!("to: {} cannot be promoted onto itself", query.to),
         ));
     }
-    let record = Record {
-        id: 0,
-        target: address(&state, &target),
-        target_key: target.clone(),
-        source: format!("{cluster}/{name}"),
-        revision: String::new(),
-        images: Vec::new(),
-        actor: actor.0.clone(),
-        created_at: now_rfc3339(),
-        plan_hash: String::new(),
-        outcome: "pending".into(),
-    };
-    pin_and_record(&state, &actor, "app.promote", &target, record, |id| {
-        Operation::Promote {
-            source,
-            id: id.to_string(),
-        }
-    })
-    .await
+    let request = PinRequest::Promote { source };
+    let (record, status) = state
+        .runner()
+        .promote_recorded(&actor.0, &target, request)
+        .await?;
+    Ok(answer(&record, &status))
 }
 
 /// `POST /api/v1/apps/{cluster}/{name}/rollback?to=ID`: pins the images of the App's earlier
@@ -261,32 +174,18 @@ pub async fn rollback(
         .source
         .split_once('/')
         .unwrap_or(("", earlier.source.as_str()));
-    let promoted = PromotedFrom {
+    let request = PinRequest::Rollback(PromotedFrom {
         app: source_app.to_string(),
         cluster: source_cluster.to_string(),
         revision: earlier.revision.clone(),
         images: earlier.images.clone(),
         promotion: None,
-    };
-    let record = Record {
-        id: 0,
-        target: format!("{cluster}/{name}"),
-        target_key: target.clone(),
-        source: earlier.source.clone(),
-        revision: earlier.revision.clone(),
-        images: earlier.images.clone(),
-        actor: actor.0.clone(),
-        created_at: now_rfc3339(),
-        plan_hash: String::new(),
-        outcome: "pending".into(),
-    };
-    pin_and_record(&state, &actor, "app.rollback", &target, record, |id| {
-        Operation::Pin(Some(Box::new(PromotedFrom {
-            promotion: Some(id.to_string()),
-            ..promoted
-        })))
-    })
-    .await
+    });
+    let (record, status) = state
+        .runner()
+        .promote_recorded(&actor.0, &target, request)
+        .await?;
+    Ok(answer(&record, &status))
 }
 
 /// `GET /api/v1/apps/{cluster}/{name}/promotions`: the App's promotions and rollbacks,
@@ -317,7 +216,10 @@ pub async fn unpin(
         .runner()
         .status(&target)
         .and_then(|s| s.promoted_from)
-        .map(|p| pinned_words(&p.images))
+        .map(|p| {
+            let images: Vec<String> = p.images.iter().map(PinnedImage::pinned).collect();
+            images.join(",")
+        })
         .unwrap_or_default();
     let result = state.runner().operate(&target, Operation::Pin(None)).await;
     let outcome = match &result {

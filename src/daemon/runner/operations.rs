@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use jiff::Timestamp;
 
 use super::Runner;
-use super::promotion::pinned;
+use super::pins::pinned;
 use crate::app::promotion::PromotedFrom;
 use crate::app::{App, AppStatus};
 use crate::clusters::allowlist::Allowlist;
@@ -497,6 +497,9 @@ pub enum OperationError {
     /// A promotion was refused.
     #[error(transparent)]
     Promote(#[from] PromoteError),
+    /// The store failed (promotion records).
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
     /// The destination cluster did not answer.
     #[error("cluster {cluster} ({server}) is unreachable: {source}")]
     Unreachable {
