@@ -66,6 +66,7 @@ async fn big_app(n: usize) {
             prune: true,
             ..Default::default()
         },
+        promotion: None,
     };
     let manifests = Manifests {
         revision: "r1".into(),

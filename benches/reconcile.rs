@@ -91,6 +91,7 @@ async fn on_kubesim(n: usize) {
             prune: true,
             ..Default::default()
         },
+        promotion: None,
     };
     let manifests = Manifests {
         revision: "r1".into(),

@@ -47,8 +47,20 @@ place_source() {
   [ -d "$dest" ] || { mkdir -p "$dest" && cp -r "$E2E_DIR/sources/$1/." "$dest/"; }
 }
 
-# Declares App NAME: its source in place, and the App in the apps directory or the
-# management cluster.
+# A string as the body of a JSON string (escapes, newlines as \n).
+json_string() { sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' | awk 'BEGIN { ORS = "" } { print $0 "\\n" }'; }
+
+# `api METHOD PATH [BODY]`: calls the wardn API with the token; the answer's body goes to
+# $E2E_WORK/api.json, its HTTP status to stdout.
+api() {
+  local body=()
+  [ $# -ge 3 ] && body=(--data-binary "$3")
+  curl -s -o "$E2E_WORK/api.json" -w '%{http_code}' -X "$1" "$WARDN_SERVER$2" \
+    -H "Authorization: Bearer $WARDN_TOKEN" -H 'Content-Type: application/json' "${body[@]}"
+}
+
+# Declares App NAME (deploying to cluster CLUSTER, default E2E_CLUSTER): its source in
+# place, and the App in the apps directory or the management cluster.
 apply_app() {
   place_source "$1"
   if [ -n "${E2E_MGMT_KUBECONFIG:-}" ]; then
@@ -60,11 +72,12 @@ apply_app() {
     if cmp -s "$file.new" "$file"; then rm "$file.new"; else mv "$file.new" "$file"; fi
   fi
   # Until wardn knows the App, the API answers 404.
+  local cluster=${2:-$E2E_CLUSTER}
   for _ in $(seq 120); do
-    "$WARDN" apps get "$E2E_CLUSTER/$1" >/dev/null 2>&1 && return 0
+    "$WARDN" apps get "$cluster/$1" >/dev/null 2>&1 && return 0
     sleep 0.5
   done
-  fail "wardn does not know App $E2E_CLUSTER/$1"
+  fail "wardn does not know App $cluster/$1"
 }
 
 # Every App of e2e/apps declared at once (runners whose wardn reads --apps once at start).

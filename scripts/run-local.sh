@@ -82,6 +82,11 @@ wardn is running on http://$LISTEN   (user admin, password in $pwfile)
   kubectl:    kubectl --kubeconfig $DATA/kubesim/staging.kubeconfig get all -A
   apps:       curl -s -c $DATA/cookies.txt -H 'Content-Type: application/json' -d "{\"username\":\"admin\",\"password\":\"\$(cat $pwfile)\"}" http://$LISTEN/api/v1/auth/login
               curl -s -b $DATA/cookies.txt http://$LISTEN/api/v1/apps | jq .
+  approve:    WARDN_PASSWORD=\$(cat $pwfile) $BIN/wardn login --server http://$LISTEN
+              $BIN/wardn apps approve production/demo-production    (production is Held until approved)
+  promote:    $BIN/wardn apps promote staging/demo-staging --to demo-production
+              (pins the image digests staging runs on production; Held, then approve as above)
+  history:    $BIN/wardn apps history production/demo-production
   demo repo:  $repo (Apps in $DATA/apps; commit there, then wait for the poll or send a webhook)
 Ctrl-C stops everything.
 MSG

@@ -40,6 +40,7 @@ async fn e2e_scenarios_pass_on_kubesim() {
         "03-held-approve",
         "04-prune",
         "05-allowlist",
+        "06-promote",
         "07-template-routing",
     ] {
         assert!(stderr.contains(&format!("[e2e {scenario}] ok")), "{stderr}");

@@ -40,6 +40,7 @@ fn spec(policy: SyncPolicy) -> AppSpec {
             ..Default::default()
         },
         sync_policy: policy,
+        promotion: None,
     }
 }
 

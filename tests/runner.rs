@@ -177,7 +177,10 @@ async fn apps_are_added_changed_resubscribed_and_removed() {
     assert!(runner.remove("wardn/demo", Origin::Resource));
     assert!(runner.keys().is_empty());
     assert_eq!(runner.status("wardn/demo"), None);
-    assert_eq!(runner.find("local", "demo", None), Err(FindError::NotFound));
+    assert_eq!(
+        runner.find(Some("local"), "demo", None),
+        Err(FindError::NotFound)
+    );
     write_source(work.path(), "second", "second-config", "v3");
     // Another App's pass completes after the removed App's source changed.
     let third = write_source(work.path(), "third", "third-config", "v1");

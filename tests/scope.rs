@@ -39,6 +39,7 @@ fn spec() -> AppSpec {
             prune: true,
             ..Default::default()
         },
+        promotion: None,
     }
 }
 

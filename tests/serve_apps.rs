@@ -14,10 +14,8 @@ use wardn::app::Phase;
 use wardn::daemon::ServeOptions;
 use wardn::daemon::runner::Operation;
 use wardn::reconcile::pass::Options;
-use wardn::seal::Sealer;
-use wardn::server::Server;
 
-const PASSWORD: &str = "correct horse battery staple";
+use support::running::{PASSWORD, Running, eventually};
 
 fn app_yaml(name: &str, dir: &std::path::Path, approval: bool) -> String {
     format!(
@@ -328,17 +326,6 @@ async fn a_git_app_syncs_a_signed_webhook_deploys_the_next_commit_and_a_refresh_
     running.stop().await;
 }
 
-/// Polls `check` until it holds (a minute at most).
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..600 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_files() {
     let sim = common::start(&["staging"]).await;
@@ -347,7 +334,7 @@ async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_fil
     std::fs::create_dir_all(&apps).unwrap();
     let one = write_source(work.path(), "one");
     let two = write_source(work.path(), "two");
-    let running = Running::start(&sim, &work.path().join("data"), &apps).await;
+    let running = Running::start(&sim.kubeconfig, &work.path().join("data"), &apps).await;
     let runner = std::sync::Arc::clone(&running.runner);
     assert!(runner.keys().is_empty());
     let exists = |name: &str| {
@@ -402,58 +389,6 @@ async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_fil
     running.stop().await;
 }
 
-/// A server running in this process until [`Running::stop`].
-struct Running {
-    runner: std::sync::Arc<wardn::daemon::runner::Runner>,
-    /// `http://127.0.0.1:PORT`.
-    base: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), wardn::server::ServeError>>,
-}
-
-impl Running {
-    /// Binds and runs a server on `data` with the Apps of `apps` and `sim` as management cluster.
-    async fn start(sim: &common::Sim, data: &std::path::Path, apps: &std::path::Path) -> Running {
-        Running::start_with(ServeOptions {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            data_dir: data.to_path_buf(),
-            admin_password: Some(PASSWORD.into()),
-            apps_dir: Some(apps.to_path_buf()),
-            management_kubeconfig: Some(sim.kubeconfig.clone()),
-            probe_interval: Duration::from_secs(3600),
-            probe_timeout: Duration::from_secs(5),
-            ..ServeOptions::default()
-        })
-        .await
-    }
-
-    /// Binds and runs a server with `options` (creating its data directory).
-    async fn start_with(options: ServeOptions) -> Running {
-        std::fs::create_dir_all(&options.data_dir).unwrap();
-        let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
-            .await
-            .unwrap();
-        let runner = std::sync::Arc::clone(server.runner());
-        let base = format!("http://{}", server.addr);
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(server.run(async move {
-            let _ = stopped.await;
-        }));
-        Running {
-            runner,
-            base,
-            stop,
-            task,
-        }
-    }
-
-    /// Stops the server as a shutdown signal does (passes in flight are cancelled).
-    async fn stop(self) {
-        self.stop.send(()).unwrap();
-        self.task.await.unwrap().unwrap();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_plan_survives_a_restart_and_is_applied_once_on_approval() {
     let sim = common::start(&["staging"]).await;
@@ -465,7 +400,7 @@ async fn a_held_plan_survives_a_restart_and_is_applied_once_on_approval() {
     let data = work.path().join("data");
     let key = "wardn/gated";
 
-    let first = Running::start(&sim, &data, &apps).await;
+    let first = Running::start(&sim.kubeconfig, &data, &apps).await;
     let runner = std::sync::Arc::clone(&first.runner);
     eventually("Held", || {
         runner.status(key).and_then(|s| s.phase) == Some(Phase::Held)
@@ -476,7 +411,7 @@ async fn a_held_plan_survives_a_restart_and_is_applied_once_on_approval() {
 
     // A new daemon on the same data directory answers with the stored status at once, and
     // its own first pass keeps the same plan Held: nothing was applied.
-    let second = Running::start(&sim, &data, &apps).await;
+    let second = Running::start(&sim.kubeconfig, &data, &apps).await;
     let restored = second.runner.status(key).expect("restored status");
     assert_eq!(restored.phase, Some(Phase::Held));
     assert_eq!(restored.plan_hash, held.plan_hash);
@@ -592,13 +527,13 @@ async fn a_restart_during_an_apply_converges_without_orphans() {
         latency: Duration::from_millis(100),
         ..Default::default()
     });
-    let first = Running::start(&sim, &data, &apps).await;
+    let first = Running::start(&sim.kubeconfig, &data, &apps).await;
     eventually("the apply started", || !applied().is_empty()).await;
     first.stop().await;
     let written = applied().len();
     sim.cluster.set_faults(kubesim::Faults::default());
 
-    let second = Running::start(&sim, &data, &apps).await;
+    let second = Running::start(&sim.kubeconfig, &data, &apps).await;
     let runner = std::sync::Arc::clone(&second.runner);
     eventually("Synced", || {
         runner.status(key).and_then(|s| s.phase) == Some(Phase::Synced)
@@ -776,7 +711,7 @@ async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
     let src = work.path().join("cms");
     write_configmaps(&src, "base", 100);
     std::fs::write(apps.join("cms.yaml"), pruning_app_yaml("cms", &src)).unwrap();
-    let running = Running::start(&sim, &work.path().join("data"), &apps).await;
+    let running = Running::start(&sim.kubeconfig, &work.path().join("data"), &apps).await;
     let runner = std::sync::Arc::clone(&running.runner);
     let key = "wardn/cms";
     let synced_with = |n: usize| {
@@ -975,7 +910,7 @@ async fn an_app_never_silently_takes_over_another_apps_object() {
         app_yaml("first", &first_src, false),
     )
     .unwrap();
-    let running = Running::start(&sim, &work.path().join("data"), &apps).await;
+    let running = Running::start(&sim.kubeconfig, &work.path().join("data"), &apps).await;
     let runner = std::sync::Arc::clone(&running.runner);
     let phase = |key: &str| runner.status(key).and_then(|s| s.phase);
     eventually("first Synced", || {
@@ -1089,7 +1024,7 @@ async fn syncing_an_app_whose_cluster_is_down_or_removed_names_the_cluster() {
     let src = write_source(work.path(), "remote");
     let yaml = app_yaml("remote", &src, false).replace("cluster: \"\"", "cluster: edge");
     std::fs::write(apps.join("remote.yaml"), yaml).unwrap();
-    let running = Running::start(&sim, &work.path().join("data"), &apps).await;
+    let running = Running::start(&sim.kubeconfig, &work.path().join("data"), &apps).await;
     let base = running.base.clone();
     let http = reqwest::Client::new();
     let cookie = support::server::login(&base, PASSWORD).await;

@@ -5,7 +5,6 @@ source "$(dirname "$0")/../lib.sh"
 
 kubeconfig=$(cat "$E2E_TARGET_KUBECONFIG")
 server_url=$(sed -n 's/^ *server: *//p' "$E2E_TARGET_KUBECONFIG" | head -n 1)
-json_string() { sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' | awk 'BEGIN { ORS = "" } { print $0 "\\n" }'; }
 body() {
   printf '{"name":"%s","server_url":"%s","namespaces":["%s"],"kubeconfig":"%s"}' \
     "$E2E_CLUSTER" "$1" "$E2E_NAMESPACE" "$(printf '%s\n' "$kubeconfig" | json_string)"

@@ -88,6 +88,9 @@ pub enum InvalidApp {
     /// `spec.destination.cluster` is a template that does not resolve to a cluster name.
     #[error(transparent)]
     Routing(#[from] super::routing::RoutingError),
+    /// `spec.promotion` is invalid.
+    #[error(transparent)]
+    Promotion(#[from] super::promotion::PolicyError),
 }
 
 /// Checks one App document beyond its structure: kind and version, name, source, windows
@@ -113,6 +116,9 @@ pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
     app.spec.source.validate()?;
     parse_all(&app.spec.sync_policy.sync_windows)?;
     super::routing::resolve(&mut app)?;
+    if let Some(policy) = &app.spec.promotion {
+        policy.validate()?;
+    }
     Ok(app)
 }
 

@@ -5,6 +5,7 @@
 
 pub mod files;
 pub mod key;
+pub mod promotion;
 pub mod routing;
 pub mod template;
 pub mod window;
@@ -43,6 +44,10 @@ pub struct AppSpec {
     /// When and how wardn applies changes.
     #[serde(default)]
     pub sync_policy: SyncPolicy,
+    /// Where digest promotions into this App come from, their soak time and whether they
+    /// happen on their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<promotion::PromotionPolicy>,
 }
 
 /// `spec.destination`: the target cluster and namespace.
@@ -242,6 +247,10 @@ pub struct AppStatus {
     /// from `--apps` files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The images a promotion pinned on this App (applied to every render until the next
+    /// promotion or an unpin), and where they come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promoted_from: Option<promotion::PromotedFrom>,
 }
 
 /// Why the CRD could not be printed.

@@ -1,4 +1,5 @@
-//! `wardn apps list|get|diff|sync|approve|reject`: the Apps API from the command line, with
+//! `wardn apps list|get|diff|sync|approve|reject` (and `promote|history|rollback|unpin`, in
+//! [`super::promotions`]): the Apps API from the command line, with
 //! `-o table|json|yaml`, a progress display for long syncs (`sync --wait`) and exit codes that
 //! tell a script how a sync ended (see [`exit_code`]).
 
@@ -11,7 +12,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::client::{ApiClient, CliError, ConnectionArgs};
-use super::table;
+use super::promotions;
+use super::table::{self, short_revision};
 use crate::app::{AppStatus, Phase};
 use crate::sources::spec::parse_duration;
 
@@ -115,6 +117,46 @@ pub enum AppsCommand {
         #[arg(short, long, value_enum, default_value_t)]
         output: Output,
     },
+    /// Promote the image digests APP's Pods run onto the App --to names (Held when it
+    /// requires approval). Exit code: 0 Synced, 3 Held or Waiting, 1 otherwise.
+    Promote {
+        /// The source: `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
+        app: String,
+        /// The target App: `NAME` (on any cluster) or `CLUSTER/NAME`.
+        #[arg(long)]
+        to: String,
+        /// Output format (json/yaml: the promotion record and the target's status).
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// List an App's promotions and rollbacks, newest first: ID SOURCE REVISION IMAGES ACTOR
+    /// WHEN OUTCOME.
+    History {
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
+        app: String,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Pin the images of an earlier promotion of APP again (Held when it requires approval).
+    Rollback {
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
+        app: String,
+        /// The promotion's id (`wardn apps history`).
+        #[arg(long)]
+        to: u64,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Remove the images a promotion pinned on APP: it runs what its source renders again.
+    Unpin {
+        /// `CLUSTER/NAME`, `NAME` (cluster `local`) or `CLUSTER/NAMESPACE/NAME`.
+        app: String,
+        /// Output format of the resulting status.
+        #[arg(short, long, value_enum, default_value_t)]
+        output: Output,
+    },
 }
 
 /// An App as `GET /api/v1/apps` shows it.
@@ -200,13 +242,6 @@ fn structured(value: &Value, output: Output) -> Result<String, CliError> {
 /// A phase as shown in tables.
 fn phase_name(phase: Option<Phase>) -> String {
     phase.map_or_else(|| "Unknown".to_string(), |p| format!("{p:?}"))
-}
-
-/// A revision shortened like a Git short id (`sha256:` prefixes dropped).
-fn short_revision(revision: Option<&str>) -> String {
-    let rev = revision.unwrap_or("-");
-    let rev = rev.rsplit(':').next().unwrap_or(rev);
-    rev.chars().take(12).collect()
 }
 
 /// The `wardn apps list` / `get` table.
@@ -331,7 +366,61 @@ pub async fn run(connection: &ConnectionArgs, command: AppsCommand) -> Result<Ex
             print_status(&app, &status, output)?;
             Ok(ExitCode::SUCCESS)
         }
+        AppsCommand::Promote { app, to, output } => {
+            let to = promotions::target(&to, |what, v| checked(what, v).map(str::to_string))?;
+            let path = promotions::with_query(app_path(&app, "promote")?, &format!("to={to}"));
+            let done: Value = client.call(Method::POST, &path, None).await?;
+            promoted(&done, output)
+        }
+        AppsCommand::History { app, output } => {
+            let path = app_path(&app, "promotions")?;
+            let value: Value = client.call(Method::GET, &path, None).await?;
+            match output {
+                Output::Table => {
+                    let records: Vec<promotions::PromotionView> =
+                        decode("promotions", value["promotions"].clone())?;
+                    println!("{}", promotions::history_table(&records));
+                }
+                _ => println!("{}", structured(&value, output)?),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AppsCommand::Rollback { app, to, output } => {
+            let path = promotions::with_query(app_path(&app, "rollback")?, &format!("to={to}"));
+            let done: Value = client.call(Method::POST, &path, None).await?;
+            promoted(&done, output)
+        }
+        AppsCommand::Unpin { app, output } => {
+            let path = app_path(&app, "unpin")?;
+            let done: Value = client.call(Method::POST, &path, None).await?;
+            let status: AppStatus = decode("status", done["status"].clone())?;
+            print_status(&app, &status, output)?;
+            Ok(ExitCode::from(exit_code(status.phase)))
+        }
     }
+}
+
+/// Prints the answer of `promote` or `rollback` (what was pinned, the target's status and,
+/// when it is Held, the command that approves it) and returns the exit code of the target's
+/// phase.
+fn promoted(done: &Value, output: Output) -> Result<ExitCode, CliError> {
+    let status: AppStatus = decode("status", done["status"].clone())?;
+    let record: promotions::PromotionView = decode("promotion", done["promotion"].clone())?;
+    match output {
+        Output::Table => {
+            print!("{}", done["text"].as_str().unwrap_or_default());
+            print_status(&record.target, &status, output)?;
+            if status.phase == Some(Phase::Held) {
+                println!(
+                    "approve with: wardn apps approve {} --plan-hash {}",
+                    record.target,
+                    status.plan_hash.as_deref().unwrap_or_default()
+                );
+            }
+        }
+        _ => println!("{}", structured(done, output)?),
+    }
+    Ok(ExitCode::from(exit_code(status.phase)))
 }
 
 async fn list(
@@ -473,15 +562,5 @@ mod tests {
         assert_eq!(exit_code(Some(Phase::Degraded)), EXIT_FAILED);
         assert_eq!(exit_code(Some(Phase::Failed)), EXIT_FAILED);
         assert_eq!(exit_code(None), EXIT_FAILED);
-    }
-
-    #[test]
-    fn revisions_are_shortened() {
-        assert_eq!(
-            short_revision(Some("sha256:0123456789abcdef")),
-            "0123456789ab"
-        );
-        assert_eq!(short_revision(Some("v1")), "v1");
-        assert_eq!(short_revision(None), "-");
     }
 }

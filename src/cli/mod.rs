@@ -6,6 +6,7 @@ pub mod client;
 pub mod cluster_apps;
 pub mod commands;
 pub mod offline;
+pub mod promotions;
 pub mod repos;
 pub mod serve;
 pub mod table;

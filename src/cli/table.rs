@@ -1,6 +1,13 @@
 //! Column-aligned text tables, as `kubectl get` prints them: a header row, then one row per
 //! item, columns separated by two spaces, trailing spaces trimmed.
 
+/// A revision shortened like a Git short id (`sha256:` prefixes dropped).
+pub fn short_revision(revision: Option<&str>) -> String {
+    let rev = revision.unwrap_or("-");
+    let rev = rev.rsplit(':').next().unwrap_or(rev);
+    rev.chars().take(12).collect()
+}
+
 /// Aligns `rows` (the first one being the header) into columns.
 pub fn render(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -46,5 +53,15 @@ mod tests {
             render(&rows),
             "NAME         PHASE   MESSAGE\na-long-name  Held\nb            Synced  ok"
         );
+    }
+
+    #[test]
+    fn revisions_are_shortened() {
+        assert_eq!(
+            short_revision(Some("sha256:0123456789abcdef")),
+            "0123456789ab"
+        );
+        assert_eq!(short_revision(Some("v1")), "v1");
+        assert_eq!(short_revision(None), "-");
     }
 }

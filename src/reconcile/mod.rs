@@ -12,6 +12,7 @@ pub mod pass;
 pub mod pipeline;
 mod place;
 pub mod plan;
+pub mod promotion;
 pub mod retry;
 pub mod scheduler;
 pub mod status;

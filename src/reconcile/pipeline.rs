@@ -176,7 +176,8 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
         diffs,
         prunes,
     )
-    .with_out_of_scope(out_of_scope);
+    .with_out_of_scope(out_of_scope)
+    .with_promotion(previous.promoted_from.clone());
     Ok((
         Planned {
             plan,
@@ -235,7 +236,7 @@ pub async fn reconcile(
             return Ok(outcome);
         }
         Decision::Synced => (Phase::Synced, String::new()),
-        Decision::Held(m) => (Phase::Held, m),
+        Decision::Held(m) => (Phase::Held, held_message(&planned.plan, m)),
         Decision::Waiting(m) => (Phase::Waiting, m),
         Decision::OutOfSync(m) => (Phase::OutOfSync, m),
     };
@@ -248,6 +249,15 @@ pub async fn reconcile(
         verified: planned.verified,
         adopted: Vec::new(),
     })
+}
+
+/// The message of a Held plan: `reason`, after the promotion the plan carries (its
+/// headline and pinned images), if any.
+fn held_message(plan: &Plan, reason: String) -> String {
+    match &plan.promotion {
+        Some(promotion) => format!("{}: {reason}", promotion.summary()),
+        None => reason,
+    }
 }
 
 /// Approves the Held plan: re-plans, and applies only if the fresh plan has the Held hash
@@ -291,6 +301,7 @@ pub async fn approve(
             "the plan changed since it was Held"
         };
         let message = format!("{why}; plan {} waits for approval", planned.plan.plan_hash);
+        let message = held_message(&planned.plan, message);
         let mut fresh = previous.clone();
         fresh.held_at = None;
         fresh.phase = None;

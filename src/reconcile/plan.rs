@@ -6,6 +6,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::app::PlanSummary;
+use crate::app::promotion::PromotedFrom;
 use crate::diff::{Action, ObjectDiff};
 use crate::object::ObjectRef;
 
@@ -34,6 +35,10 @@ pub struct Plan {
     /// reported, never deleted. Not part of the hash: the plan does nothing to them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub out_of_scope: Vec<ObjectRef>,
+    /// The promotion whose pinned images the rendered objects carry (the App's
+    /// `status.promotedFrom`). Not part of the hash: the pins are in the rendered digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<PromotedFrom>,
     /// sha256 (hex) over revision, digest and the touched objects' live resourceVersions.
     pub plan_hash: String,
 }
@@ -61,6 +66,7 @@ impl Plan {
             objects,
             prunes,
             out_of_scope: Vec::new(),
+            promotion: None,
             plan_hash,
         }
     }
@@ -69,6 +75,12 @@ impl Plan {
     /// [`Plan::out_of_scope`]); the hash is unchanged.
     pub fn with_out_of_scope(mut self, objects: Vec<ObjectRef>) -> Plan {
         self.out_of_scope = objects;
+        self
+    }
+
+    /// The plan with the promotion whose pins it carries (see [`Plan::promotion`]).
+    pub fn with_promotion(mut self, promotion: Option<PromotedFrom>) -> Plan {
+        self.promotion = promotion;
         self
     }
 
@@ -87,9 +99,25 @@ impl Plan {
         self.prunes.is_empty() && self.objects.iter().all(|d| d.action == Action::Unchanged)
     }
 
-    /// The unified text diff of the whole plan (Secret values masked), prunes included.
+    /// The unified text diff of the whole plan (Secret values masked), prunes included,
+    /// after the promotion it carries (`# promotion from CLUSTER/APP at REVISION` and one
+    /// `# repo:tag → repo@sha256:…` line per pinned image).
     pub fn text(&self) -> String {
-        let mut out: String = self.objects.iter().map(|d| d.text.as_str()).collect();
+        let mut out = String::new();
+        if let Some(promotion) = &self.promotion {
+            out.push_str(&format!(
+                "# {}
+",
+                promotion.headline()
+            ));
+            for line in promotion.image_lines() {
+                out.push_str(&format!(
+                    "#   {line}
+"
+                ));
+            }
+        }
+        out.extend(self.objects.iter().map(|d| d.text.as_str()));
         for p in &self.prunes {
             out.push_str(&format!("# prune {}\n", p.object));
         }

@@ -34,6 +34,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub use inputs::inputs_unchanged;
+pub use transform::{pin_images, split_image};
 pub use tree::{DirTree, Tree, TreeError};
 
 /// The result of rendering a directory.
@@ -98,13 +99,24 @@ impl RenderError {
     }
 }
 
+/// sha256 (hex) of rendered YAML.
+fn yaml_digest(yaml: &str) -> String {
+    hex::encode(Sha256::digest(yaml.as_bytes()))
+}
+
+/// The digest [`render`] reports for `objects` (sha256 of their canonical YAML): what a
+/// render that produced them, e.g. after [`pin_images`], would be known by.
+pub fn objects_digest(objects: &[Value]) -> String {
+    yaml_digest(&emit::documents_to_yaml(objects))
+}
+
 /// Renders the directory `dir` (a tree path, `""` for the root) of `tree`.
 pub fn render(tree: &dyn Tree, dir: &str) -> Result<Rendered, RenderError> {
     let recorder = inputs::Recorder::new(tree);
     let dir = tree::normalize("", dir)?;
     let objects = loader::build_top(&recorder, &dir)?;
     let yaml = emit::documents_to_yaml(&objects);
-    let digest = hex::encode(Sha256::digest(yaml.as_bytes()));
+    let digest = yaml_digest(&yaml);
     Ok(Rendered {
         objects,
         yaml,

@@ -236,7 +236,27 @@ fn image_matches(image: &str, name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
-fn walk_containers(node: &mut Value, images: &[Image]) {
+/// Pins images to digests after rendering: every container whose image is one of `pins`'
+/// repositories (`(repository, sha256:…)`) is set to `repository@digest`, as a kustomize
+/// `images` entry with a `digest` would. Returns how many containers matched.
+pub fn pin_images(objects: &mut [Value], pins: &[(String, String)]) -> usize {
+    let entries: Vec<Image> = pins
+        .iter()
+        .map(|(repository, digest)| Image {
+            name: repository.clone(),
+            digest: digest.clone(),
+            ..Image::default()
+        })
+        .collect();
+    objects
+        .iter_mut()
+        .map(|object| walk_containers(object, &entries))
+        .sum()
+}
+
+/// Applies `images` to every container below `node`; returns how many matched.
+fn walk_containers(node: &mut Value, images: &[Image]) -> usize {
+    let mut matched = 0;
     match node {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
@@ -244,29 +264,32 @@ fn walk_containers(node: &mut Value, images: &[Image]) {
                     && let Value::Array(items) = child
                 {
                     for item in items.iter_mut() {
-                        update_image(item, images);
+                        matched += usize::from(update_image(item, images));
                     }
                 }
-                walk_containers(child, images);
+                matched += walk_containers(child, images);
             }
         }
         Value::Array(items) => {
             for item in items {
-                walk_containers(item, images);
+                matched += walk_containers(item, images);
             }
         }
         _ => {}
     }
+    matched
 }
 
-fn update_image(container: &mut Value, images: &[Image]) {
-    if let Some(Value::String(current)) = container.get_mut("image") {
-        update_image_string(current, images);
+/// Applies the first of `images` that matches the container's image; whether one did.
+fn update_image(container: &mut Value, images: &[Image]) -> bool {
+    match container.get_mut("image") {
+        Some(Value::String(current)) => update_image_string(current, images),
+        _ => false,
     }
 }
 
-/// Applies the first matching `images` entry to one image reference.
-fn update_image_string(current: &mut String, images: &[Image]) {
+/// Applies the first matching `images` entry to one image reference; whether one matched.
+fn update_image_string(current: &mut String, images: &[Image]) -> bool {
     for img in images {
         if !image_matches(current, &img.name) {
             continue;
@@ -294,8 +317,9 @@ fn update_image_string(current: &mut String, images: &[Image]) {
             name = format!("{name}@{digest}");
         }
         *current = name;
-        return;
+        return true;
     }
+    false
 }
 
 /// kustomize's `image.Split`: name, tag and digest of an image reference (a registry host's
@@ -465,6 +489,35 @@ mod tests {
         assert!(!image_matches("nginx-extra:1", "nginx"));
         assert!(!image_matches("nginx:", "nginx"));
         assert!(!image_matches("nginx:-x", "nginx"));
+    }
+
+    #[test]
+    fn pins_images_to_digests_like_a_kustomize_digest_entry() {
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let mut objects = vec![
+            serde_json::json!({"kind": "Deployment", "spec": {"template": {"spec": {
+                "initContainers": [{"name": "i", "image": "localhost:5000/web:1"}],
+                "containers": [
+                    {"name": "w", "image": "localhost:5000/web@sha256:0ld"},
+                    {"name": "x", "image": "localhost:5000/web-extra:1"},
+                    {"name": "n", "image": 7}
+                ]
+            }}}}),
+            serde_json::json!({"kind": "ConfigMap", "data": {"image": "localhost:5000/web:1"}}),
+        ];
+        let pins = [("localhost:5000/web".to_string(), digest.clone())];
+        assert_eq!(pin_images(&mut objects, &pins), 2);
+        let spec = &objects[0]["spec"]["template"]["spec"];
+        let pinned = format!("localhost:5000/web@{digest}");
+        assert_eq!(spec["initContainers"][0]["image"], pinned.as_str());
+        assert_eq!(spec["containers"][0]["image"], pinned.as_str());
+        assert_eq!(spec["containers"][1]["image"], "localhost:5000/web-extra:1");
+        assert_eq!(objects[1]["data"]["image"], "localhost:5000/web:1");
+        // Pinning again changes nothing but still counts the matches.
+        let before = objects.clone();
+        assert_eq!(pin_images(&mut objects, &pins), 2);
+        assert_eq!(objects, before);
+        assert_eq!(pin_images(&mut objects, &[]), 0);
     }
 
     #[test]

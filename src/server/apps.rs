@@ -71,7 +71,7 @@ fn view(app: &App, status: &AppStatus) -> Value {
     })
 }
 
-fn completed(done: Completed) -> Value {
+pub(super) fn completed(done: Completed) -> Value {
     match done {
         Completed::Status(status) => json!({ "status": status }),
         Completed::Plan(plan) => json!({ "plan": plan, "text": plan.text() }),
@@ -102,8 +102,16 @@ pub struct AppAt {
 
 /// The key of the App at `{cluster}/{name}` (in `at.namespace` when given): 404 when there
 /// is none, 409 naming the candidates when the name is ambiguous.
-fn key(state: &AppState, cluster: &str, name: &str, at: &AppAt) -> Result<String, ApiError> {
-    match state.runner().find(cluster, name, at.namespace.as_deref()) {
+pub(super) fn key(
+    state: &AppState,
+    cluster: &str,
+    name: &str,
+    at: &AppAt,
+) -> Result<String, ApiError> {
+    match state
+        .runner()
+        .find(Some(cluster), name, at.namespace.as_deref())
+    {
         Ok(key) => Ok(key),
         Err(FindError::NotFound) => Err(ApiError::new(
             StatusCode::NOT_FOUND,

@@ -9,6 +9,7 @@ use crate::clusters::registry::RegistryError;
 use crate::clusters::resolve::ResolveError;
 use crate::daemon::runner::OperationError;
 use crate::reconcile::error::ErrorClass;
+use crate::reconcile::promotion::PromoteError;
 use crate::sources::repositories::RepositoryError;
 use crate::store::StoreError;
 
@@ -81,7 +82,7 @@ impl From<OperationError> for ApiError {
     fn from(err: OperationError) -> ApiError {
         let status = match &err {
             OperationError::NotFound(_) | OperationError::Removed(_) => StatusCode::NOT_FOUND,
-            OperationError::Task(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            OperationError::Task(_) | OperationError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
             OperationError::Stopped => StatusCode::SERVICE_UNAVAILABLE,
             OperationError::NotRendered(_) => StatusCode::CONFLICT,
             // The App names a cluster that is not (or no longer) registered: the App and the
@@ -100,6 +101,18 @@ impl From<OperationError> for ApiError {
                 ErrorClass::Forbidden => StatusCode::FORBIDDEN,
                 ErrorClass::Conflict => StatusCode::CONFLICT,
                 ErrorClass::Cluster => StatusCode::BAD_GATEWAY,
+            },
+            OperationError::Promote(e) => match e {
+                PromoteError::SourceNotReady { .. }
+                | PromoteError::Soaking { .. }
+                | PromoteError::NotUpstream { .. } => StatusCode::CONFLICT,
+                PromoteError::Cluster { .. } => StatusCode::BAD_GATEWAY,
+                PromoteError::Mixed { .. }
+                | PromoteError::MixedRepository { .. }
+                | PromoteError::Unresolved { .. }
+                | PromoteError::NothingRunning(_)
+                | PromoteError::Policy(_)
+                | PromoteError::NotRendered { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             },
         };
         ApiError::new(status, err.to_string())

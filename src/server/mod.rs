@@ -12,6 +12,7 @@ pub mod error;
 pub mod listener;
 pub mod login_limit;
 pub mod metrics;
+pub mod promotions;
 pub mod repositories;
 pub mod tls;
 pub mod tokens;
@@ -333,6 +334,30 @@ pub fn route_table() -> Vec<RouteSpec> {
             "/api/v1/apps/{cluster}/{name}/refresh",
             User,
             post(apps::refresh),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/apps/{cluster}/{name}/promote",
+            User,
+            post(promotions::promote),
+        ),
+        route(
+            Method::GET,
+            "/api/v1/apps/{cluster}/{name}/promotions",
+            User,
+            get(promotions::list),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/apps/{cluster}/{name}/rollback",
+            User,
+            post(promotions::rollback),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/apps/{cluster}/{name}/unpin",
+            User,
+            post(promotions::unpin),
         ),
         route(
             Method::POST,

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod auth;
 pub mod clusters;
 mod migrate;
+pub mod promotions;
 pub mod repositories;
 
 use std::path::{Path, PathBuf};

@@ -318,12 +318,13 @@ impl Runner {
         }
     }
 
-    /// Finds the App deployed to cluster segment `cluster` (`local`: the management cluster)
-    /// under `name`, in App namespace `namespace` when given; returns its key. Without a
-    /// namespace, Apps of the same name in several namespaces are [`FindError::Ambiguous`].
+    /// Finds the App deployed to cluster segment `cluster` (`local`: the management cluster;
+    /// `None`: any cluster) under `name`, in App namespace `namespace` when given; returns its
+    /// key. Several Apps of that name (in several namespaces, or on several clusters when no
+    /// cluster is given) are [`FindError::Ambiguous`].
     pub fn find(
         &self,
-        cluster: &str,
+        cluster: Option<&str>,
         name: &str,
         namespace: Option<&str>,
     ) -> Result<String, FindError> {
@@ -332,7 +333,7 @@ impl Runner {
             .lock()
             .iter()
             .filter(|(_, r)| {
-                r.app.spec.destination.cluster_segment() == cluster
+                cluster.is_none_or(|c| r.app.spec.destination.cluster_segment() == c)
                     && r.app.metadata.name.as_deref() == Some(name)
                     && namespace.is_none_or(|ns| r.app.metadata.namespace.as_deref() == Some(ns))
             })

@@ -11,12 +11,17 @@
 //! - [`files`] and [`resources`]: where Apps come from (`--apps DIR`, App custom resources);
 //! - [`intake`]: source updates, rendered through the render cache;
 //! - [`operations`]: passes, plans, refreshes, approvals and rejections;
+//! - [`promotion`]: promotions (digests read from a source App's Pods, pinned on a target),
+//!   rollbacks, unpins, their records and automatic promotions; [`pins`]: the pinned images
+//!   applied to an App's rendered manifests;
 //! - [`publish`]: statuses to the store, App resources' status and Events.
 
 mod app_set;
 mod files;
 mod intake;
 mod operations;
+mod pins;
+mod promotion;
 mod publish;
 mod resources;
 
@@ -43,6 +48,7 @@ use crate::sources::url::SourceKey;
 use crate::store::{Store, StoreError};
 pub use app_set::{FindError, RunnerError, Upserted};
 pub use operations::{Completed, Operation, OperationError};
+pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
 
 /// Where an App comes from. When a file and a custom resource define the same
@@ -97,6 +103,9 @@ pub struct Runner {
     file_errors: Mutex<Vec<String>>,
     store: Option<Store>,
     publisher: Publisher,
+    /// The `source@revision` each autoPromote App was last promoted from automatically (each
+    /// is tried once).
+    auto_attempts: Mutex<HashMap<String, String>>,
 }
 
 impl Runner {
@@ -134,6 +143,7 @@ impl Runner {
             file_errors: Mutex::new(Vec::new()),
             publisher: Publisher::start(store.clone()),
             store,
+            auto_attempts: Mutex::new(HashMap::new()),
         })
     }
 
@@ -151,7 +161,8 @@ impl Runner {
                 })
                 .await;
         });
-        self.tasks.lock().extend([update_loop, workers]);
+        let promotions = tokio::spawn(Arc::clone(self).auto_promote());
+        self.tasks.lock().extend([update_loop, workers, promotions]);
     }
 
     /// Loads the statuses stored by a previous run, so the API answers with them and a Held

@@ -9,6 +9,8 @@ use futures_util::future::BoxFuture;
 use jiff::Timestamp;
 
 use super::Runner;
+use super::pins::pinned;
+use crate::app::promotion::PromotedFrom;
 use crate::app::{App, AppStatus};
 use crate::clusters::allowlist::Allowlist;
 use crate::clusters::resolve::ResolveError;
@@ -20,6 +22,7 @@ use crate::reconcile::live::ClusterLive;
 use crate::reconcile::pass::{Journal, Manifests, Pass, Target};
 use crate::reconcile::pipeline;
 use crate::reconcile::plan::Plan;
+use crate::reconcile::promotion::PromoteError;
 use crate::reconcile::status;
 use crate::reconcile::upkeep::PassEnd;
 use crate::time::now_rfc3339;
@@ -27,7 +30,7 @@ use crate::time::now_rfc3339;
 impl Runner {
     /// The destination of `app` as a pipeline target, and the identity of the credentials its
     /// client uses.
-    async fn target(&self, app: &App) -> Result<(Target, u64, String), ResolveError> {
+    pub(super) async fn target(&self, app: &App) -> Result<(Target, u64, String), ResolveError> {
         let cluster = &app.spec.destination.cluster;
         let destination = self.resolver.destination(cluster).await?;
         let kinds = self
@@ -59,8 +62,10 @@ impl Runner {
             let manifests = record
                 .and_then(|r| r.manifests.clone())
                 .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
+            let previous: AppStatus = record.map(|r| r.status.clone()).unwrap_or_default();
+            let manifests = pinned(manifests, previous.promoted_from.as_ref());
             (
-                record.map(|r| r.status.clone()).unwrap_or_default(),
+                previous,
                 manifests,
                 record.map(|r| Arc::clone(&r.verified)).unwrap_or_default(),
             )
@@ -120,6 +125,14 @@ impl Runner {
                         .reject(&key, hash.as_deref())
                         .await
                         .map(Completed::Status),
+                    Operation::Promote { source, id } => this
+                        .promote(&source, &key, &id)
+                        .await
+                        .map(Completed::Status),
+                    Operation::Pin(promoted) => this
+                        .pin(&key, promoted.map(|p| *p))
+                        .await
+                        .map(Completed::Status),
                 }
             };
             tokio::select! {
@@ -150,6 +163,16 @@ impl Runner {
         verify_all: bool,
     ) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
+        self.pass_locked(key, trigger, verify_all).await
+    }
+
+    /// [`Runner::run_pass`] for a caller that holds App `key`'s lock.
+    pub(super) async fn pass_locked(
+        &self,
+        key: &str,
+        trigger: &Trigger,
+        verify_all: bool,
+    ) -> Result<AppStatus, OperationError> {
         let p = self.prepare_followed(key).await?;
         let known = (!verify_all && matches!(trigger, Trigger::Automatic)).then(|| p.known());
         let now = Timestamp::now();
@@ -302,7 +325,7 @@ impl Runner {
     }
 
     /// Takes the per-App lock serialising passes, approvals and rejections of App `key`.
-    async fn lock_app(
+    pub(super) async fn lock_app(
         &self,
         key: &str,
     ) -> Result<tokio::sync::OwnedMutexGuard<()>, OperationError> {
@@ -471,6 +494,12 @@ pub enum OperationError {
     /// The pipeline failed.
     #[error(transparent)]
     Reconcile(#[from] ReconcileError),
+    /// A promotion was refused.
+    #[error(transparent)]
+    Promote(#[from] PromoteError),
+    /// The store failed (promotion records).
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
     /// The destination cluster did not answer.
     #[error("cluster {cluster} ({server}) is unreachable: {source}")]
     Unreachable {
@@ -505,6 +534,17 @@ pub enum Operation {
     Approve(Option<String>),
     /// Reject the Held plan (checking the hash when given).
     Reject(Option<String>),
+    /// Promote the digests App `source` (a key) runs onto this App, as promotion `id`, and
+    /// run a manual pass (Held when the App requires approval).
+    Promote {
+        /// The source App's key.
+        source: String,
+        /// The promotion record's id.
+        id: String,
+    },
+    /// Pin these images (a rollback to an earlier promotion), or with `None` unpin, and run a
+    /// manual pass.
+    Pin(Option<Box<PromotedFrom>>),
 }
 
 /// What an [`Operation`] produced.

@@ -1,0 +1,348 @@
+//! Promotions on the runner: read the digests a source App's workloads run, pin them on a
+//! target App (kept in its status, hence in the store, until the next promotion or an
+//! unpin), and run the target's manual pass: Held when it requires approval, applied
+//! otherwise. Every pass of a pinned App renders with the pins applied (`pins`).
+//! [`Runner::promote_recorded`] keeps a record of each promotion and rollback in the store
+//! and audits it; [`Runner::auto_promote`] promotes into the Apps that ask for it
+//! (`spec.promotion.autoPromote`) once their upstream's soak time is met.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::Runner;
+use super::operations::{Completed, Operation, OperationError};
+use super::pins::{pinned, pins};
+use crate::app::promotion::{PinnedImage, PromotedFrom};
+use crate::app::{AppStatus, Phase};
+use crate::reconcile::decide::Trigger;
+use crate::reconcile::promotion::{self, PromoteError};
+use crate::render::pin_images;
+use crate::store::promotions::PromotionRecord;
+use crate::time::now_rfc3339;
+
+/// A promotion record with the images it pinned.
+pub type Promotion = PromotionRecord<Vec<PinnedImage>>;
+
+/// How often [`Runner::auto_promote`] looks for Apps to promote.
+pub(super) const AUTO_PROMOTE_EVERY: Duration = Duration::from_secs(1);
+
+/// How long after a refused automatic promotion the same source revision is tried again
+/// (a rollout may have been finishing).
+const AUTO_PROMOTE_RETRY: Duration = Duration::from_secs(30);
+
+/// The actor of automatic promotions in records and the audit log.
+pub const AUTO_PROMOTE_ACTOR: &str = "wardn/autoPromote";
+
+/// What a recorded promotion pins.
+#[derive(Debug, Clone)]
+pub enum PinRequest {
+    /// What App `source` (a key) runs now.
+    Promote {
+        /// The source App's key.
+        source: String,
+    },
+    /// The images of an earlier promotion (a rollback).
+    Rollback(PromotedFrom),
+}
+
+/// `digest=…` words for the audit log.
+fn pinned_words(images: &[PinnedImage]) -> String {
+    images
+        .iter()
+        .map(PinnedImage::pinned)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl Runner {
+    /// `CLUSTER/NAME` of App `key`, as the API addresses it.
+    pub fn address(&self, key: &str) -> String {
+        self.app(key)
+            .map(|app| {
+                format!(
+                    "{}/{}",
+                    app.spec.destination.cluster_segment(),
+                    app.metadata.name.unwrap_or_default()
+                )
+            })
+            .unwrap_or_else(|| key.to_string())
+    }
+
+    /// Runs `request` on App `target` for `actor` and records it: a promotion record in the
+    /// store (inserted first, its id in the target's `status.promotedFrom`, then finished
+    /// with the target's phase or the refusal) and an audit entry (`app.promote` or
+    /// `app.rollback`) with the digests. Returns the record and the target's status.
+    pub async fn promote_recorded(
+        self: &Arc<Self>,
+        actor: &str,
+        target: &str,
+        request: PinRequest,
+    ) -> Result<(Promotion, AppStatus), OperationError> {
+        let (action, source, revision, images) = match &request {
+            PinRequest::Promote { source } => (
+                "app.promote",
+                self.address(source),
+                String::new(),
+                Vec::new(),
+            ),
+            PinRequest::Rollback(earlier) => (
+                "app.rollback",
+                format!("{}/{}", earlier.cluster, earlier.app),
+                earlier.revision.clone(),
+                earlier.images.clone(),
+            ),
+        };
+        let mut record = Promotion {
+            id: 0,
+            target_key: target.to_string(),
+            target: self.address(target),
+            source,
+            revision,
+            images,
+            actor: actor.to_string(),
+            created_at: now_rfc3339(),
+            plan_hash: String::new(),
+            outcome: "pending".into(),
+        };
+        if let Some(store) = &self.store {
+            record.id = store.insert_promotion(&record).await?;
+        }
+        let id = record.id.to_string();
+        let operation = match request {
+            PinRequest::Promote { source } => Operation::Promote { source, id },
+            PinRequest::Rollback(earlier) => Operation::Pin(Some(Box::new(PromotedFrom {
+                promotion: Some(id),
+                ..earlier
+            }))),
+        };
+        let status = self
+            .operate(target, operation)
+            .await
+            .and_then(|done| match done {
+                Completed::Status(status) => Ok(status),
+                Completed::Plan(_) => {
+                    Err(OperationError::Task("a promotion answered a plan".into()))
+                }
+            });
+        match &status {
+            Ok(status) => {
+                if let Some(promoted) = &status.promoted_from {
+                    record.revision = promoted.revision.clone();
+                    record.images = promoted.images.clone();
+                }
+                record.plan_hash = status.plan_hash.clone().unwrap_or_default();
+                record.outcome = status
+                    .phase
+                    .map(|p| format!("{p:?}"))
+                    .unwrap_or_else(|| "unknown".into());
+            }
+            Err(e) => record.outcome = format!("refused: {e}"),
+        }
+        let audit = format!(
+            "{} id={} from={} revision={} images={}",
+            if status.is_ok() { "success" } else { "refused" },
+            record.id,
+            record.source,
+            record.revision,
+            pinned_words(&record.images),
+        );
+        let audit = match &status {
+            Ok(_) => format!("{audit} outcome={}", record.outcome),
+            Err(e) => format!("{audit}: {e}"),
+        };
+        if let Some(store) = &self.store {
+            let finished = store.finish_promotion(&record).await;
+            store
+                .record_audit(actor, action, &record.target, &audit, &now_rfc3339())
+                .await;
+            finished?;
+        }
+        Ok((record, status?))
+    }
+
+    /// Promotes what App `source` runs onto App `target` as promotion `id`: refuses a source
+    /// the target does not take promotions from (`spec.promotion.from`), one that is not
+    /// Synced and Healthy or not for the target's soak time (`requireHealthyFor`), reads the
+    /// digests of its workloads' Pods, and pins them on `target` ([`Runner::pin`]).
+    pub(super) async fn promote(
+        &self,
+        source: &str,
+        target: &str,
+        id: &str,
+    ) -> Result<AppStatus, OperationError> {
+        let missing = |key: &str| OperationError::NotFound(key.to_string());
+        let app = self.app(source).ok_or_else(|| missing(source))?;
+        let policy = self
+            .app(target)
+            .ok_or_else(|| missing(target))?
+            .spec
+            .promotion
+            .unwrap_or_default();
+        let (cluster, name) = (
+            app.spec.destination.cluster_segment().to_string(),
+            app.metadata.name.clone().unwrap_or_default(),
+        );
+        if !policy.accepts(&cluster, &name) {
+            return Err(PromoteError::NotUpstream {
+                target: self.address(target),
+                from: policy.from.unwrap_or_default(),
+            }
+            .into());
+        }
+        let (status, manifests) = {
+            let apps = self.apps.lock();
+            let record = apps.get(source).ok_or_else(|| missing(source))?;
+            (record.status.clone(), record.manifests.clone())
+        };
+        promotion::check_source(source, &status)?;
+        let soak = policy.soak().map_err(PromoteError::from)?;
+        promotion::check_soak(source, &status, soak, Timestamp::now())?;
+        let manifests = manifests.ok_or_else(|| OperationError::NotRendered(source.to_string()))?;
+        let manifests = pinned(manifests, status.promoted_from.as_ref());
+        let (destination, _, _) = self
+            .target(&app)
+            .await
+            .map_err(OperationError::Destination)?;
+        let workloads = promotion::workloads(&manifests.objects, &app.spec.destination.namespace);
+        let images = promotion::running_images(&destination.client, source, workloads).await?;
+        let promoted = PromotedFrom {
+            app: name,
+            cluster,
+            revision: status
+                .synced_revision
+                .or(status.revision)
+                .unwrap_or_default(),
+            images,
+            promotion: Some(id.to_string()),
+        };
+        self.pin(target, Some(promoted)).await
+    }
+
+    /// Pins `promoted`'s images on App `key` (refused when its render has none of them), or
+    /// with `None` removes the pins, then runs a manual pass with them.
+    pub(super) async fn pin(
+        &self,
+        key: &str,
+        promoted: Option<PromotedFrom>,
+    ) -> Result<AppStatus, OperationError> {
+        let _guard = self.lock_app(key).await?;
+        let (mut status, manifests) = {
+            let apps = self.apps.lock();
+            let record = apps
+                .get(key)
+                .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
+            (record.status.clone(), record.manifests.clone())
+        };
+        if let Some(promoted) = &promoted {
+            let manifests =
+                manifests.ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
+            let mut objects = manifests.objects.clone();
+            if pin_images(&mut objects, &pins(promoted)) == 0 {
+                return Err(PromoteError::NotRendered {
+                    target: key.to_string(),
+                    repositories: promoted
+                        .images
+                        .iter()
+                        .map(|i| i.repository.clone())
+                        .collect(),
+                }
+                .into());
+            }
+        }
+        status.promoted_from = promoted;
+        self.record(key, status);
+        let trigger = Trigger::Manual {
+            override_windows: false,
+        };
+        self.pass_locked(key, &trigger, false).await
+    }
+
+    /// The Apps with `spec.promotion.autoPromote` whose upstream runs, Synced and Healthy for
+    /// the soak time, a revision they were not promoted from yet: `(target, source, attempt)`.
+    /// Each source revision is tried once per target, again [`AUTO_PROMOTE_RETRY`] after a
+    /// refusal (each refusal is in the history).
+    fn due_promotions(&self, now: Timestamp) -> Vec<(String, String, String)> {
+        let candidates: Vec<(String, crate::app::promotion::PromotionPolicy, AppStatus)> = {
+            let apps = self.apps.lock();
+            apps.iter()
+                .filter_map(|(key, r)| {
+                    let policy = r.app.spec.promotion.clone()?;
+                    policy
+                        .auto_promote
+                        .then(|| (key.clone(), policy, r.status.clone()))
+                })
+                .collect()
+        };
+        let mut due = Vec::new();
+        for (target, policy, target_status) in candidates {
+            let Ok(Some((cluster, name))) = policy.upstream() else {
+                continue;
+            };
+            let Ok(source) = self.find(cluster, name, None) else {
+                continue;
+            };
+            let Some(status) = self.status(&source) else {
+                continue;
+            };
+            let Some(revision) = status.synced_revision.clone() else {
+                continue;
+            };
+            let source_cluster = self.address(&source);
+            let promoted = target_status.promoted_from.as_ref().is_some_and(|p| {
+                p.revision == revision && format!("{}/{}", p.cluster, p.app) == source_cluster
+            });
+            let attempt = format!("{source}@{revision}");
+            let ready = promotion::check_source(&source, &status).is_ok()
+                && policy
+                    .soak()
+                    .is_ok_and(|soak| promotion::check_soak(&source, &status, soak, now).is_ok());
+            if promoted || !ready || target_status.phase == Some(Phase::Progressing) {
+                continue;
+            }
+            let mut attempted = self.auto_attempts.lock();
+            if attempted.get(&target) == Some(&attempt) {
+                continue;
+            }
+            attempted.insert(target.clone(), attempt.clone());
+            due.push((target, source, attempt));
+        }
+        due
+    }
+
+    /// Every [`AUTO_PROMOTE_EVERY`], promotes into the Apps that ask for it
+    /// ([`Runner::due_promotions`]), recorded and audited as [`AUTO_PROMOTE_ACTOR`].
+    pub(super) async fn auto_promote(self: Arc<Self>) {
+        let mut stopping = self.stopping.subscribe();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(AUTO_PROMOTE_EVERY) => {}
+                _ = stopping.wait_for(|stopped| *stopped) => return,
+            }
+            for (target, source, attempt) in self.due_promotions(Timestamp::now()) {
+                let this = Arc::clone(&self);
+                tokio::spawn(async move {
+                    let request = PinRequest::Promote { source };
+                    match this
+                        .promote_recorded(AUTO_PROMOTE_ACTOR, &target, request)
+                        .await
+                    {
+                        Ok((record, _)) => tracing::info!(
+                            app = %target, id = record.id, outcome = %record.outcome,
+                            "promoted automatically"
+                        ),
+                        Err(e) => {
+                            tracing::warn!(app = %target, error = %e, "automatic promotion refused");
+                            tokio::time::sleep(AUTO_PROMOTE_RETRY).await;
+                            let mut attempted = this.auto_attempts.lock();
+                            if attempted.get(&target) == Some(&attempt) {
+                                attempted.remove(&target);
+                            }
+                        }
+                    }
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! A `wardn serve` running in this process (kubesim as its management cluster), for the
+//! tests that drive Apps through the API.
+
+use std::time::Duration;
+
+use wardn::daemon::ServeOptions;
+use wardn::seal::Sealer;
+use wardn::server::Server;
+
+/// The admin password of [`Running`] servers.
+pub const PASSWORD: &str = "correct horse battery staple";
+
+/// A server running in this process until [`Running::stop`].
+pub struct Running {
+    pub runner: std::sync::Arc<wardn::daemon::runner::Runner>,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), wardn::server::ServeError>>,
+}
+
+impl Running {
+    /// Binds and runs a server on `data` with the Apps of `apps`, the cluster of `kubeconfig`
+    /// as its management cluster.
+    pub async fn start(
+        kubeconfig: &std::path::Path,
+        data: &std::path::Path,
+        apps: &std::path::Path,
+    ) -> Running {
+        Running::start_with(ServeOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: data.to_path_buf(),
+            admin_password: Some(PASSWORD.into()),
+            apps_dir: Some(apps.to_path_buf()),
+            management_kubeconfig: Some(kubeconfig.to_path_buf()),
+            probe_interval: Duration::from_secs(3600),
+            probe_timeout: Duration::from_secs(5),
+            ..ServeOptions::default()
+        })
+        .await
+    }
+
+    /// Binds and runs a server with `options` (creating its data directory).
+    pub async fn start_with(options: ServeOptions) -> Running {
+        std::fs::create_dir_all(&options.data_dir).unwrap();
+        let server = Server::bind(options, Sealer::new(&[7u8; 32], None))
+            .await
+            .unwrap();
+        let runner = std::sync::Arc::clone(server.runner());
+        let base = format!("http://{}", server.addr);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async move {
+            let _ = stopped.await;
+        }));
+        Running {
+            runner,
+            base,
+            stop,
+            task,
+        }
+    }
+
+    /// Stops the server as a shutdown signal does (passes in flight are cancelled).
+    pub async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+/// Polls `check` until it holds (a minute at most).
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..600 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
