@@ -27,6 +27,7 @@ fn record(name: &str) -> ClusterRecord {
         credential_expires_at: None,
         created_at: "2026-01-01T00:00:00Z".to_string(),
         updated_at: "2026-01-01T00:00:00Z".to_string(),
+        declared_in: None,
     }
 }
 
@@ -56,6 +57,7 @@ async fn clusters(db: TestDb) {
     changed.namespaces = vec![];
     changed.credential_expires_at = Some("2030-01-01T00:00:00Z".to_string());
     changed.updated_at = "2026-02-01T00:00:00Z".to_string();
+    changed.declared_in = Some("/etc/wardn/clusters.yaml".to_string());
     assert!(store.update_cluster(&changed).await.unwrap());
     assert_eq!(store.get_cluster("staging").await.unwrap(), Some(changed));
     assert!(!store.update_cluster(&record("nope")).await.unwrap());

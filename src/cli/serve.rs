@@ -61,6 +61,10 @@ pub struct ServeArgs {
     /// ~/.kube/config; the choice is logged with its server URL).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// A file of `Cluster` documents (`cd.wardn.space/v1alpha1`) whose credentials are Secrets
+    /// in the management cluster: clusters declared as code, re-read every probe interval.
+    #[arg(long = "clusters", env = "WARDN_CLUSTERS_FILE")]
+    pub clusters_file: Option<PathBuf>,
     /// PEM file of extra CA certificates trusted for https:// Git remotes (private Git servers).
     #[arg(long, env = "WARDN_GIT_CA_FILE")]
     pub git_ca_file: Option<PathBuf>,
@@ -142,6 +146,11 @@ fn cluster_qps(text: &str) -> Result<f64, String> {
 /// `WARDN_WEBHOOK_SECRET`.
 pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     match args.role {
+        Role::Operator if args.clusters_file.is_some() => {
+            return Err(ServeError::Daemon(DaemonError::Role(
+                "--clusters declares clusters in the registry, which the server holds: give it to the --role server process".into(),
+            )));
+        }
         Role::Operator => return run_operator(args).await,
         Role::Server if args.apps.is_some() => {
             return Err(ServeError::Daemon(DaemonError::Role(
@@ -166,6 +175,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         webhook_secret: std::env::var(crate::sources::webhook::SECRET_ENV).ok(),
         apps_dir: args.apps,
         management_kubeconfig: args.kubeconfig,
+        clusters_file: args.clusters_file,
         git_ca_file: args.git_ca_file,
         app_namespaces: args.namespaces,
         reconcile_apps: args.role == Role::All,

@@ -7,6 +7,7 @@ pub mod allowlist;
 pub mod bootstrap;
 pub mod cache;
 pub mod connect;
+pub mod declared;
 pub mod expiry;
 pub mod kubeconfig;
 pub mod rbac;

@@ -140,6 +140,10 @@ pub struct ClusterView {
     /// When the registered credentials expire, if known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credential_expires_at: Option<String>,
+    /// The file declaring the cluster (`wardn serve --clusters FILE`); absent for clusters
+    /// registered through the API. Declared clusters change only in their file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared_in: Option<String>,
 }
 
 /// What the internal endpoint hands the operator: the unsealed kubeconfig and the allowlist.
@@ -155,6 +159,17 @@ pub struct ResolvedCluster {
     pub namespaces: Vec<String>,
 }
 
+/// Refuses an API change to a cluster declared in a file.
+fn refuse_declared(record: &ClusterRecord) -> Result<(), RegistryError> {
+    match &record.declared_in {
+        Some(file) => Err(RegistryError::Declared {
+            name: record.name.clone(),
+            file: file.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Errors of registry operations, each mapped to one HTTP status by the server.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
@@ -167,6 +182,24 @@ pub enum RegistryError {
     /// No such cluster (404).
     #[error("cluster {0:?} not found")]
     NotFound(String),
+    /// The cluster is declared in a file, so the API may not change it (409).
+    #[error("cluster {name:?} is declared in {file}: change or remove it there")]
+    Declared {
+        /// The cluster.
+        name: String,
+        /// The file declaring it.
+        file: String,
+    },
+    /// A declared cluster's name is taken by a cluster registered through the API (409).
+    #[error(
+        "cluster {name:?} is declared in {file} and also registered through the API: remove one of them"
+    )]
+    Clash {
+        /// The cluster.
+        name: String,
+        /// The file declaring it.
+        file: String,
+    },
     /// Sealing or unsealing failed (500).
     #[error(transparent)]
     Seal(#[from] SealError),
@@ -183,6 +216,7 @@ struct Registered {
     namespaces: Vec<String>,
     credential_expires_at: Option<String>,
     insecure_tls: bool,
+    declared_in: Option<String>,
 }
 
 impl Registered {
@@ -192,14 +226,17 @@ impl Registered {
             namespaces: record.namespaces.clone(),
             credential_expires_at: record.credential_expires_at.clone(),
             insecure_tls,
+            declared_in: record.declared_in.clone(),
         }
     }
 }
 
 /// The registry: store, sealer, status board and client cache.
 pub struct Registry {
-    store: Store,
-    sealer: Sealer,
+    pub(super) store: Store,
+    pub(super) sealer: Sealer,
+    /// Why declarations of the `--clusters` file were not applied, as of its last reading.
+    pub(super) declaration_problems: RwLock<Vec<String>>,
     /// Every registration by name, loaded from the store on first use, then kept in step by
     /// register, update and remove (after their store writes).
     board: tokio::sync::OnceCell<RwLock<BTreeMap<String, Registered>>>,
@@ -215,6 +252,7 @@ impl Registry {
         Registry {
             store,
             sealer,
+            declaration_problems: RwLock::default(),
             board: tokio::sync::OnceCell::new(),
             statuses: RwLock::default(),
             clients: ClientCache::new(),
@@ -240,7 +278,7 @@ impl Registry {
     }
 
     /// Records an audit entry with an `outcome` of the caller's wording (bounded by the store).
-    async fn audit(&self, actor: &str, action: &str, target: &str, outcome: &str) {
+    pub(super) async fn audit(&self, actor: &str, action: &str, target: &str, outcome: &str) {
         self.store
             .record_audit(actor, action, target, outcome, &now_rfc3339())
             .await;
@@ -258,7 +296,7 @@ impl Registry {
         self.statuses.write().insert(name.to_string(), status);
     }
 
-    fn forget(&self, name: &str) {
+    pub(super) fn forget(&self, name: &str) {
         self.clients.invalidate(name);
         self.statuses.write().remove(name);
     }
@@ -286,7 +324,7 @@ impl Registry {
     }
 
     /// Records `record` on the board (after it was written to the store).
-    async fn board_put(
+    pub(super) async fn board_put(
         &self,
         record: &ClusterRecord,
         insecure_tls: bool,
@@ -307,13 +345,14 @@ impl Registry {
             unrestricted: registered.namespaces.is_empty(),
             insecure_tls: registered.insecure_tls,
             credential_expires_at: registered.credential_expires_at.clone(),
+            declared_in: registered.declared_in.clone(),
         }
     }
 
     /// Validates a server URL and kubeconfig pair (one that skips TLS verification only when
     /// `allow_insecure_tls`); returns the credential expiry if known, and whether it skips TLS
     /// verification.
-    fn check(
+    pub(super) fn check(
         server_url: &str,
         kubeconfig: &str,
         allow_insecure_tls: bool,
@@ -370,6 +409,7 @@ impl Registry {
             credential_expires_at: expires,
             created_at: now.clone(),
             updated_at: now,
+            declared_in: None,
         };
         match self.store.insert_cluster(&record).await {
             Err(StoreError::Duplicate(_)) => return Err(RegistryError::Duplicate(request.name)),
@@ -406,6 +446,7 @@ impl Registry {
             .get_cluster(name)
             .await?
             .ok_or_else(|| RegistryError::NotFound(name.to_string()))?;
+        refuse_declared(&record)?;
         if request.name.as_deref().is_some_and(|n| n != name) {
             return Err(ValidationError {
                 field: "name".to_string(),
@@ -446,6 +487,27 @@ impl Registry {
 
     /// Removes a cluster (audited as `cluster.remove`); drops its cached client.
     pub async fn remove(&self, actor: &str, name: &str) -> Result<(), RegistryError> {
+        let result = self.remove_inner(name, None).await;
+        self.store
+            .audited(actor, "cluster.remove", name, result)
+            .await
+    }
+
+    /// Deletes cluster `name` from the store and the board: one registered through the API
+    /// when `declared_in` is `None`, else one declared in that file.
+    pub(super) async fn remove_inner(
+        &self,
+        name: &str,
+        declared_in: Option<&str>,
+    ) -> Result<(), RegistryError> {
+        let record = self
+            .store
+            .get_cluster(name)
+            .await?
+            .ok_or_else(|| RegistryError::NotFound(name.to_string()))?;
+        if declared_in.is_none() {
+            refuse_declared(&record)?;
+        }
         let result = match self.store.delete_cluster(name).await {
             Ok(true) => self.board().await.map(|board| {
                 board.write().remove(name);
@@ -454,9 +516,7 @@ impl Registry {
             Err(err) => Err(err.into()),
         };
         self.forget(name);
-        self.store
-            .audited(actor, "cluster.remove", name, result)
-            .await
+        result
     }
 
     /// Connects with an unregistered kubeconfig and reports, storing nothing but the audit
@@ -498,6 +558,12 @@ impl Registry {
             .iter()
             .map(|(name, registered)| self.view(name, registered))
             .collect())
+    }
+
+    /// Why declarations of the `--clusters` file were not applied at its last reading
+    /// (empty: all were, or there is no such file).
+    pub fn declaration_problems(&self) -> Vec<String> {
+        self.declaration_problems.read().clone()
     }
 
     /// One cluster with its cached status.

@@ -61,6 +61,9 @@ pub struct ServeOptions {
     /// Kubeconfig of the management cluster (`destination.cluster: ""`, App resources); when
     /// absent, `KUBECONFIG`, else in-cluster, else `~/.kube/config` (see [`management`]).
     pub management_kubeconfig: Option<PathBuf>,
+    /// A file of `Cluster` documents whose credentials are Secrets in the management cluster
+    /// (`--clusters`, see [`crate::clusters::declared`]); re-read every `probe_interval`.
+    pub clusters_file: Option<PathBuf>,
     /// Extra CA certificates (PEM file) trusted for `https://` Git remotes, on top of the
     /// platform's roots (`--git-ca-file`).
     pub git_ca_file: Option<PathBuf>,
@@ -95,6 +98,7 @@ impl Default for ServeOptions {
             webhook_secret: None,
             apps_dir: None,
             management_kubeconfig: None,
+            clusters_file: None,
             git_ca_file: None,
             app_namespaces: Vec::new(),
             reconcile_apps: true,
@@ -152,6 +156,9 @@ pub enum DaemonError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The `--clusters` file cannot be read or holds an invalid declaration.
+    #[error("--clusters {0}")]
+    Declared(#[from] crate::clusters::declared::DeclaredError),
     /// The `--role` settings are inconsistent (e.g. an operator without `--server`).
     #[error("{0}")]
     Role(String),
@@ -166,6 +173,8 @@ pub struct Daemon {
     poller: Poller,
     runner: Arc<Runner>,
     prober: JoinHandle<()>,
+    /// Re-reads the `--clusters` file.
+    declarer: Option<JoinHandle<()>>,
 }
 
 /// The extra Git CA roots of `options`, read once at start.
@@ -252,6 +261,19 @@ impl Daemon {
         if let Some(found) = &management {
             resolver = resolver.with_management(found.client.clone(), found.server.clone());
         }
+        // Declared clusters are in the registry before any App is resolved.
+        let declarer = match &options.clusters_file {
+            Some(file) => {
+                let client = management.as_ref().map(|found| found.client.clone());
+                registry.declare_from(file, client.as_ref()).await?;
+                Some(tokio::spawn(Arc::clone(&registry).declare_loop(
+                    file.clone(),
+                    client,
+                    options.probe_interval,
+                )))
+            }
+            None => None,
+        };
         let runner = Runner::new(
             resolver,
             options.pipeline.clone(),
@@ -277,6 +299,7 @@ impl Daemon {
             poller,
             runner,
             prober,
+            declarer,
         })
     }
 
@@ -309,6 +332,9 @@ impl Daemon {
     /// store.
     pub async fn shutdown(&self) {
         self.prober.abort();
+        if let Some(declarer) = &self.declarer {
+            declarer.abort();
+        }
         self.runner.shutdown().await;
         self.registry.store().close().await;
     }

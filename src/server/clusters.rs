@@ -16,10 +16,16 @@ use crate::clusters::registry::{
     ClusterView, RegisterRequest, ResolvedCluster, Status, TestRequest, UpdateRequest,
 };
 
-/// `GET /api/v1/clusters`: every cluster with its cached status (never waits on a cluster).
+/// `GET /api/v1/clusters` (with `declarationErrors` when declarations of the `--clusters` file
+/// could not be applied): every cluster with its cached status (never waits on a cluster).
 pub async fn list(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     let clusters = state.registry().list().await?;
-    Ok(Json(serde_json::json!({ "clusters": clusters })))
+    let problems = state.registry().declaration_problems();
+    Ok(Json(if problems.is_empty() {
+        serde_json::json!({ "clusters": clusters })
+    } else {
+        serde_json::json!({ "clusters": clusters, "declarationErrors": problems })
+    }))
 }
 
 /// `POST /api/v1/clusters`: registers a cluster and probes it in the background.

@@ -57,7 +57,9 @@ impl From<RegistryError> for ApiError {
     fn from(err: RegistryError) -> ApiError {
         match &err {
             RegistryError::Invalid(_) => ApiError::new(StatusCode::BAD_REQUEST, err.to_string()),
-            RegistryError::Duplicate(_) => ApiError::new(StatusCode::CONFLICT, err.to_string()),
+            RegistryError::Duplicate(_)
+            | RegistryError::Declared { .. }
+            | RegistryError::Clash { .. } => ApiError::new(StatusCode::CONFLICT, err.to_string()),
             RegistryError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, err.to_string()),
             RegistryError::Seal(_) => {
                 // Key trouble is an operator's to fix; the message names the keys, no secrets.

@@ -19,12 +19,15 @@ pub struct ClusterRecord {
     pub created_at: String,
     /// Last update time (RFC 3339).
     pub updated_at: String,
+    /// The file that declares the cluster (`wardn serve --clusters FILE`); `None` when it was
+    /// registered through the API.
+    pub declared_in: Option<String>,
 }
 
 /// The column list of `clusters`, as a literal so queries stay `&'static str`.
 macro_rules! columns {
     () => {
-        "name, server_url, kubeconfig_sealed, namespaces, credential_expires_at, created_at, updated_at"
+        "name, server_url, kubeconfig_sealed, namespaces, credential_expires_at, created_at, updated_at, declared_in"
     };
 }
 
@@ -40,6 +43,7 @@ struct ClusterRow {
     credential_expires_at: Option<String>,
     created_at: String,
     updated_at: String,
+    declared_in: Option<String>,
 }
 
 impl TryFrom<ClusterRow> for ClusterRecord {
@@ -59,6 +63,7 @@ impl TryFrom<ClusterRow> for ClusterRecord {
             credential_expires_at: row.credential_expires_at,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            declared_in: row.declared_in,
         })
     }
 }
@@ -73,7 +78,7 @@ impl Store {
         let result = sqlx::query(concat!(
             "INSERT INTO clusters (",
             columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7)"
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
         ))
         .bind(&record.name)
         .bind(&record.server_url)
@@ -82,6 +87,7 @@ impl Store {
         .bind(record.credential_expires_at.clone())
         .bind(&record.created_at)
         .bind(&record.updated_at)
+        .bind(record.declared_in.clone())
         .execute(&self.pool)
         .await;
         Store::inserted(result, || format!("cluster {:?}", record.name))
@@ -116,13 +122,14 @@ impl Store {
     pub async fn update_cluster(&self, record: &ClusterRecord) -> Result<bool, StoreError> {
         let result = sqlx::query(
             "UPDATE clusters SET server_url = $1, kubeconfig_sealed = $2, namespaces = $3, \
-             credential_expires_at = $4, updated_at = $5 WHERE name = $6",
+             credential_expires_at = $4, updated_at = $5, declared_in = $6 WHERE name = $7",
         )
         .bind(&record.server_url)
         .bind(&record.kubeconfig_sealed)
         .bind(namespaces_json(&record.namespaces))
         .bind(record.credential_expires_at.clone())
         .bind(&record.updated_at)
+        .bind(record.declared_in.clone())
         .bind(&record.name)
         .execute(&self.pool)
         .await?;

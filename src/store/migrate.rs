@@ -32,6 +32,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0005_promotions.sql",
         include_str!("../../migrations/0005_promotions.sql"),
     ),
+    (
+        6,
+        "0006_declared_clusters.sql",
+        include_str!("../../migrations/0006_declared_clusters.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded in the database.

@@ -1,0 +1,455 @@
+//! Clusters declared as code: `wardn serve --clusters FILE` reads `Cluster` documents
+//! (`cd.wardn.space/v1alpha1`), takes each one's credentials from Secrets in the management
+//! cluster, and keeps the registry in step with the file: declared clusters are added, updated
+//! and removed as the file changes, under the same rules as API registrations (https only,
+//! exec and auth-provider kubeconfigs refused, namespaces are DNS labels). They coexist with
+//! API-registered clusters; the API may not change or remove a declared one (409), and a name
+//! both declared and registered through the API is an error naming both.
+//!
+//! ```yaml
+//! apiVersion: cd.wardn.space/v1alpha1
+//! kind: Cluster
+//! metadata: {name: prod}
+//! spec:
+//!   server: https://prod.internal:6443
+//!   namespaces: [shop]
+//!   secretRef: {name: prod-credentials, key: kubeconfig}      # a whole kubeconfig, or:
+//!   # tokenRef: {name: prod-sa-token, key: token}
+//!   # caRef: {name: prod-ca, key: ca.crt}
+//! ```
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, Client};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::registry::{Registry, RegistryError};
+use crate::store::clusters::ClusterRecord;
+use crate::time::now_rfc3339;
+
+/// The `apiVersion` of a `Cluster` document.
+pub const API_VERSION: &str = "cd.wardn.space/v1alpha1";
+
+/// Why a clusters file or a declared cluster's credentials cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DeclaredError {
+    /// The file cannot be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A document is not a valid `Cluster`.
+    #[error("{path} (document {document}): {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The document's position in the file (from 1).
+        document: usize,
+        /// What is wrong, naming the field.
+        reason: String,
+    },
+    /// A Secret a declaration refers to cannot be used.
+    #[error("cluster {cluster:?}: spec.{field}: Secret {namespace}/{secret}: {reason}")]
+    Secret {
+        /// The cluster.
+        cluster: String,
+        /// `secretRef`, `tokenRef` or `caRef`.
+        field: &'static str,
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        secret: String,
+        /// Why.
+        reason: String,
+    },
+    /// The registry's store failed.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// No management cluster to read Secrets from.
+    #[error(
+        "cluster {0:?}: its credentials are Secrets in the management cluster, and there is none (--kubeconfig)"
+    )]
+    NoManagementCluster(String),
+}
+
+/// A key of a Secret in the management cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRef {
+    /// The Secret's name.
+    pub name: String,
+    /// Its namespace (default: the management cluster client's namespace).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The key in its `data` (defaults: `kubeconfig`, `token`, `ca.crt`).
+    #[serde(default)]
+    pub key: Option<String>,
+}
+
+/// `spec` of a `Cluster`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// The API server URL (https://).
+    pub server: String,
+    /// Namespace allowlist; empty means every namespace.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    /// Accept a kubeconfig that skips TLS verification.
+    #[serde(default)]
+    pub allow_insecure_tls: bool,
+    /// A Secret key holding a whole kubeconfig.
+    #[serde(default)]
+    pub secret_ref: Option<KeyRef>,
+    /// A Secret key holding a bearer token (with `caRef`).
+    #[serde(default)]
+    pub token_ref: Option<KeyRef>,
+    /// A Secret key holding the server's CA certificate (PEM), with `tokenRef`.
+    #[serde(default)]
+    pub ca_ref: Option<KeyRef>,
+}
+
+/// One declared cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declaration {
+    /// Its name.
+    pub name: String,
+    /// What the file says of it.
+    pub spec: ClusterSpec,
+}
+
+/// Reads the `Cluster` documents of `path`: each needs `metadata.name`, `spec.server`, and
+/// either `spec.secretRef` or both `spec.tokenRef` and `spec.caRef`; a name declared twice is
+/// refused. Errors name the file, the document and the field.
+pub fn read_file(path: &Path) -> Result<Vec<Declaration>, DeclaredError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DeclaredError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let invalid = |document, reason: String| DeclaredError::Invalid {
+        path: path.to_path_buf(),
+        document,
+        reason,
+    };
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(&text).map_err(|e| invalid(1, e.to_string()))?;
+    let mut names = BTreeSet::new();
+    let mut declarations = Vec::new();
+    for (index, document) in documents.iter().enumerate().filter(|(_, d)| !d.is_null()) {
+        let declaration = declaration(document).map_err(|reason| invalid(index + 1, reason))?;
+        if !names.insert(declaration.name.clone()) {
+            return Err(invalid(
+                index + 1,
+                format!(
+                    "metadata.name: cluster {:?} is declared twice",
+                    declaration.name
+                ),
+            ));
+        }
+        declarations.push(declaration);
+    }
+    Ok(declarations)
+}
+
+/// One document as a [`Declaration`], or what is wrong with it.
+fn declaration(document: &Value) -> Result<Declaration, String> {
+    let api_version = document.get("apiVersion").and_then(Value::as_str);
+    let kind = document.get("kind").and_then(Value::as_str);
+    if api_version != Some(API_VERSION) || kind != Some("Cluster") {
+        return Err(format!(
+            "apiVersion/kind: expected {API_VERSION} Cluster, found {api_version:?} {kind:?}"
+        ));
+    }
+    let name = document
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or("metadata.name: required")?
+        .to_string();
+    let spec: ClusterSpec =
+        serde_json::from_value(document.get("spec").cloned().unwrap_or(Value::Null))
+            .map_err(|e| format!("spec: {e}"))?;
+    match (&spec.secret_ref, &spec.token_ref, &spec.ca_ref) {
+        (Some(_), None, None) | (None, Some(_), Some(_)) => {}
+        _ => {
+            return Err(
+                "spec: credentials are either secretRef (a kubeconfig) or tokenRef and caRef"
+                    .into(),
+            );
+        }
+    }
+    Ok(Declaration { name, spec })
+}
+
+/// The kubeconfig of `declaration`, from its Secrets in the management cluster (`client`).
+pub async fn kubeconfig_of(
+    client: &Client,
+    declaration: &Declaration,
+) -> Result<String, DeclaredError> {
+    let spec = &declaration.spec;
+    if let Some(secret) = &spec.secret_ref {
+        return secret_text(client, declaration, "secretRef", secret, "kubeconfig").await;
+    }
+    let (Some(token), Some(ca)) = (&spec.token_ref, &spec.ca_ref) else {
+        // read_file admits no other form.
+        return Err(DeclaredError::NoManagementCluster(declaration.name.clone()));
+    };
+    let token = secret_text(client, declaration, "tokenRef", token, "token").await?;
+    let ca = secret_text(client, declaration, "caRef", ca, "ca.crt").await?;
+    let config = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": declaration.name, "cluster": {
+            "server": spec.server,
+            "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(ca),
+        }}],
+        "users": [{"name": declaration.name, "user": {"token": token.trim()}}],
+        "contexts": [{"name": declaration.name,
+                      "context": {"cluster": declaration.name, "user": declaration.name}}],
+        "current-context": declaration.name,
+    });
+    Ok(config.to_string())
+}
+
+/// The UTF-8 text at `reference` (key `default_key` unless it names one).
+async fn secret_text(
+    client: &Client,
+    declaration: &Declaration,
+    field: &'static str,
+    reference: &KeyRef,
+    default_key: &str,
+) -> Result<String, DeclaredError> {
+    let namespace = reference
+        .namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    let key = reference.key.as_deref().unwrap_or(default_key);
+    let failed = |reason: String| DeclaredError::Secret {
+        cluster: declaration.name.clone(),
+        field,
+        namespace: namespace.clone(),
+        secret: reference.name.clone(),
+        reason,
+    };
+    let secret = Api::<Secret>::namespaced(client.clone(), &namespace)
+        .get(&reference.name)
+        .await
+        .map_err(|e| failed(crate::kube_error::describe(&e)))?;
+    let bytes = secret
+        .data
+        .and_then(|mut data| data.remove(key))
+        .ok_or_else(|| failed(format!("has no key {key:?}")))?;
+    String::from_utf8(bytes.0).map_err(|_| failed(format!("key {key:?} is not UTF-8 text")))
+}
+
+impl Registry {
+    /// Re-reads `file` every `interval` (the first read is the caller's, at start-up), so
+    /// edits to it and to the Secrets it names take effect without a restart.
+    pub async fn declare_loop(
+        self: std::sync::Arc<Self>,
+        file: PathBuf,
+        management: Option<Client>,
+        interval: std::time::Duration,
+    ) {
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        loop {
+            ticker.tick().await;
+            if let Err(error) = self.declare_from(&file, management.as_ref()).await {
+                tracing::warn!(%error, "--clusters file not applied; the declared clusters stay as they were");
+            }
+        }
+    }
+
+    /// Brings the clusters declared in `file` in line with its current text: each declaration
+    /// whose Secrets can be read is validated and added or updated (audited as
+    /// `cluster.declare`); clusters declared there before and gone from the file are removed
+    /// (`cluster.undeclare`). A declaration whose Secrets cannot be read keeps its previous
+    /// registration. Returns one message per declaration that could not be applied; a file
+    /// that cannot be read changes nothing.
+    pub async fn declare_from(
+        &self,
+        file: &Path,
+        management: Option<&Client>,
+    ) -> Result<Vec<String>, DeclaredError> {
+        let declarations = read_file(file)?;
+        let source = file.display().to_string();
+        let actor = format!("file:{source}");
+        let mut problems = Vec::new();
+        let mut keep = BTreeSet::new();
+        for declaration in &declarations {
+            keep.insert(declaration.name.clone());
+            let kubeconfig = match management {
+                Some(client) => kubeconfig_of(client, declaration).await,
+                None => Err(DeclaredError::NoManagementCluster(declaration.name.clone())),
+            };
+            let outcome = match kubeconfig {
+                Ok(kubeconfig) => self.declare_one(&source, declaration, kubeconfig).await,
+                Err(error) => {
+                    problems.push(error.to_string());
+                    continue;
+                }
+            };
+            match outcome {
+                Ok(false) => {}
+                Ok(true) => {
+                    self.audit(&actor, "cluster.declare", &declaration.name, "ok")
+                        .await
+                }
+                Err(error) => {
+                    let message = format!("cluster {:?}: {error}", declaration.name);
+                    self.audit(&actor, "cluster.declare", &declaration.name, &message)
+                        .await;
+                    problems.push(message);
+                }
+            }
+        }
+        let stale: Vec<ClusterRecord> = self
+            .store
+            .list_clusters()
+            .await
+            .map_err(RegistryError::from)?
+            .into_iter()
+            .filter(|r| r.declared_in.as_deref() == Some(&source) && !keep.contains(&r.name))
+            .collect();
+        for record in stale {
+            let outcome = match self.remove_inner(&record.name, Some(&source)).await {
+                Ok(()) => "ok".to_string(),
+                Err(error) => {
+                    problems.push(format!("cluster {:?}: {error}", record.name));
+                    error.to_string()
+                }
+            };
+            self.audit(&actor, "cluster.undeclare", &record.name, &outcome)
+                .await;
+        }
+        for problem in &problems {
+            tracing::warn!(file = %source, %problem, "declared cluster not applied");
+        }
+        *self.declaration_problems.write() = problems.clone();
+        Ok(problems)
+    }
+
+    /// Adds or updates one declared cluster; whether anything changed.
+    async fn declare_one(
+        &self,
+        source: &str,
+        declaration: &Declaration,
+        kubeconfig: String,
+    ) -> Result<bool, RegistryError> {
+        let spec = &declaration.spec;
+        super::kubeconfig::check_name(&declaration.name)?;
+        super::kubeconfig::check_namespaces(&spec.namespaces)?;
+        let (expires, insecure) =
+            Registry::check(&spec.server, &kubeconfig, spec.allow_insecure_tls)?;
+        let existing = self.store.get_cluster(&declaration.name).await?;
+        let now = now_rfc3339();
+        let (record, new) = match existing {
+            Some(current) if current.declared_in.as_deref() != Some(source) => {
+                return Err(RegistryError::Clash {
+                    name: declaration.name.clone(),
+                    file: source.to_string(),
+                });
+            }
+            Some(current) => {
+                let unchanged = current.server_url == spec.server
+                    && current.namespaces == spec.namespaces
+                    && self
+                        .sealer
+                        .open(&current.kubeconfig_sealed)
+                        .is_ok_and(|plain| plain == kubeconfig);
+                if unchanged {
+                    return Ok(false);
+                }
+                let record = ClusterRecord {
+                    server_url: spec.server.clone(),
+                    kubeconfig_sealed: self.sealer.seal(&kubeconfig)?,
+                    namespaces: spec.namespaces.clone(),
+                    credential_expires_at: expires,
+                    updated_at: now,
+                    ..current
+                };
+                (record, false)
+            }
+            None => {
+                let record = ClusterRecord {
+                    name: declaration.name.clone(),
+                    server_url: spec.server.clone(),
+                    kubeconfig_sealed: self.sealer.seal(&kubeconfig)?,
+                    namespaces: spec.namespaces.clone(),
+                    credential_expires_at: expires,
+                    created_at: now.clone(),
+                    updated_at: now,
+                    declared_in: Some(source.to_string()),
+                };
+                (record, true)
+            }
+        };
+        if new {
+            self.store.insert_cluster(&record).await?;
+        } else {
+            self.store.update_cluster(&record).await?;
+        }
+        self.forget(&record.name);
+        self.board_put(&record, insecure).await?;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Vec<Declaration>, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clusters.yaml");
+        std::fs::write(&path, text).unwrap();
+        read_file(&path).map_err(|e| e.to_string())
+    }
+
+    const PROD: &str = "apiVersion: cd.wardn.space/v1alpha1\nkind: Cluster\nmetadata: {name: prod}\n\
+        spec:\n  server: https://prod.internal:6443\n  namespaces: [shop]\n  secretRef: {name: prod-credentials}\n";
+
+    #[test]
+    fn reads_declarations_and_names_what_is_wrong() {
+        let declared = read(PROD).unwrap();
+        assert_eq!(declared[0].name, "prod");
+        assert_eq!(declared[0].spec.namespaces, ["shop"]);
+        let cases = [
+            (
+                PROD.replace("kind: Cluster", "kind: App"),
+                "(document 1): apiVersion/kind",
+            ),
+            (
+                PROD.replace("metadata: {name: prod}", "metadata: {}"),
+                "metadata.name: required",
+            ),
+            (
+                PROD.replace("namespaces", "namspaces"),
+                "spec: unknown field `namspaces`",
+            ),
+            (
+                PROD.replace("secretRef: {name: prod-credentials}", "tokenRef: {name: t}"),
+                "either secretRef (a kubeconfig) or tokenRef and caRef",
+            ),
+            (
+                format!("{PROD}---\n{PROD}"),
+                "(document 2): metadata.name: cluster \"prod\" is declared twice",
+            ),
+            ("{{{".to_string(), "(document 1)"),
+        ];
+        for (text, want) in cases {
+            let error = read(&text).unwrap_err();
+            assert!(error.contains(want), "{want}: {error}");
+        }
+    }
+}
