@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::fields::{child, default, default_str};
-use super::other_kinds::{crd, hpa_v2, namespace, persistent_volume_claim};
+use super::other_kinds::{crd, hpa_v2, namespace, persistent_volume_claim, role_binding};
 use super::pod_spec::{pod, pod_template};
 use super::service::service;
 use super::workloads::{cron_job, daemon_set, deployment, job, replica_set, stateful_set};
@@ -63,6 +63,9 @@ pub fn apply_defaults(api_version: &str, kind: &str, object: &mut Value) {
             );
         }
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => crd(root),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => {
+            role_binding(root);
+        }
         _ => {}
     }
 }

@@ -1,9 +1,9 @@
 //! Defaults of the remaining core and extension kinds: Namespaces, PersistentVolumeClaims,
-//! HorizontalPodAutoscalers v2 and CustomResourceDefinitions.
+//! HorizontalPodAutoscalers v2, CustomResourceDefinitions and RBAC bindings.
 
 use serde_json::{Map, Value, json};
 
-use super::fields::{child, default, default_str, existing};
+use super::fields::{array_objects, child, default, default_str, existing};
 
 pub(super) fn namespace(root: &mut Map<String, Value>) {
     let name = root
@@ -102,5 +102,24 @@ pub(super) fn crd(root: &mut Map<String, Value>) {
     }
     if let Some(conversion) = child(spec, "conversion") {
         default_str(conversion, "strategy", "None");
+    }
+}
+
+/// RoleBinding and ClusterRoleBinding (`pkg/apis/rbac/v1/defaults.go`): `roleRef.apiGroup`
+/// defaults to the RBAC group, a User or Group subject's `apiGroup` too (a ServiceAccount's
+/// stays "").
+pub(super) fn role_binding(root: &mut Map<String, Value>) {
+    const GROUP: &str = "rbac.authorization.k8s.io";
+    if let Some(role_ref) = child(root, "roleRef") {
+        default_str(role_ref, "apiGroup", GROUP);
+    }
+    for subject in array_objects(root, "subjects") {
+        let kind = subject
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if matches!(kind, "User" | "Group") {
+            default_str(subject, "apiGroup", GROUP);
+        }
     }
 }

@@ -92,7 +92,7 @@ pub fn patch(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
         return Ok((200, scale_of(&info, &out)));
     }
     let mut patched = patched;
-    check_type(&info, &mut patched)?;
+    check_type(req, &mut patched)?;
     let rv = patched
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str);

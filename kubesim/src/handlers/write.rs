@@ -141,6 +141,7 @@ pub fn insert_new(
     hooks::on_create(req.state, &info, &mut obj);
     lifecycle::admit_new(&info, &mut obj, &req.state.ip_seq, &req.state.port_seq);
     let obj = lifecycle::finish(&info, None, obj, manager, None, now);
+    crate::validation::check(&info, None, &obj)?;
     let obj = crate::event_versions::storage_form(&info, obj);
     if req.query.dry_run() {
         return Ok((201, present(&info, &obj)));
@@ -154,7 +155,7 @@ pub fn insert_new(
 pub fn create(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     let info = req.target.info.clone();
     let mut obj = parse_object(req)?;
-    check_type(&info, &mut obj)?;
+    check_type(req, &mut obj)?;
     if info.create_only {
         return super::review::create(req, obj);
     }
@@ -260,6 +261,9 @@ pub fn commit_update(
         hooks::on_update(&info, old, &mut new);
     }
     let new = lifecycle::finish(&info, Some(old), new, manager, sub, &now);
+    if matches!(sub, None | Some("scale")) {
+        crate::validation::check(&info, Some(old), &new)?;
+    }
     let new = crate::event_versions::storage_form(&info, new);
     if same_ignoring_bookkeeping(old, &new) {
         return Ok(present(&info, old));
@@ -302,7 +306,7 @@ pub fn update(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     if sub == Some("scale") {
         return update_scale(req, obj);
     }
-    check_type(&info, &mut obj)?;
+    check_type(req, &mut obj)?;
     check_namespace(req, &mut obj)?;
     match meta_str(&obj, "name") {
         Some(n) if n != name => {
