@@ -778,3 +778,60 @@ async fn the_thousandth_valid_write_still_passes_and_the_thousandth_bad_one_stil
         assert_eq!(code, 422, "{i}");
     }
 }
+
+#[tokio::test]
+async fn secrets_fold_string_data_and_network_policies_get_policy_types() {
+    let env = Env::start().await;
+    let file = env.write(
+        "s.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {a: MQ==, b: MQ==}\nstringData: {b: two, c: three}\n",
+    );
+    env.kubectl(&["apply", "-f", file.to_str().unwrap()])
+        .await
+        .ok();
+    let out = env
+        .kubectl(&["get", "secret", "s", "-o", "json"])
+        .await
+        .ok();
+    let live: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        live["data"],
+        json!({"a": "MQ==", "b": "dHdv", "c": "dGhyZWU="})
+    );
+    assert!(live.get("stringData").is_none());
+    // a second apply sends stringData again (kubectl says "configured", as with a real
+    // server) but the stored Secret does not change
+    env.kubectl(&["apply", "-f", file.to_str().unwrap()])
+        .await
+        .ok();
+    let out = env
+        .kubectl(&["get", "secret", "s", "-o", "json"])
+        .await
+        .ok();
+    let again: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(again["data"], live["data"]);
+    assert_eq!(
+        again["metadata"]["resourceVersion"],
+        live["metadata"]["resourceVersion"]
+    );
+    let np = json!({"metadata": {"name": "np"}, "spec": {"podSelector": {}, "ingress": [{"ports": [{"port": 80}]}]}});
+    let (code, s) = env
+        .json(
+            "POST",
+            "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+            &np,
+        )
+        .await;
+    assert_eq!(code, 201, "{s}");
+    assert_eq!(s["spec"]["policyTypes"], json!(["Ingress"]));
+    assert_eq!(s["spec"]["ingress"][0]["ports"][0]["protocol"], "TCP");
+    let np = json!({"metadata": {"name": "np2"}, "spec": {"podSelector": {}, "egress": [{}]}});
+    let (_, s) = env
+        .json(
+            "POST",
+            "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+            &np,
+        )
+        .await;
+    assert_eq!(s["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+}

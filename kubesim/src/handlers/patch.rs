@@ -87,7 +87,7 @@ pub fn patch(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
                     "Required value",
                 )
             })?;
-        let new = with_replicas(&info, &old, replicas);
+        let new = with_replicas(&info, &old, &name, replicas)?;
         let out = commit_update(req, &mut store, &old, new, Some(&manager))?;
         return Ok((200, scale_of(&info, &out)));
     }
