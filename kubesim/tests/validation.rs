@@ -835,3 +835,33 @@ async fn secrets_fold_string_data_and_network_policies_get_policy_types() {
         .await;
     assert_eq!(s["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
 }
+
+#[tokio::test]
+async fn autoscalers_need_a_target_and_sane_bounds() {
+    let env = Env::start().await;
+    // autoscaling/v1 is not served yet (see the README)
+    for version in ["v2"] {
+        let hpa = json!({"apiVersion": format!("autoscaling/{version}"), "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web"}, "spec": {"minReplicas": 5, "maxReplicas": 2, "scaleTargetRef": {"apiVersion": "apps/v1", "name": "web"}}});
+        let path =
+            format!("/apis/autoscaling/{version}/namespaces/default/horizontalpodautoscalers");
+        let (code, s) = env.json("POST", &path, &hpa).await;
+        assert_eq!(code, 422, "{version}: {s}");
+        assert_eq!(
+            causes(&s),
+            vec![
+                cause(
+                    "spec.maxReplicas",
+                    "FieldValueInvalid",
+                    "Invalid value: 2: must be greater than or equal to `minReplicas`"
+                ),
+                cause(
+                    "spec.scaleTargetRef.kind",
+                    "FieldValueRequired",
+                    "Required value"
+                ),
+            ],
+            "{version}"
+        );
+    }
+}

@@ -4,10 +4,11 @@
 //! cause per field error). One place for every write path: create, update, patch,
 //! server-side apply and their dry runs.
 //!
-//! One file per API group: `core`, `apps`, `batch`, `networking`, `rbac`; `meta` for
+//! One file per API group: `core`, `apps`, `autoscaling`, `batch`, `networking`, `rbac`; `meta` for
 //! ObjectMeta, `field` for the field errors, `types` for decoding.
 
 mod apps;
+mod autoscaling;
 mod batch;
 mod core;
 mod field;
@@ -57,6 +58,7 @@ fn kind_rules(info: &ResourceInfo, obj: &Value, errs: &mut Errors) {
         ("batch", "Job") => batch::job(obj, errs),
         ("batch", "CronJob") => batch::cron_job(obj, errs),
         ("networking.k8s.io", "Ingress") => networking::ingress(obj, errs),
+        ("autoscaling", "HorizontalPodAutoscaler") => autoscaling::hpa(obj, errs),
         ("rbac.authorization.k8s.io", "Role") => rbac::role(obj, true, errs),
         ("rbac.authorization.k8s.io", "ClusterRole") => rbac::role(obj, false, errs),
         ("rbac.authorization.k8s.io", "RoleBinding") => rbac::binding(obj, true, errs),
