@@ -865,3 +865,69 @@ async fn autoscalers_need_a_target_and_sane_bounds() {
         );
     }
 }
+
+#[tokio::test]
+async fn hostile_metadata_is_refused_without_storing_anything() {
+    let env = Env::start().await;
+    let big = "x".repeat(300 * 1024);
+    let (code, s) = env
+        .json(
+            "POST",
+            CMS,
+            &json!({"metadata": {"name": "big", "annotations": {"a": big}}}),
+        )
+        .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        causes(&s),
+        vec![cause(
+            "metadata.annotations",
+            "FieldValueTooLong",
+            "Too long: must have at most 262144 bytes"
+        )]
+    );
+    let long = "a".repeat(254);
+    let (code, s) = env
+        .json("POST", CMS, &json!({"metadata": {"name": long}}))
+        .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        causes(&s)[0].2,
+        format!("Invalid value: \"{long}\": must be no more than 253 characters")
+    );
+    let owner = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": ""});
+    let (code, s) = env
+        .json(
+            "POST",
+            CMS,
+            &json!({"metadata": {"name": "owned", "ownerReferences": [owner]}}),
+        )
+        .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        causes(&s),
+        vec![cause(
+            "metadata.ownerReferences.uid",
+            "FieldValueInvalid",
+            "Invalid value: \"\": must not be empty"
+        )]
+    );
+    let (code, s) = env
+        .json("POST", CMS, &json!({"metadata": {"name": "fin", "finalizers": ["a/b/c", "orphan", "foregroundDeletion"]}}))
+        .await;
+    assert_eq!(code, 422);
+    let c = causes(&s);
+    assert_eq!(c[0].0, "metadata.finalizers");
+    assert_eq!(
+        c[1].2,
+        "Invalid value: []string{\"a/b/c\", \"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set"
+    );
+    let (_, list) = env.json("GET", CMS, &Value::Null).await;
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["kube-root-ca.crt"]);
+}
