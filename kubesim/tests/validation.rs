@@ -540,6 +540,21 @@ async fn services_ingresses_jobs_and_rbac_follow_their_rules() {
         "{c:?}"
     );
     assert_eq!(c[0].0, "spec.rules[0].host");
+    // a Job's name becomes a template label value, so it is at most 63 characters
+    let long = "j".repeat(64);
+    let job = json!({"metadata": {"name": long}, "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}});
+    let (code, s) = env
+        .json("POST", "/apis/batch/v1/namespaces/default/jobs", &job)
+        .await;
+    assert_eq!(code, 422);
+    assert!(
+        causes(&s).contains(&cause(
+            "spec.template.labels",
+            "FieldValueInvalid",
+            &format!("Invalid value: \"{long}\": must be no more than 63 characters")
+        )),
+        "{s}"
+    );
     // a Job's template restarts Always by default, which a Job refuses
     let job = json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
     let (code, s) = env

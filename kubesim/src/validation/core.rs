@@ -13,17 +13,18 @@ use crate::names;
 use crate::quantity::Quantity;
 
 /// Pod templates in workloads (`ValidatePodTemplateSpec`): template labels and
-/// annotations, then the Pod spec.
+/// annotations (reported as `spec.template.labels`, as kube-apiserver names them), then the
+/// Pod spec.
 pub fn pod_template(template: Option<&Value>, path: &str, errs: &mut Errors) {
     let meta = template.and_then(|t| t.get("metadata"));
     meta::labels(
         meta.and_then(|m| m.get("labels")),
-        &format!("{path}.metadata.labels"),
+        &format!("{path}.labels"),
         errs,
     );
     meta::annotations(
         meta.and_then(|m| m.get("annotations")),
-        &format!("{path}.metadata.annotations"),
+        &format!("{path}.annotations"),
         errs,
     );
     let empty = Value::Null;
