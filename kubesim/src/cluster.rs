@@ -51,6 +51,10 @@ fn seed(state: &State) {
         });
         crate::defaults::prepare_for_create("v1", "Namespace", &mut ns);
         store.put("/namespaces", ns, EventType::Added);
+        crate::hooks::populate_namespace(state, &mut store, &name);
+    }
+    if store.get("/services", "default", "kubernetes").is_none() {
+        store.put("/services", kubernetes_service(), EventType::Added);
     }
     for mut obj in crate::rbac::bootstrap_policy() {
         let Some(info) = obj
@@ -64,6 +68,28 @@ fn seed(state: &State) {
         obj["metadata"]["creationTimestamp"] = json!(now_rfc3339());
         store.put(&info.store_key(), obj, EventType::Added);
     }
+}
+
+/// The `default/kubernetes` Service every cluster has: the API server's address, the first
+/// of the service range.
+fn kubernetes_service() -> Value {
+    let ip = crate::defaults::allocate_cluster_ip(0);
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "kubernetes", "namespace": "default", "uid": new_uid(),
+            "creationTimestamp": now_rfc3339(),
+            "labels": {"component": "apiserver", "provider": "kubernetes"},
+        },
+        "spec": {
+            "clusterIP": ip, "clusterIPs": [ip], "internalTrafficPolicy": "Cluster",
+            "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+            "sessionAffinity": "None", "type": "ClusterIP",
+        },
+        "status": {"loadBalancer": {}},
+    })
 }
 
 async fn bind(port: u16) -> Result<TcpListener, Error> {

@@ -1,5 +1,6 @@
 //! Kind-specific server behaviour on writes: ServiceAccount token Secrets are filled in,
-//! CRDs become Established (and their kinds are served), deleted CRDs take their objects with them.
+//! CRDs become Established (and their kinds are served), deleted CRDs take their objects with
+//! them, new Namespaces get their `default` ServiceAccount and `kube-root-ca.crt`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -12,8 +13,8 @@ use crate::auth::{SA_NAME_ANNOTATION, SA_TOKEN_TYPE};
 
 use crate::resources::ResourceInfo;
 use crate::state::State;
-use crate::store::Store;
-use crate::util::{now_rfc3339, random_token};
+use crate::store::{EventType, Store};
+use crate::util::{new_uid, now_rfc3339, random_token};
 
 const CRDS: &str = "apiextensions.k8s.io/customresourcedefinitions";
 
@@ -105,6 +106,37 @@ fn crd_status(crd: &mut Value, old: Option<&Value>) {
         "acceptedNames": names,
         "storedVersions": stored,
     });
+}
+
+/// The objects the controllers put in every namespace as it is created: the `default`
+/// ServiceAccount (serviceaccount controller) and the `kube-root-ca.crt` ConfigMap with the
+/// cluster's CA (root-ca-cert-publisher). Existing ones are kept.
+pub fn populate_namespace(state: &State, store: &mut Store, ns: &str) {
+    let now = now_rfc3339();
+    let meta = |name: &str| json!({"name": name, "namespace": ns, "uid": new_uid(), "creationTimestamp": now});
+    let account =
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta("default")});
+    let mut root_ca = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("kube-root-ca.crt"),
+        "data": {"ca.crt": state.ca_pem}});
+    root_ca["metadata"]["annotations"] = json!({"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."});
+    for (key, obj) in [("/serviceaccounts", account), ("/configmaps", root_ca)] {
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if store.get(key, ns, &name).is_none() {
+            store.put(key, obj, EventType::Added);
+        }
+    }
+}
+
+/// After a new object is stored: a new Namespace gets its ServiceAccount and CA ConfigMap.
+pub fn after_create(state: &State, store: &mut Store, info: &ResourceInfo, obj: &Value) {
+    if is(info, "", "Namespace")
+        && let Some(ns) = obj.pointer("/metadata/name").and_then(Value::as_str)
+    {
+        populate_namespace(state, store, ns);
+    }
 }
 
 /// After any stored change of a resource: refresh served kinds when CRDs changed, and drop

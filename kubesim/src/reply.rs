@@ -29,6 +29,17 @@ pub fn json_reply(code: u16, value: &Value) -> Response<Body> {
     resp
 }
 
+/// Adds one `Warning: 299 - "text"` header per warning, as kube-apiserver sends them
+/// (kubectl prints each as `Warning: text`).
+pub fn add_warnings(resp: &mut Response<Body>, warnings: &[String]) {
+    for w in warnings {
+        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            resp.headers_mut().append(hyper::header::WARNING, v);
+        }
+    }
+}
+
 /// The Status response for an error (with Retry-After when the error carries one).
 pub fn error_reply(e: &ApiError) -> Response<Body> {
     let mut resp = json_reply(e.code, &e.to_status());

@@ -113,8 +113,27 @@ impl ApiError {
         e
     }
 
-    /// 422 Invalid: `Deployment.apps "web" is invalid: spec.replicas: Invalid value: ...`.
+    /// 422 Invalid with one FieldValueInvalid cause:
+    /// `Deployment.apps "web" is invalid: spec.replicas: Invalid value: ...`.
     pub fn invalid(group: &str, kind: &str, name: &str, field: &str, reason: &str) -> ApiError {
+        Self::invalid_with_causes(
+            group,
+            kind,
+            name,
+            &format!("{field}: {reason}"),
+            vec![json!({ "reason": "FieldValueInvalid", "message": reason, "field": field })],
+        )
+    }
+
+    /// 422 Invalid as `errors.NewInvalid` builds it: `Kind.group "name" is invalid: ERRORS`
+    /// with the given Status causes.
+    pub fn invalid_with_causes(
+        group: &str,
+        kind: &str,
+        name: &str,
+        errors: &str,
+        causes: Vec<Value>,
+    ) -> ApiError {
         let qualified_kind = if group.is_empty() {
             kind.to_string()
         } else {
@@ -123,11 +142,9 @@ impl ApiError {
         let mut e = Self::new(
             422,
             "Invalid",
-            format!("{qualified_kind} \"{name}\" is invalid: {field}: {reason}"),
+            format!("{qualified_kind} \"{name}\" is invalid: {errors}"),
         );
-        let mut d = json!({ "name": name, "kind": kind, "causes": [
-            { "reason": "FieldValueInvalid", "message": reason, "field": field }
-        ]});
+        let mut d = json!({ "name": name, "kind": kind, "causes": causes });
         if !group.is_empty() {
             d["group"] = json!(group);
         }

@@ -3,8 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::fields::{child, default, default_str};
-use super::other_kinds::{crd, hpa_v2, namespace, persistent_volume_claim};
+use super::fields::{child, default};
+use super::other_kinds::{
+    crd, hpa_v2, namespace, network_policy, persistent_volume_claim, role_binding, secret,
+};
 use super::pod_spec::{pod, pod_template};
 use super::service::service;
 use super::workloads::{cron_job, daemon_set, deployment, job, replica_set, stateful_set};
@@ -38,7 +40,8 @@ pub fn apply_defaults(api_version: &str, kind: &str, object: &mut Value) {
             }
         }
         ("v1", "Service") => service(root),
-        ("v1", "Secret") => default_str(root, "type", "Opaque"),
+        ("v1", "Secret") => secret(root),
+        ("networking.k8s.io/v1", "NetworkPolicy") => network_policy(root),
         ("v1", "Namespace") => namespace(root),
         ("v1", "PersistentVolumeClaim") => persistent_volume_claim(root),
         ("autoscaling/v2", "HorizontalPodAutoscaler") => hpa_v2(root),
@@ -63,6 +66,9 @@ pub fn apply_defaults(api_version: &str, kind: &str, object: &mut Value) {
             );
         }
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => crd(root),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => {
+            role_binding(root);
+        }
         _ => {}
     }
 }

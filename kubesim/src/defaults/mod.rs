@@ -22,7 +22,9 @@
 //! | templates | metadata.creationTimestamp null | how v1.32 serializes the zero `metav1.Time` |
 //! | Service | type ClusterIP, sessionAffinity None (ClientIP: timeoutSeconds 10800), ports protocol TCP and targetPort = port, externalTrafficPolicy Cluster when externally accessible, internalTrafficPolicy Cluster, allocateLoadBalancerNodePorts true | `SetDefaults_Service` |
 //! | Service IP families | ipFamilyPolicy SingleStack (RequireDualStack for a headless Service without selector), ipFamilies `[IPv4]`, clusterIPs mirrors clusterIP | `pkg/registry/core/service/storage` (single-stack IPv4 cluster) |
-//! | Secret | type Opaque | `SetDefaults_Secret` |
+//! | Secret | type Opaque; stringData folded into data (base64) and dropped | `SetDefaults_Secret`, `Convert_v1_Secret_To_core_Secret` |
+//! | NetworkPolicy | ports protocol TCP, policyTypes `[Ingress]` (+ `Egress` with egress rules) | `pkg/apis/networking/v1/defaults.go` |
+//! | RoleBinding, ClusterRoleBinding | roleRef.apiGroup and User/Group subjects' apiGroup `rbac.authorization.k8s.io` | `pkg/apis/rbac/v1/defaults.go` |
 //! | Namespace | label kubernetes.io/metadata.name, status.phase Active (the `kubernetes` finalizer is added on create, see [`prepare_for_create`]) | `SetDefaults_Namespace`, `SetDefaults_NamespaceStatus`, `pkg/registry/core/namespace` strategy |
 //! | PersistentVolumeClaim | spec.volumeMode Filesystem, status.phase Pending | `SetDefaults_PersistentVolumeClaim(Spec)` |
 //! | HorizontalPodAutoscaler v2 | minReplicas 1, metrics cpu Utilization 80 when empty, behavior rules filled when behavior is given (scaleUp: 0s window, Max, Pods 4/15s + Percent 100/15s; scaleDown: Max, Percent 100/15s, no window) | `pkg/apis/autoscaling/v2/defaults.go` |
@@ -31,7 +33,8 @@
 //! | statuses | the zero status a fresh object serializes to (e.g. Deployment `{}`, Service `{loadBalancer: {}}`, DaemonSet counters 0) | the status structs' non-omitempty fields |
 //!
 //! PodDisruptionBudget, Ingress (apart from its status shape), ConfigMap, ServiceAccount,
-//! RBAC kinds, Lease and Event have no defaults. Work that needs server state is left to the
+//! Roles, Lease and Event have no defaults. Quantities are put in canonical form while the
+//! object is decoded (see the `validation` module), before defaulting. Work that needs server state is left to the
 //! server, with helpers here: the create-time strategy steps ([`prepare_for_create`]),
 //! cluster IP and node port allocation ([`allocate_cluster_ip`], [`assign_cluster_ip`],
 //! [`allocate_node_port`], [`assign_node_ports`]), the Job selector

@@ -69,7 +69,7 @@ pub fn apply(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
             )));
         }
     }
-    check_type(&info, &mut applied)?;
+    check_type(req, &mut applied)?;
     check_namespace(req, &mut applied)?;
     let name = req.name().to_string();
     match applied.pointer("/metadata/name").and_then(Value::as_str) {

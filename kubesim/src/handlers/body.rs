@@ -58,8 +58,12 @@ pub fn parse_object(req: &Req<'_>) -> Result<Value, ApiError> {
     Ok(value)
 }
 
-/// Checks (or fills in) apiVersion and kind against the addressed resource.
-pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+/// Checks (or fills in) apiVersion and kind against the addressed resource, then decodes
+/// the object's fields ([`crate::validation::decode`]) under the request's
+/// `fieldValidation`: `Strict` refuses unknown fields, `Warn` (the default) drops them with
+/// a `Warning` header each, `Ignore` drops them silently.
+pub fn check_type(req: &Req<'_>, obj: &mut Value) -> Result<(), ApiError> {
+    let info = &*req.target.info;
     let expected = info.api_version();
     match obj.get("apiVersion").and_then(Value::as_str) {
         Some(v) if v != expected => {
@@ -112,12 +116,47 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> 
             }
         }
     }
-    crate::validate::check_types(info, obj)?;
+    let unknown = crate::validation::decode(info, obj)?;
+    field_validation(req, info, &unknown)?;
     obj["apiVersion"] = Value::String(expected);
     obj["kind"] = Value::String(info.kind.clone());
     if !obj.get("metadata").is_some_and(Value::is_object) {
         obj["metadata"] = Value::Object(Default::default());
     }
+    Ok(())
+}
+
+/// Applies `fieldValidation` to the unknown fields decoding found (and dropped).
+fn field_validation(
+    req: &Req<'_>,
+    info: &ResourceInfo,
+    unknown: &[String],
+) -> Result<(), ApiError> {
+    let directive = req.query.get("fieldValidation").unwrap_or("Warn");
+    match directive {
+        "Strict" | "Warn" | "Ignore" => {}
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}"
+            )));
+        }
+    }
+    if unknown.is_empty() || directive == "Ignore" {
+        return Ok(());
+    }
+    let each: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect();
+    if directive == "Strict" {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+            each.join(", "),
+            kind = info.kind,
+            version = info.version,
+        )));
+    }
+    req.warnings.lock().extend(each);
     Ok(())
 }
 

@@ -176,6 +176,27 @@ fn delete_namespace(state: &State, store: &mut Store, ns_obj: &Value, name: &str
     (*marked).clone()
 }
 
+/// What DELETE answers for an object removed at once: the object itself for the kinds whose
+/// registry sets `ReturnDeletedObject` (Pods, Services), else a Success Status naming it
+/// (`details`: name, group, the plural as `kind`, uid), as the generic registry answers.
+fn deleted_answer(info: &ResourceInfo, obj: &Value) -> Value {
+    if info.group.is_empty() && matches!(info.kind.as_str(), "Pod" | "Service") {
+        return present(info, obj);
+    }
+    let meta = |f: &str| obj.pointer(&format!("/metadata/{f}")).cloned();
+    let mut details = json!({"name": meta("name"), "kind": info.plural, "uid": meta("uid")});
+    if !info.group.is_empty() {
+        details["group"] = json!(info.group);
+    }
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
+}
+
 /// DELETE of one object.
 pub fn delete(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     let info = req.target.info.clone();
@@ -211,12 +232,11 @@ pub fn delete(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     }
     let is_namespace = info.group.is_empty() && info.kind == "Namespace";
     if opts.dry_run {
-        let shown = if has_finalizers(&obj) || is_namespace {
-            mark_deleting(&obj)
+        return Ok(if has_finalizers(&obj) || is_namespace {
+            (200, present(&info, &mark_deleting(&obj)))
         } else {
-            (*obj).clone()
-        };
-        return Ok((200, present(&info, &shown)));
+            (200, deleted_answer(&info, &obj))
+        });
     }
     if is_namespace {
         return Ok((
@@ -233,7 +253,7 @@ pub fn delete(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     }
     let removed =
         remove_now(req.state, &mut store, &info, req.ns(), &name, opts.orphan).unwrap_or(obj);
-    Ok((200, present(&info, &removed)))
+    Ok((200, deleted_answer(&info, &removed)))
 }
 
 /// DELETE of a collection (with selectors): deletes each match, returns them as a list.

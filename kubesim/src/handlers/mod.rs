@@ -124,6 +124,8 @@ pub struct Req<'a> {
     pub user_agent: String,
     /// Whether the `Accept` header asks for a Table (server-side printing).
     pub as_table: bool,
+    /// Warnings for the response's `Warning` headers (e.g. unknown fields dropped).
+    pub warnings: parking_lot::Mutex<Vec<String>>,
 }
 
 impl Req<'_> {
@@ -350,11 +352,12 @@ pub async fn route(
         identity,
         user_agent,
         as_table,
+        warnings: parking_lot::Mutex::new(Vec::new()),
     };
     let reply = |(code, v): (u16, Value)| json_reply(code, &v);
     // `kubectl get` asks for a Table; custom resources answer one (built-ins: plain JSON).
     let printed = |(code, v): (u16, Value)| json_reply(code, &req.printed(v));
-    match verb {
+    let response = match verb {
         "get" => read::get(&req).map(printed),
         "list" => read::list(&req).map(printed),
         "watch" => watch::watch(&req),
@@ -364,7 +367,12 @@ pub async fn route(
         "delete" => delete::delete(&req).map(reply),
         "deletecollection" => delete::delete_collection(&req).map(reply),
         _ => Err(ApiError::method_not_allowed()),
-    }
+    };
+    let warnings = std::mem::take(&mut *req.warnings.lock());
+    response.map(|mut resp| {
+        crate::reply::add_warnings(&mut resp, &warnings);
+        resp
+    })
 }
 
 #[cfg(test)]

@@ -87,12 +87,12 @@ pub fn patch(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
                     "Required value",
                 )
             })?;
-        let new = with_replicas(&info, &old, replicas);
+        let new = with_replicas(&info, &old, &name, replicas)?;
         let out = commit_update(req, &mut store, &old, new, Some(&manager))?;
         return Ok((200, scale_of(&info, &out)));
     }
     let mut patched = patched;
-    check_type(&info, &mut patched)?;
+    check_type(req, &mut patched)?;
     let rv = patched
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str);

@@ -58,8 +58,15 @@ fn spec_part(obj: &Value) -> Value {
     v
 }
 
-/// The namespace must exist and not be terminating.
-pub fn check_namespace_open(store: &Store, info: &ResourceInfo, ns: &str) -> Result<(), ApiError> {
+/// The namespace must exist and not be terminating (NamespaceLifecycle admission:
+/// `configmaps "x" is forbidden: unable to create new content in namespace ns because it
+/// is being terminated`).
+fn check_namespace_open(
+    store: &Store,
+    info: &ResourceInfo,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
     if !info.namespaced {
         return Ok(());
     }
@@ -67,13 +74,19 @@ pub fn check_namespace_open(store: &Store, info: &ResourceInfo, ns: &str) -> Res
         .get("/namespaces", "", ns)
         .ok_or_else(|| ApiError::not_found("", "namespaces", ns))?;
     if namespace.pointer("/metadata/deletionTimestamp").is_some() {
+        let resource = crate::status::qualified(&info.group, &info.plural);
+        let subject = if name.is_empty() {
+            resource
+        } else {
+            format!("{resource} \"{name}\"")
+        };
         return Err(ApiError::forbidden(
             format!(
-                "unable to create new content in namespace {ns} because it is being terminated"
+                "{subject} is forbidden: unable to create new content in namespace {ns} because it is being terminated"
             ),
             &info.group,
             &info.plural,
-            "",
+            name,
         ));
     }
     Ok(())
@@ -121,7 +134,12 @@ pub fn insert_new(
     now: &str,
 ) -> Result<(u16, Value), ApiError> {
     let info = req.target.info.clone();
-    check_namespace_open(store, &info, req.ns())?;
+    check_namespace_open(
+        store,
+        &info,
+        req.ns(),
+        meta_str(&obj, "name").unwrap_or_default(),
+    )?;
     let key = info.store_key();
     if meta_str(&obj, "name").is_none_or(str::is_empty)
         && let Some(prefix) = meta_str(&obj, "generateName").map(String::from)
@@ -141,11 +159,13 @@ pub fn insert_new(
     hooks::on_create(req.state, &info, &mut obj);
     lifecycle::admit_new(&info, &mut obj, &req.state.ip_seq, &req.state.port_seq);
     let obj = lifecycle::finish(&info, None, obj, manager, None, now);
+    crate::validation::check(&info, None, &obj)?;
     let obj = crate::event_versions::storage_form(&info, obj);
     if req.query.dry_run() {
         return Ok((201, present(&info, &obj)));
     }
     let stored = store.put(&key, obj, EventType::Added);
+    hooks::after_create(req.state, store, &info, &stored);
     hooks::after_change(req.state, store, &info);
     Ok((201, present(&info, &stored)))
 }
@@ -154,7 +174,7 @@ pub fn insert_new(
 pub fn create(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     let info = req.target.info.clone();
     let mut obj = parse_object(req)?;
-    check_type(&info, &mut obj)?;
+    check_type(req, &mut obj)?;
     if info.create_only {
         return super::review::create(req, obj);
     }
@@ -213,7 +233,7 @@ pub fn merge_incoming(
     if old["metadata"].get("namespace").is_some() {
         new["metadata"]["namespace"] = old["metadata"]["namespace"].clone();
     }
-    if spec_part(old) != spec_part(&new) {
+    if spec_part(old) != spec_part(&new) || deployment_annotations_changed(info, old, &new) {
         if let Some(g) = old.pointer("/metadata/generation").and_then(Value::as_i64) {
             new["metadata"]["generation"] = json!(g + 1);
         } else if tracks_generation(info) {
@@ -221,6 +241,20 @@ pub fn merge_incoming(
         }
     }
     new
+}
+
+/// The Deployment strategy also bumps generation when annotations change (they are copied
+/// to the ReplicaSets); an empty and an absent map are the same.
+fn deployment_annotations_changed(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
+    if !(info.is_builtin() && info.group == "apps" && info.kind == "Deployment") {
+        return false;
+    }
+    let annotations = |v: &Value| {
+        v.pointer("/metadata/annotations")
+            .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
+            .cloned()
+    };
+    annotations(old) != annotations(new)
 }
 
 fn same_ignoring_bookkeeping(a: &Value, b: &Value) -> bool {
@@ -260,6 +294,9 @@ pub fn commit_update(
         hooks::on_update(&info, old, &mut new);
     }
     let new = lifecycle::finish(&info, Some(old), new, manager, sub, &now);
+    if matches!(sub, None | Some("scale")) {
+        crate::validation::check(&info, Some(old), &new)?;
+    }
     let new = crate::event_versions::storage_form(&info, new);
     if same_ignoring_bookkeeping(old, &new) {
         return Ok(present(&info, old));
@@ -302,7 +339,7 @@ pub fn update(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     if sub == Some("scale") {
         return update_scale(req, obj);
     }
-    check_type(&info, &mut obj)?;
+    check_type(req, &mut obj)?;
     check_namespace(req, &mut obj)?;
     match meta_str(&obj, "name") {
         Some(n) if n != name => {
@@ -344,14 +381,29 @@ fn update_scale(req: &Req<'_>, scale: Value) -> Result<(u16, Value), ApiError> {
         .get(&info.store_key(), req.ns(), req.name())
         .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, req.name()))?;
     check_rv(&info, &old, &scale, req.name())?;
-    let new = with_replicas(&info, &old, replicas);
+    let new = with_replicas(&info, &old, req.name(), replicas)?;
     let manager = req.field_manager();
     let out = commit_update(req, &mut store, &old, new, Some(&manager))?;
     Ok((200, scale_of(&info, &out)))
 }
 
-/// The object with its spec replicas set (generation bumped), for scale writes.
-pub fn with_replicas(info: &ResourceInfo, old: &Value, replicas: i64) -> Value {
+/// The object with its spec replicas set (generation bumped), for scale writes; negative
+/// replicas are refused as the Scale's own validation refuses them.
+pub fn with_replicas(
+    info: &ResourceInfo,
+    old: &Value,
+    name: &str,
+    replicas: i64,
+) -> Result<Value, ApiError> {
+    if replicas < 0 {
+        return Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            "spec.replicas",
+            &format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+        ));
+    }
     let path = info
         .scale
         .as_ref()
@@ -373,5 +425,5 @@ pub fn with_replicas(info: &ResourceInfo, old: &Value, replicas: i64) -> Value {
             cur = &mut cur[*p];
         }
     }
-    merge_incoming(info, old, new, None)
+    Ok(merge_incoming(info, old, new, None))
 }
