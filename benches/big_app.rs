@@ -66,6 +66,7 @@ async fn big_app(n: usize) {
             ..Default::default()
         },
         promotion: None,
+        notify: Vec::new(),
     };
     let manifests = Manifests {
         revision: "r1".into(),

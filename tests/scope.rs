@@ -39,6 +39,7 @@ fn spec() -> AppSpec {
             ..Default::default()
         },
         promotion: None,
+        notify: Vec::new(),
     }
 }
 

@@ -88,6 +88,9 @@ pub enum InvalidApp {
     /// `spec.promotion` is invalid.
     #[error(transparent)]
     Promotion(#[from] super::promotion::PolicyError),
+    /// An entry of `spec.notify` is invalid.
+    #[error("spec.notify: {0}")]
+    Notify(String),
 }
 
 /// Checks one App document beyond its structure: kind and version, name, source and windows.
@@ -113,6 +116,9 @@ pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
     parse_all(&app.spec.sync_policy.sync_windows)?;
     if let Some(policy) = &app.spec.promotion {
         policy.validate()?;
+    }
+    for target in &app.spec.notify {
+        target.validate().map_err(InvalidApp::Notify)?;
     }
     Ok(app)
 }

@@ -16,6 +16,7 @@ use super::operations::{Completed, Operation, OperationError};
 use super::pins::{pinned, pins};
 use crate::app::promotion::{PinnedImage, PromotedFrom};
 use crate::app::{AppStatus, Phase};
+use crate::notify::Event;
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::promotion::{self, PromoteError};
 use crate::render::pin_images;
@@ -159,7 +160,9 @@ impl Runner {
                 .await;
             finished?;
         }
-        Ok((record, status?))
+        let status = status?;
+        self.notify_current(target, Event::Promoted);
+        Ok((record, status))
     }
 
     /// Promotes what App `source` runs onto App `target` as promotion `id`: refuses a source
