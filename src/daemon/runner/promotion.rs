@@ -112,9 +112,12 @@ impl Runner {
         }
         let id = record.id.to_string();
         let operation = match request {
-            PinRequest::Promote { source } => Operation::Promote { source, id },
+            PinRequest::Promote { source } => Operation::Promote {
+                source,
+                id: id.clone(),
+            },
             PinRequest::Rollback(earlier) => Operation::Pin(Some(Box::new(PromotedFrom {
-                promotion: Some(id),
+                promotion: Some(id.clone()),
                 ..earlier
             }))),
         };
@@ -139,7 +142,22 @@ impl Runner {
                     .map(|p| format!("{p:?}"))
                     .unwrap_or_else(|| "unknown".into());
             }
-            Err(e) => record.outcome = format!("refused: {e}"),
+            Err(e) => {
+                // Pinned, but the pass after it failed: the pins stay, as after a Git change
+                // whose pass failed, and the next pass retries them.
+                let pinned = self
+                    .status(target)
+                    .and_then(|s| s.promoted_from)
+                    .filter(|p| p.promotion.as_deref() == Some(id.as_str()));
+                record.outcome = match pinned {
+                    Some(promoted) => {
+                        record.revision = promoted.revision;
+                        record.images = promoted.images;
+                        format!("pinned; pass failed: {e}")
+                    }
+                    None => format!("refused: {e}"),
+                };
+            }
         }
         let audit = format!(
             "{} id={} from={} revision={} images={}",
