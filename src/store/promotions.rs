@@ -79,8 +79,9 @@ macro_rules! columns {
     };
 }
 
-/// How often an insert retries when a concurrent one took the same id.
-const INSERT_ATTEMPTS: usize = 5;
+/// How often an insert tries when concurrent ones take the same id (each loser retries with
+/// the next id).
+const INSERT_ATTEMPTS: usize = 32;
 
 impl Store {
     /// Inserts `record` with the next id (its `id` is ignored) and returns that id.
