@@ -439,8 +439,10 @@ async fn staging_digests_are_promoted_to_production_kept_rolled_back_and_unpinne
         .iter()
         .map(|r| r["outcome"].as_str().unwrap())
         .collect();
-    assert_eq!(outcomes[0], "Held");
+    // Held when promoted, then approved: the record says so.
+    assert_eq!(outcomes[0], "Approved: Synced");
     assert!(outcomes[1].starts_with("refused: "), "{outcomes:?}");
+    assert_eq!(*outcomes.last().unwrap(), "Approved: Synced");
     assert_eq!(records.last().unwrap()["id"].as_i64(), Some(first_id));
     assert_eq!(records.last().unwrap()["actor"], "admin");
     assert_eq!(

@@ -711,6 +711,27 @@ async fn promotions(db: TestDb) {
     store.finish_promotion(&done).await.unwrap();
     assert_eq!(store.promotion(first).await.unwrap(), Some(done.clone()));
     assert_eq!(store.promotion::<Vec<String>>(99).await.unwrap(), None);
+    // An approval is recorded once, on a Held record only.
+    assert!(
+        store
+            .decide_promotion(first, "Approved: Synced")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .decide_promotion(first, "Rejected: OutOfSync")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .decide_promotion(99, "Approved: Synced")
+            .await
+            .unwrap()
+    );
+    done.outcome = "Approved: Synced".to_string();
+    assert_eq!(store.promotion(first).await.unwrap(), Some(done.clone()));
 
     let mut tasks = Vec::new();
     for i in 0..16 {

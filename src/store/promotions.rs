@@ -148,6 +148,18 @@ impl Store {
         Ok(())
     }
 
+    /// Records the approval or rejection of promotion `id`'s Held plan as its outcome (only
+    /// while its outcome is `Held`); whether it was.
+    pub async fn decide_promotion(&self, id: i64, outcome: &str) -> Result<bool, StoreError> {
+        let result =
+            sqlx::query("UPDATE promotions SET outcome = $1 WHERE id = $2 AND outcome = 'Held'")
+                .bind(outcome)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        Ok(result.rows_affected() > 0)
+    }
+
     /// The promotions of the App `target_key`, newest first.
     pub async fn promotions<I: DeserializeOwned>(
         &self,

@@ -307,6 +307,7 @@ impl Runner {
         let concluded = self.conclude(key, &p, &journal, result, started, now).await;
         if approved {
             self.notify_current(key, Event::Approved);
+            self.promotion_decided(key, "Approved").await;
         }
         concluded
     }
@@ -331,6 +332,7 @@ impl Runner {
         let settled = self.settle(key, &previous, now, result, None);
         if rejected {
             self.notify_current(key, Event::Rejected);
+            self.promotion_decided(key, "Rejected").await;
         }
         settled
     }

@@ -183,6 +183,28 @@ impl Runner {
         Ok((record, status))
     }
 
+    /// Records on App `key`'s promotion record (when its Held plan is the promotion's) that
+    /// the plan was `verdict` (`Approved`, `Rejected`), with the phase it ended in.
+    pub(super) async fn promotion_decided(&self, key: &str, verdict: &str) {
+        let Some(store) = &self.store else { return };
+        let Some(status) = self.status(key) else {
+            return;
+        };
+        let id = status
+            .promoted_from
+            .as_ref()
+            .and_then(|p| p.promotion.as_deref())
+            .and_then(|id| id.parse::<i64>().ok());
+        let Some(id) = id else { return };
+        let phase = status.phase.map(|p| format!("{p:?}")).unwrap_or_default();
+        if let Err(e) = store
+            .decide_promotion(id, &format!("{verdict}: {phase}"))
+            .await
+        {
+            tracing::warn!(app = %key, id, error = %e, "cannot record the promotion's approval");
+        }
+    }
+
     /// Promotes what App `source` runs onto App `target` as promotion `id`: refuses a source
     /// the target does not take promotions from (`spec.promotion.from`), one that is not
     /// Synced and Healthy or not for the target's soak time (`requireHealthyFor`), reads the
