@@ -67,6 +67,7 @@ async fn big_app(n: usize) {
             ..Default::default()
         },
         promotion: None,
+        notify: Vec::new(),
     };
     let manifests = Manifests {
         revision: "r1".into(),

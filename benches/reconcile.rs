@@ -92,6 +92,7 @@ async fn on_kubesim(n: usize) {
             ..Default::default()
         },
         promotion: None,
+        notify: Vec::new(),
     };
     let manifests = Manifests {
         revision: "r1".into(),

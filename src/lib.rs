@@ -9,6 +9,7 @@ pub mod clusters;
 pub mod daemon;
 pub mod diff;
 pub mod kube_error;
+pub mod notify;
 pub mod object;
 pub mod reconcile;
 pub mod render;

@@ -41,6 +41,7 @@ fn spec(policy: SyncPolicy) -> AppSpec {
         },
         sync_policy: policy,
         promotion: None,
+        notify: Vec::new(),
     }
 }
 

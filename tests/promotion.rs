@@ -399,6 +399,25 @@ async fn staging_digests_are_promoted_to_production_kept_rolled_back_and_unpinne
         pod_digests(&sim, "staging").len() == 1
     })
     .await;
+    // The same with a bare Pod (no controller) that the selector matches.
+    let bare = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bare\n  labels:\n    app: web\n\
+         spec:\n  containers:\n  - name: web\n    image: {REPO}:0.2\n"
+    );
+    sim.kubectl(&["apply", "-n", "staging", "-f", "-"], Some(&bare));
+    eventually("the bare Pod runs", || {
+        pod_digests(&sim, "staging").len() == 2
+    })
+    .await;
+    let (status, body) = api
+        .post("/api/v1/apps/local/staging/promote?to=production")
+        .await;
+    assert_eq!(status, 422, "{body}");
+    sim.kubectl(&["delete", "pod", "bare", "-n", "staging"], None);
+    eventually("the bare Pod gone", || {
+        pod_digests(&sim, "staging").len() == 1
+    })
+    .await;
     let new_digest = pod_digests(&sim, "staging")[0].clone();
     // This time through the CLI: exit code 3 (Held), the promotion and the approve command.
     let (code, out) = api
@@ -439,8 +458,10 @@ async fn staging_digests_are_promoted_to_production_kept_rolled_back_and_unpinne
         .iter()
         .map(|r| r["outcome"].as_str().unwrap())
         .collect();
-    assert_eq!(outcomes[0], "Held");
+    // Held when promoted, then approved: the record says so.
+    assert_eq!(outcomes[0], "Approved: Synced");
     assert!(outcomes[1].starts_with("refused: "), "{outcomes:?}");
+    assert_eq!(*outcomes.last().unwrap(), "Approved: Synced");
     assert_eq!(records.last().unwrap()["id"].as_i64(), Some(first_id));
     assert_eq!(records.last().unwrap()["actor"], "admin");
     assert_eq!(

@@ -40,6 +40,7 @@ fn spec() -> AppSpec {
             ..Default::default()
         },
         promotion: None,
+        notify: Vec::new(),
     }
 }
 

@@ -15,6 +15,7 @@ use wardn::store::audit::{
 };
 use wardn::store::auth::{self, ApiToken};
 use wardn::store::clusters::ClusterRecord;
+use wardn::store::promotions::PromotionRecord;
 use wardn::store::repositories::RepositoryRecord;
 use wardn::store::{Store, StoreError};
 
@@ -681,7 +682,101 @@ async fn concurrent_writes(db: TestDb) {
     store.close().await;
 }
 
+fn promotion(target: &str, outcome: &str) -> PromotionRecord<Vec<String>> {
+    PromotionRecord {
+        id: 0,
+        target_key: target.to_string(),
+        target: format!("production/{target}"),
+        source: "staging/web".to_string(),
+        revision: "r1".to_string(),
+        images: vec![format!("ghcr.io/acme/web@sha256:{}", "a".repeat(64))],
+        actor: "admin".to_string(),
+        created_at: "2026-12-01T15:00:00Z".to_string(),
+        plan_hash: String::new(),
+        outcome: outcome.to_string(),
+    }
+}
+
+/// Promotion records: ids in order (distinct under concurrent inserts), finished in place,
+/// listed per target newest first; a corrupt images column is reported, not a panic.
+async fn promotions(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let first = store
+        .insert_promotion(&promotion("org/web", "pending"))
+        .await
+        .unwrap();
+    assert_eq!(first, 1);
+    let mut done = promotion("org/web", "Held");
+    done.id = first;
+    done.plan_hash = "h1".to_string();
+    done.revision = "r2".to_string();
+    store.finish_promotion(&done).await.unwrap();
+    assert_eq!(store.promotion(first).await.unwrap(), Some(done.clone()));
+    assert_eq!(store.promotion::<Vec<String>>(99).await.unwrap(), None);
+    // An approval is recorded once, on a Held record only.
+    assert!(
+        store
+            .decide_promotion(first, "Approved: Synced")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .decide_promotion(first, "Rejected: OutOfSync")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .decide_promotion(99, "Approved: Synced")
+            .await
+            .unwrap()
+    );
+    done.outcome = "Approved: Synced".to_string();
+    assert_eq!(store.promotion(first).await.unwrap(), Some(done.clone()));
+
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let store = store.clone();
+        let target = if i % 2 == 0 { "org/web" } else { "org/api" };
+        tasks.push(tokio::spawn(async move {
+            store.insert_promotion(&promotion(target, "pending")).await
+        }));
+    }
+    let mut ids = Vec::new();
+    for task in tasks {
+        ids.push(task.await.unwrap().unwrap());
+    }
+    ids.sort();
+    assert_eq!(ids, (2..=17).collect::<Vec<i64>>());
+    let web: Vec<PromotionRecord<Vec<String>>> = store.promotions("org/web").await.unwrap();
+    assert_eq!(web.len(), 9);
+    assert!(web.windows(2).all(|w| w[0].id > w[1].id), "newest first");
+    assert_eq!(web.last(), Some(&done));
+    assert!(
+        store
+            .promotions::<Vec<String>>("org/none")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    execute(
+        &db.url,
+        "UPDATE promotions SET images = 'not json' WHERE id = 1",
+    )
+    .await;
+    let e = store
+        .promotion::<Vec<String>>(1)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("promotions.images"), "{e}");
+    store.close().await;
+}
+
 async fn suite(backend: Backend<'_>) {
+    promotions(backend.database("promotions_case")).await;
     app_statuses(backend.database("app_status_case")).await;
     clusters(backend.database("clusters_case")).await;
     auth(backend.database("auth_case")).await;

@@ -77,7 +77,10 @@ async fn run(state: Arc<State>) {
         tokio::select! {
             ev = rx.recv() => match ev {
                 Ok(ev) => {
-                    if WORKLOADS.contains(&ev.key.as_str()) && ev.event_type != EventType::Deleted {
+                    if ev.key == PODS && ev.event_type != EventType::Deleted && is_bare(&ev.object) {
+                        let (ns, name) = ns_name(&ev.object);
+                        dirty.insert((PODS.to_string(), ns, name));
+                    } else if WORKLOADS.contains(&ev.key.as_str()) && ev.event_type != EventType::Deleted {
                         let (ns, name) = ns_name(&ev.object);
                         // A ReplicaSet's status feeds its Deployment's, as in the deployment
                         // controller.
@@ -97,16 +100,34 @@ async fn run(state: Arc<State>) {
     }
 }
 
+/// Every workload, and every bare Pod (one no controller owns) not Ready yet.
 fn all_workloads(store: &Store) -> BTreeSet<Key> {
-    WORKLOADS
-        .iter()
-        .flat_map(|key| {
-            store.list(key, None).map(move |o| {
-                let (ns, name) = ns_name(o);
-                (key.to_string(), ns, name)
-            })
+    let workloads = WORKLOADS.iter().flat_map(|key| {
+        store.list(key, None).map(move |o| {
+            let (ns, name) = ns_name(o);
+            (key.to_string(), ns, name)
         })
-        .collect()
+    });
+    let bare = store.list(PODS, None).filter(|p| is_bare(p)).map(|p| {
+        let (ns, name) = ns_name(p);
+        (PODS.to_string(), ns, name)
+    });
+    workloads.chain(bare).collect()
+}
+
+/// Whether `pod` is a bare Pod (no controller owns it) that is not Ready yet.
+fn is_bare(pod: &Value) -> bool {
+    let owned = pod
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| !refs.is_empty());
+    let ready = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c.get("type") == Some(&json!("Ready")) && c.get("status") == Some(&json!("True")));
+    !owned && !ready
 }
 
 /// The name of `obj`'s controlling owner when it is a `kind`.
@@ -225,6 +246,12 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
     }
     let ready = Instant::now() >= entry.1;
     let nodes: Vec<Value> = store.list("/nodes", None).map(|n| (**n).clone()).collect();
+    if key == PODS {
+        if let Some(pod) = kwok::bare_pod(&obj, ready, &nodes, &now) {
+            store.put(key, pod, EventType::Modified);
+        }
+        return;
+    }
     if key == DEPLOYMENTS {
         let owned = owned_by(&store, REPLICA_SETS, ns, &uid);
         let rs_name = kwok::replica_set_name(&obj);

@@ -91,6 +91,9 @@ pub enum InvalidApp {
     /// `spec.promotion` is invalid.
     #[error(transparent)]
     Promotion(#[from] super::promotion::PolicyError),
+    /// An entry of `spec.notify` is invalid.
+    #[error("spec.notify: {0}")]
+    Notify(String),
 }
 
 /// Checks one App document beyond its structure: kind and version, name, source, windows
@@ -118,6 +121,9 @@ pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
     super::routing::resolve(&mut app)?;
     if let Some(policy) = &app.spec.promotion {
         policy.validate()?;
+    }
+    for target in &app.spec.notify {
+        target.validate().map_err(InvalidApp::Notify)?;
     }
     Ok(app)
 }

@@ -48,6 +48,10 @@ pub struct AppSpec {
     /// happen on their own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub promotion: Option<promotion::PromotionPolicy>,
+    /// Where to send this App's notifications (Held with the plan summary and an approve
+    /// link, approved, rejected, promoted, Degraded, Failed), besides `--notify-url`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notify: Vec<crate::notify::Target>,
 }
 
 /// `spec.destination`: the target cluster and namespace.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::daemon::operator::OperatorOptions;
 use crate::daemon::{DaemonError, ServeOptions};
+use crate::notify::{Format, Target};
 use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::seal::Sealer;
@@ -56,6 +57,15 @@ pub struct ServeArgs {
     /// Directory of App YAML files to reconcile.
     #[arg(long, env = "WARDN_APPS_DIR")]
     pub apps: Option<PathBuf>,
+    /// Send every App's notifications (Held with an approve link, approved, rejected,
+    /// promoted, Degraded, Failed) to this URL as JSON signed with `WARDN_NOTIFY_SECRET`
+    /// (`X-Wardn-Signature: sha256=…`). Repeatable, or comma-separated.
+    #[arg(long, env = "WARDN_NOTIFY_URL", value_delimiter = ',', value_parser = notify_url)]
+    pub notify_url: Vec<String>,
+    /// Send every App's notifications to this Slack-compatible incoming webhook. Repeatable,
+    /// or comma-separated.
+    #[arg(long, env = "WARDN_NOTIFY_SLACK_URL", value_delimiter = ',', value_parser = notify_url)]
+    pub notify_slack_url: Vec<String>,
     /// Kubeconfig of the management cluster, where App resources are watched and
     /// `destination.cluster: ""` deploys (default: `KUBECONFIG`, else in-cluster, else
     /// ~/.kube/config; the choice is logged with its server URL).
@@ -113,6 +123,31 @@ pub struct ServeArgs {
 }
 
 /// `--resync-interval`, `--health-timeout`: a duration of at least one second.
+/// A `--notify-url` / `--notify-slack-url` value: `http(s)://HOST…`.
+fn notify_url(text: &str) -> Result<String, String> {
+    let url = text.trim().to_string();
+    Target {
+        url: url.clone(),
+        format: Format::Json,
+    }
+    .validate()?;
+    Ok(url)
+}
+
+/// The global notification targets: `json` URLs, then `slack` ones.
+fn notify_targets(json: &[String], slack: &[String]) -> Vec<Target> {
+    let target = |format| {
+        move |url: &String| Target {
+            url: url.clone(),
+            format,
+        }
+    };
+    json.iter()
+        .map(target(Format::Json))
+        .chain(slack.iter().map(target(Format::Slack)))
+        .collect()
+}
+
 fn at_least_a_second(text: &str) -> Result<Duration, String> {
     let d = crate::sources::spec::parse_duration(text)?;
     if d.is_zero() {
@@ -163,6 +198,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     let sealer = Sealer::from_env().map_err(DaemonError::from)?;
     let scheduling = scheduling(&args);
     let pipeline = pipeline(&args);
+    let notify = notify_targets(&args.notify_url, &args.notify_slack_url);
     let options = ServeOptions {
         listen: args.listen,
         tls_cert: args.tls_cert,
@@ -173,6 +209,10 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         admin_password: std::env::var("WARDN_ADMIN_PASSWORD").ok(),
         internal_token: std::env::var("WARDN_INTERNAL_TOKEN").ok(),
         webhook_secret: std::env::var(crate::sources::webhook::SECRET_ENV).ok(),
+        notify,
+        notify_secret: std::env::var("WARDN_NOTIFY_SECRET")
+            .ok()
+            .filter(|s| !s.is_empty()),
         apps_dir: args.apps,
         management_kubeconfig: args.kubeconfig,
         clusters_file: args.clusters_file,

@@ -21,6 +21,7 @@ use crate::app::files::AppsDirError;
 use crate::clusters::registry::Registry;
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::throttle::Throttles;
+use crate::notify::Notifier;
 use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::seal::{SealError, Sealer};
@@ -56,6 +57,10 @@ pub struct ServeOptions {
     pub internal_token: Option<String>,
     /// `WARDN_WEBHOOK_SECRET`; the Git webhook rejects every request without it.
     pub webhook_secret: Option<String>,
+    /// Where every App's notifications go (`--notify-url`, `--notify-slack-url`).
+    pub notify: Vec<crate::notify::Target>,
+    /// The key JSON notifications are signed with (`WARDN_NOTIFY_SECRET`); unsigned without.
+    pub notify_secret: Option<String>,
     /// Directory of App YAML files to reconcile (`--apps`); no Apps when absent.
     pub apps_dir: Option<PathBuf>,
     /// Kubeconfig of the management cluster (`destination.cluster: ""`, App resources); when
@@ -96,6 +101,8 @@ impl Default for ServeOptions {
             admin_password: None,
             internal_token: None,
             webhook_secret: None,
+            notify: Vec::new(),
+            notify_secret: None,
             apps_dir: None,
             management_kubeconfig: None,
             clusters_file: None,
@@ -282,6 +289,10 @@ impl Daemon {
             options.scheduling.clone(),
         );
         runner.restore().await?;
+        runner.set_notifier(
+            Notifier::start(options.notify.clone(), options.notify_secret.clone()),
+            options.public_url.clone(),
+        );
         if options.reconcile_apps {
             if let Some(found) = management {
                 runner.watch_resources(found.client, options.app_namespaces.clone());

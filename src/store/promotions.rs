@@ -79,8 +79,9 @@ macro_rules! columns {
     };
 }
 
-/// How often an insert retries when a concurrent one took the same id.
-const INSERT_ATTEMPTS: usize = 5;
+/// How often an insert tries when concurrent ones take the same id (each loser retries with
+/// the next id).
+const INSERT_ATTEMPTS: usize = 32;
 
 impl Store {
     /// Inserts `record` with the next id (its `id` is ignored) and returns that id.
@@ -145,6 +146,18 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    /// Records the approval or rejection of promotion `id`'s Held plan as its outcome (only
+    /// while its outcome is `Held`); whether it was.
+    pub async fn decide_promotion(&self, id: i64, outcome: &str) -> Result<bool, StoreError> {
+        let result =
+            sqlx::query("UPDATE promotions SET outcome = $1 WHERE id = $2 AND outcome = 'Held'")
+                .bind(outcome)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        Ok(result.rows_affected() > 0)
     }
 
     /// The promotions of the App `target_key`, newest first.

@@ -77,3 +77,17 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     }
     panic!("timed out waiting for {what}");
 }
+
+/// Logs in as admin with `password` at the server `base` (`http://127.0.0.1:PORT`) and returns
+/// the session cookie (`wardn_session=…`).
+pub async fn login(base: &str, password: &str) -> String {
+    let response = reqwest::Client::new()
+        .post(format!("{base}/api/v1/auth/login"))
+        .json(&serde_json::json!({"username": "admin", "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap();
+    cookie.split(';').next().unwrap().to_string()
+}

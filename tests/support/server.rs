@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use super::running::login;
+
 use wardn::clusters::registry::Registry;
 use wardn::daemon::ServeOptions;
 use wardn::seal::Sealer;
@@ -133,20 +135,6 @@ impl Drop for TestServer {
             let _ = tx.send(());
         }
     }
-}
-
-/// Logs in as admin with `password` at the server `base` (`http://127.0.0.1:PORT`) and returns
-/// the session cookie (`wardn_session=…`).
-pub async fn login(base: &str, password: &str) -> String {
-    let response = reqwest::Client::new()
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&serde_json::json!({"username": "admin", "password": password}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let cookie = response.headers()["set-cookie"].to_str().unwrap();
-    cookie.split(';').next().unwrap().to_string()
 }
 
 /// A kubeconfig for `server` with a bearer `token` and distinctive (fake) CA data.

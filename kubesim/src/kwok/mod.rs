@@ -14,7 +14,8 @@
 //!   the Pod defaults and admission changes), scheduled round-robin on the nodes, and a status
 //!   (`pod_status`) that is Running and Ready once the ready delay has elapsed
 //!   (ContainerCreating before), with `containerStatuses[].imageID` as containerd reports it
-//!   (`images`).
+//!   (`images`); [`bare_pod`] does the same for a Pod no controller owns (bound to a node,
+//!   then Running and Ready).
 //! * [`workload_status`] (`status`): the status the real controllers write for Deployments,
 //!   StatefulSets, DaemonSets, ReplicaSets and Jobs, including the Deployment conditions
 //!   Available and Progressing with their real reasons and messages.
@@ -41,5 +42,5 @@ pub use deployments::{mark_revision, replica_set_for, replica_set_name, revision
 pub use images::{image_id, normalize_image};
 pub use names::template_hash;
 pub use nodes::{KUBELET_VERSION, node_name, nodes};
-pub use pods::{MAX_SIMULATED_PODS, owned_pods};
+pub use pods::{MAX_SIMULATED_PODS, bare_pod, owned_pods};
 pub use status::workload_status;

@@ -289,3 +289,44 @@ fn daemon_pod_scheduling(spec: &mut Map<String, Value>, node_name: &str) {
         }
     }
 }
+
+/// A bare Pod (one no controller owns) as the scheduler and the kubelet leave it: bound to a
+/// node (`spec.nodeName`, kept when the Pod names one; else picked by a stable hash of its
+/// name) and given a status, Running and Ready once `ready`. `None` for a Pod a controller
+/// owns (its controller's simulation handles it) and when nothing would change: a Pod that
+/// has a status is only updated to become Ready.
+pub fn bare_pod(pod: &Value, ready: bool, nodes: &[Value], now: &str) -> Option<Value> {
+    let owned = pod
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| !refs.is_empty());
+    if owned {
+        return None;
+    }
+    let is_ready = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| str_at(c, "/type") == "Ready" && str_at(c, "/status") == "True");
+    let has_status = pod.pointer("/status/phase").is_some();
+    if is_ready || (has_status && !ready) {
+        return None;
+    }
+    let mut pod = pod.clone();
+    let named = str_at(&pod, "/spec/nodeName").to_string();
+    let node = match named.as_str() {
+        "" if nodes.is_empty() => None,
+        "" => {
+            let hash = name_suffix(str_at(&pod, "/metadata/name"));
+            let index = hash.bytes().map(usize::from).sum::<usize>() % nodes.len();
+            nodes.get(index)
+        }
+        name => nodes.iter().find(|n| str_at(n, "/metadata/name") == name),
+    };
+    if let (Some(node), Some(spec)) = (node, pod.get_mut("spec").and_then(Value::as_object_mut)) {
+        spec.insert("nodeName".into(), json!(str_at(node, "/metadata/name")));
+    }
+    pod["status"] = pod_status(&pod, node, ready, false, now);
+    Some(pod)
+}

@@ -32,9 +32,10 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::app::{App, AppStatus};
+use crate::app::{App, AppStatus, Phase};
 use crate::clusters::resolve::Resolver;
 use crate::diff::known::Verified;
+use crate::notify::{Event, Notification, Notifier};
 use crate::object::ObjectRef;
 use crate::object::kinds::KindCache;
 use crate::reconcile::pass::{Manifests, Options};
@@ -83,6 +84,28 @@ struct AppRecord {
     removed: watch::Sender<bool>,
 }
 
+/// Where the runner's notifications go.
+struct Notifications {
+    notifier: Notifier,
+    /// The API's public URL, for approve links.
+    public_url: Option<String>,
+}
+
+/// The notification a status change calls for: entering Held (or a new plan Held),
+/// Degraded or Failed.
+fn notable(previous: &AppStatus, status: &AppStatus) -> Option<Event> {
+    let entered = |phase: Phase| status.phase == Some(phase) && previous.phase != Some(phase);
+    if status.phase == Some(Phase::Held)
+        && (entered(Phase::Held) || previous.plan_hash != status.plan_hash)
+    {
+        return Some(Event::Held);
+    }
+    if entered(Phase::Degraded) {
+        return Some(Event::Degraded);
+    }
+    entered(Phase::Failed).then_some(Event::Failed)
+}
+
 /// Drives a dynamic set of Apps from their sources to their clusters.
 pub struct Runner {
     apps: Mutex<BTreeMap<String, AppRecord>>,
@@ -103,6 +126,8 @@ pub struct Runner {
     file_errors: Mutex<Vec<String>>,
     store: Option<Store>,
     publisher: Publisher,
+    /// Where notifications go (set once by the daemon; none in tests without it).
+    notifications: std::sync::OnceLock<Notifications>,
     /// The `source@revision` each autoPromote App was last promoted from automatically (each
     /// is tried once).
     auto_attempts: Mutex<HashMap<String, String>>,
@@ -144,6 +169,7 @@ impl Runner {
             publisher: Publisher::start(store.clone()),
             store,
             auto_attempts: Mutex::new(HashMap::new()),
+            notifications: std::sync::OnceLock::new(),
         })
     }
 
@@ -293,6 +319,9 @@ impl Runner {
             managed: true,
             written: None,
         };
+        if let Some(event) = notable(&record.status, &status) {
+            self.notify(&record.app, key, event, &status);
+        }
         if record.status.phase != status.phase {
             tracing::info!(
                 app = %key,
@@ -304,6 +333,66 @@ impl Runner {
         }
         record.status = status;
         Some(change)
+    }
+
+    /// Sends notifications to `notifier` (and the Apps' `spec.notify`); Held notifications
+    /// link to `public_url`'s approve route when it is given. Only the first call counts.
+    pub fn set_notifier(&self, notifier: Notifier, public_url: Option<String>) {
+        let public_url = public_url.map(|u| u.trim_end_matches('/').to_string());
+        let _ = self.notifications.set(Notifications {
+            notifier,
+            public_url,
+        });
+    }
+
+    /// Notifies `event` about `app` (key `key`) in `status`, if notifications are set up.
+    fn notify(&self, app: &App, key: &str, event: Event, status: &AppStatus) {
+        let Some(n) = self.notifications.get() else {
+            return;
+        };
+        let address = format!(
+            "{}/{}",
+            app.spec.destination.cluster_segment(),
+            app.metadata.name.as_deref().unwrap_or_default()
+        );
+        let mut summary = status.message.clone().unwrap_or_default();
+        if let (Event::Held, Some(plan)) = (event, status.plan) {
+            summary = format!(
+                "{summary} ({} to create, {} to update, {} to prune)",
+                plan.creates, plan.updates, plan.prunes
+            );
+        }
+        if let (Event::Promoted, Some(promoted)) = (event, &status.promoted_from) {
+            let phase = status.phase.map(|p| format!("{p:?}")).unwrap_or_default();
+            summary = format!("{}; now {phase}", promoted.summary());
+        }
+        let approve_url = match (event, &n.public_url) {
+            (Event::Held, Some(base)) => Some(format!("{base}/api/v1/apps/{address}/approve")),
+            _ => None,
+        };
+        let notification = Notification {
+            event,
+            app: key.to_string(),
+            address,
+            revision: status.revision.clone(),
+            plan_hash: status.plan_hash.clone(),
+            summary,
+            approve_url,
+            at: crate::time::now_rfc3339(),
+        };
+        n.notifier.send(&app.spec.notify, notification);
+    }
+
+    /// Notifies `event` about App `key` in its current status.
+    fn notify_current(&self, key: &str, event: Event) {
+        let found = self
+            .apps
+            .lock()
+            .get(key)
+            .map(|r| (r.app.clone(), r.status.clone()));
+        if let Some((app, status)) = found {
+            self.notify(&app, key, event, &status);
+        }
     }
 
     /// Publishes an Event-worthy note about App `key` (App resources only get Events).

@@ -15,6 +15,7 @@ use crate::app::{App, AppStatus};
 use crate::clusters::allowlist::Allowlist;
 use crate::clusters::resolve::ResolveError;
 use crate::diff::known::{Known, Verified};
+use crate::notify::Event;
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::drift::WatchClient;
 use crate::reconcile::error::ReconcileError;
@@ -302,7 +303,13 @@ impl Runner {
             Ok(_) => self.note(key, false, "Approved", format!("plan {held} approved")),
             Err(e) => self.note(key, true, "ApprovalRefused", format!("plan {held}: {e}")),
         }
-        self.conclude(key, &p, &journal, result, started, now).await
+        let approved = result.is_ok();
+        let concluded = self.conclude(key, &p, &journal, result, started, now).await;
+        if approved {
+            self.notify_current(key, Event::Approved);
+            self.promotion_decided(key, "Approved").await;
+        }
+        concluded
     }
 
     /// Rejects App `key`'s Held plan.
@@ -321,7 +328,13 @@ impl Runner {
             let message = status.message.clone().unwrap_or_default();
             self.note(key, false, "Rejected", message);
         }
-        self.settle(key, &previous, now, result, None)
+        let rejected = result.is_ok();
+        let settled = self.settle(key, &previous, now, result, None);
+        if rejected {
+            self.notify_current(key, Event::Rejected);
+            self.promotion_decided(key, "Rejected").await;
+        }
+        settled
     }
 
     /// Takes the per-App lock serialising passes, approvals and rejections of App `key`.

@@ -16,6 +16,7 @@ use super::operations::{Completed, Operation, OperationError};
 use super::pins::{pinned, pins};
 use crate::app::promotion::{PinnedImage, PromotedFrom};
 use crate::app::{AppStatus, Phase};
+use crate::notify::Event;
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::promotion::{self, PromoteError};
 use crate::render::pin_images;
@@ -111,9 +112,12 @@ impl Runner {
         }
         let id = record.id.to_string();
         let operation = match request {
-            PinRequest::Promote { source } => Operation::Promote { source, id },
+            PinRequest::Promote { source } => Operation::Promote {
+                source,
+                id: id.clone(),
+            },
             PinRequest::Rollback(earlier) => Operation::Pin(Some(Box::new(PromotedFrom {
-                promotion: Some(id),
+                promotion: Some(id.clone()),
                 ..earlier
             }))),
         };
@@ -138,7 +142,22 @@ impl Runner {
                     .map(|p| format!("{p:?}"))
                     .unwrap_or_else(|| "unknown".into());
             }
-            Err(e) => record.outcome = format!("refused: {e}"),
+            Err(e) => {
+                // Pinned, but the pass after it failed: the pins stay, as after a Git change
+                // whose pass failed, and the next pass retries them.
+                let pinned = self
+                    .status(target)
+                    .and_then(|s| s.promoted_from)
+                    .filter(|p| p.promotion.as_deref() == Some(id.as_str()));
+                record.outcome = match pinned {
+                    Some(promoted) => {
+                        record.revision = promoted.revision;
+                        record.images = promoted.images;
+                        format!("pinned; pass failed: {e}")
+                    }
+                    None => format!("refused: {e}"),
+                };
+            }
         }
         let audit = format!(
             "{} id={} from={} revision={} images={}",
@@ -159,7 +178,31 @@ impl Runner {
                 .await;
             finished?;
         }
-        Ok((record, status?))
+        let status = status?;
+        self.notify_current(target, Event::Promoted);
+        Ok((record, status))
+    }
+
+    /// Records on App `key`'s promotion record (when its Held plan is the promotion's) that
+    /// the plan was `verdict` (`Approved`, `Rejected`), with the phase it ended in.
+    pub(super) async fn promotion_decided(&self, key: &str, verdict: &str) {
+        let Some(store) = &self.store else { return };
+        let Some(status) = self.status(key) else {
+            return;
+        };
+        let id = status
+            .promoted_from
+            .as_ref()
+            .and_then(|p| p.promotion.as_deref())
+            .and_then(|id| id.parse::<i64>().ok());
+        let Some(id) = id else { return };
+        let phase = status.phase.map(|p| format!("{p:?}")).unwrap_or_default();
+        if let Err(e) = store
+            .decide_promotion(id, &format!("{verdict}: {phase}"))
+            .await
+        {
+            tracing::warn!(app = %key, id, error = %e, "cannot record the promotion's approval");
+        }
     }
 
     /// Promotes what App `source` runs onto App `target` as promotion `id`: refuses a source

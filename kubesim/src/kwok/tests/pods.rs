@@ -317,3 +317,45 @@ fn other_kinds_have_no_simulation() {
     assert!(workload_status(&cm, true, 1, NOW).is_none());
     assert!(owned_pods(&cm, true, &nodes(1, NOW), NOW).is_empty());
 }
+
+#[test]
+fn bare_pods_are_scheduled_and_run_until_ready() {
+    let now = "2026-12-01T16:00:00Z";
+    let nodes = nodes(3, now);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "stray", "namespace": "staging", "uid": "u-1"},
+        "spec": {"containers": [{"name": "web", "image": "ghcr.io/acme/web:0.1"}]}});
+    let pending = bare_pod(&pod, false, &nodes, now).expect("a status");
+    let node = pending["spec"]["nodeName"].as_str().unwrap().to_string();
+    assert!(node.starts_with("kwok-node-"), "{pending}");
+    assert_eq!(pending["status"]["containerStatuses"][0]["imageID"], "");
+    assert_eq!(
+        bare_pod(&pending, false, &nodes, now),
+        None,
+        "nothing new until ready"
+    );
+    let running = bare_pod(&pending, true, &nodes, now).expect("ready");
+    assert_eq!(
+        running["spec"]["nodeName"],
+        node.as_str(),
+        "stays on its node"
+    );
+    assert_eq!(running["status"]["phase"], "Running");
+    assert_eq!(
+        running["status"]["containerStatuses"][0]["imageID"],
+        image_id("ghcr.io/acme/web:0.1")
+    );
+    assert_eq!(bare_pod(&running, true, &nodes, now), None, "settled");
+    // Owned Pods are their controller's; a Pod naming its node keeps it.
+    let mut owned = pod.clone();
+    owned["metadata"]["ownerReferences"] =
+        json!([{"kind": "ReplicaSet", "name": "rs", "uid": "x"}]);
+    assert_eq!(bare_pod(&owned, true, &nodes, now), None);
+    let mut pinned = pod.clone();
+    pinned["spec"]["nodeName"] = json!("kwok-node-2");
+    let placed = bare_pod(&pinned, true, &nodes, now).unwrap();
+    assert_eq!(placed["spec"]["nodeName"], "kwok-node-2");
+    // Without nodes it stays Pending, unschedulable.
+    let unscheduled = bare_pod(&pod, true, &[], now).unwrap();
+    assert_eq!(unscheduled["status"]["phase"], "Pending");
+}
