@@ -34,12 +34,55 @@ fn options() -> serde_saphyr::Options {
 /// Parses every document of a YAML (or JSON) file; empty documents are skipped.
 pub fn documents(file: &str, bytes: &[u8]) -> Result<Vec<Value>, RenderError> {
     let text = text(file, bytes)?;
-    serde_saphyr::from_multiple_with_options::<Value>(text, options()).map_err(|e| {
-        RenderError::Yaml {
-            file: file.to_string(),
-            message: first_line(&e.to_string()),
-        }
-    })
+    let mut docs =
+        serde_saphyr::from_multiple_with_options::<Value>(text, options()).map_err(|e| {
+            RenderError::Yaml {
+                file: file.to_string(),
+                message: first_line(&e.to_string()),
+            }
+        })?;
+    clip_block_scalar_at_eof(text, &mut docs);
+    Ok(docs)
+}
+
+/// A clipped block scalar (`|`, `>`) whose last line ends the file without a line break has
+/// no final newline in kustomize's parser (go-yaml); this one adds one. The scalar is the last
+/// one of the last document (maps keep their order), recognised by its last line being the
+/// file's last line.
+fn clip_block_scalar_at_eof(text: &str, docs: &mut [Value]) {
+    let Some(last_line) = text.rsplit('\n').next().map(str::trim) else {
+        return;
+    };
+    if text.ends_with('\n') || last_line.is_empty() {
+        return;
+    }
+    let mut node = match docs.last_mut() {
+        Some(doc) => doc,
+        None => return,
+    };
+    loop {
+        node = match node {
+            Value::Object(map) => match map.values_mut().next_back() {
+                Some(child) => child,
+                None => return,
+            },
+            Value::Array(items) => match items.last_mut() {
+                Some(child) => child,
+                None => return,
+            },
+            Value::String(s) => {
+                let content = s.strip_suffix('\n');
+                let ends_with_last_line = content
+                    .and_then(|c| c.rsplit('\n').next())
+                    .is_some_and(|line| line.trim() == last_line);
+                if ends_with_last_line {
+                    s.pop();
+                }
+                return;
+            }
+            _ => return,
+        };
+    }
 }
 
 /// Parses a single-document file (a kustomization, a patch).
@@ -71,6 +114,17 @@ fn first_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_scalar_ending_the_file_loses_its_final_newline() {
+        let docs = documents("a.yaml", b"a: |\n  x\n  y").unwrap();
+        assert_eq!(docs[0]["a"], "x\ny");
+        let docs = documents("a.yaml", b"a: |\n  x\n  y\n").unwrap();
+        assert_eq!(docs[0]["a"], "x\ny\n");
+        let docs = documents("a.yaml", b"a: |\n  x\nb: \"y\\n\"").unwrap();
+        assert_eq!(docs[0]["a"], "x\n");
+        assert_eq!(docs[0]["b"], "y\n");
+    }
 
     #[test]
     fn kyaml_scalar_resolution() {

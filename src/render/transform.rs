@@ -198,78 +198,71 @@ pub fn replicas(
     Ok(())
 }
 
-/// The `images` transformer: every `containers`/`initContainers` list anywhere in an object,
-/// and the image fields `config` adds.
+/// The `images` transformer, one entry after the other as kustomize runs one transformer
+/// per entry: every `containers`/`initContainers` list anywhere in an object, then the
+/// default image fields and those `config` adds (kustomize runs both passes, so the pod specs
+/// the defaults name are updated twice, which `tagSuffix` shows).
 pub fn images(entries: &[Image], acc: &mut [Res], config: &Config) {
-    if entries.is_empty() {
-        return;
-    }
-    for res in acc.iter_mut() {
-        walk_containers(&mut res.obj, entries);
-        for spec in &config.images {
-            labels::visit(res, spec, &mut |node| {
-                if let Value::String(image) = node {
-                    update_image_string(image, entries);
-                }
-            });
-        }
-    }
-}
-
-/// kustomize's `IsImageMatched`: `image` is `name`, optionally followed by `@sha256` and/or
-/// a `:tag` of 1 to 128 tag characters. (kustomize builds a regex from the name; wardn
-/// compares the name literally, which differs only for names holding regex syntax.)
-fn image_matches(image: &str, name: &str) -> bool {
-    let Some(rest) = image.strip_prefix(name) else {
-        return false;
-    };
-    let rest = rest.strip_prefix("@sha256").unwrap_or(rest);
-    let Some(tag) = rest.strip_prefix(':') else {
-        return rest.is_empty();
-    };
-    let mut chars = tag.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-    first_ok
-        && tag.len() <= 128
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
-
-fn walk_containers(node: &mut Value, images: &[Image]) {
-    match node {
-        Value::Object(map) => {
-            for (key, child) in map.iter_mut() {
-                if (key == "containers" || key == "initContainers")
-                    && let Value::Array(items) = child
-                {
-                    for item in items.iter_mut() {
-                        update_image(item, images);
+    let defaults = default_image_specs();
+    for entry in entries {
+        let matcher = ImageMatcher::new(entry);
+        for res in acc.iter_mut() {
+            walk_containers(&mut res.obj, &matcher);
+            for spec in defaults.iter().chain(&config.images) {
+                labels::visit(res, spec, &mut |node| {
+                    if let Value::String(image) = node {
+                        matcher.update(image);
                     }
-                }
-                walk_containers(child, images);
+                });
             }
         }
-        Value::Array(items) => {
-            for item in items {
-                walk_containers(item, images);
-            }
-        }
-        _ => {}
     }
 }
 
-fn update_image(container: &mut Value, images: &[Image]) {
-    if let Some(Value::String(current)) = container.get_mut("image") {
-        update_image_string(current, images);
-    }
+/// kustomize v5.5's default `images` field specs (any kind).
+fn default_image_specs() -> Vec<FieldSpec> {
+    [
+        "spec/containers[]/image",
+        "spec/initContainers[]/image",
+        "spec/template/spec/containers[]/image",
+        "spec/template/spec/initContainers[]/image",
+    ]
+    .into_iter()
+    .map(|path| FieldSpec {
+        path: std::borrow::Cow::Borrowed(path),
+        ..NAME_SPEC
+    })
+    .collect()
 }
 
-/// Applies the first matching `images` entry to one image reference.
-fn update_image_string(current: &mut String, images: &[Image]) {
-    for img in images {
-        if !image_matches(current, &img.name) {
-            continue;
+/// One `images` entry with kustomize v5.5's `IsImageMatched` pattern compiled: the entry's
+/// name, taken as a regular expression, then an optional `:tag` and `@sha256:digest` of tag
+/// characters (`[a-zA-Z0-9_.{}-]`, possibly empty). A name that is no valid regular
+/// expression matches nothing (kustomize crashes on it).
+struct ImageMatcher<'a> {
+    image: &'a Image,
+    pattern: Option<regex::Regex>,
+}
+
+impl<'a> ImageMatcher<'a> {
+    fn new(image: &'a Image) -> Self {
+        let pattern = regex::Regex::new(&format!(
+            "^(?:{})(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$",
+            image.name
+        ))
+        .ok();
+        Self { image, pattern }
+    }
+
+    fn matches(&self, image: &str) -> bool {
+        self.pattern.as_ref().is_some_and(|p| p.is_match(image))
+    }
+
+    /// Applies the entry to one image reference, when it matches.
+    fn update(&self, current: &mut String) {
+        let img = self.image;
+        if !self.matches(current) {
+            return;
         }
         let (name, tag, digest) = split_image(current);
         let mut name = name.to_string();
@@ -286,6 +279,9 @@ fn update_image_string(current: &mut String, images: &[Image]) {
         } else if !img.digest.is_empty() {
             tag.clear();
             digest = img.digest.clone();
+        } else if !img.tag_suffix.is_empty() {
+            tag.push_str(&img.tag_suffix);
+            digest.clear();
         }
         if !tag.is_empty() {
             name = format!("{name}:{tag}");
@@ -294,7 +290,33 @@ fn update_image_string(current: &mut String, images: &[Image]) {
             name = format!("{name}@{digest}");
         }
         *current = name;
-        return;
+    }
+}
+
+/// Updates the image of every container in a `containers`/`initContainers` list anywhere
+/// below `node` (kustomize's legacy image filter).
+fn walk_containers(node: &mut Value, image: &ImageMatcher) {
+    match node {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if (key == "containers" || key == "initContainers")
+                    && let Value::Array(items) = child
+                {
+                    for item in items.iter_mut() {
+                        if let Some(Value::String(current)) = item.get_mut("image") {
+                            image.update(current);
+                        }
+                    }
+                }
+                walk_containers(child, image);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk_containers(item, image);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -459,12 +481,24 @@ mod tests {
 
     #[test]
     fn matches_images_like_kustomize() {
-        assert!(image_matches("nginx", "nginx"));
-        assert!(image_matches("nginx:1.2", "nginx"));
-        assert!(image_matches("nginx@sha256:abc", "nginx"));
-        assert!(!image_matches("nginx-extra:1", "nginx"));
-        assert!(!image_matches("nginx:", "nginx"));
-        assert!(!image_matches("nginx:-x", "nginx"));
+        let matches = |image: &str, name: &str| {
+            let entry = Image {
+                name: name.into(),
+                ..Image::default()
+            };
+            ImageMatcher::new(&entry).matches(image)
+        };
+        assert!(matches("nginx", "nginx"));
+        assert!(matches("nginx:1.2", "nginx"));
+        assert!(matches("nginx@sha256:abc", "nginx"));
+        assert!(matches("nginx:1@sha256:abc", "nginx"));
+        assert!(!matches("nginx-extra:1", "nginx"));
+        // v5.5's tag pattern allows an empty tag and any tag character first.
+        assert!(matches("nginx:", "nginx"));
+        assert!(matches("nginx:-x", "nginx"));
+        // The name is a regular expression; an invalid one matches nothing.
+        assert!(matches("nginxy:1", "nginx."));
+        assert!(!matches("nginx", "["));
     }
 
     #[test]
