@@ -58,8 +58,8 @@ pub struct ObjRef {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FieldRef {
-    /// Dotted path, `[n]` indexing a list.
-    #[serde(default)]
+    /// Dotted path, `[n]` indexing a list (`fieldPath` too: Go's JSON decoding ignores case).
+    #[serde(default, alias = "fieldPath")]
     pub fieldpath: String,
 }
 
