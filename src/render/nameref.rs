@@ -231,7 +231,8 @@ fn refs(res: &Res, configured: &[NameReference]) -> Vec<Ref> {
                             ptr: format!("/webhooks/{i}/clientConfig/service/name"),
                             kind: "Service".into(),
                             namespace: Some(str_at(svc, &["namespace"]).to_string()),
-                            ns_ptr: None,
+                            // The service's namespace follows the Service when it moved.
+                            ns_ptr: Some(format!("/webhooks/{i}/clientConfig/service/namespace")),
                         });
                     }
                 }

@@ -124,20 +124,13 @@ fn apply_json6902(
             )));
         }
     }
-    let allow = |key: &str| entry.options.get(key).copied().unwrap_or(false);
+    // The options govern strategic merge patches only: kustomize lets a JSON 6902 patch
+    // rename an object or change its kind.
     let selector = Selector::new(target)?;
     for res in acc.iter_mut().filter(|r| selector.matches(r)) {
-        let (old_name, old_kind) = (res.name().to_string(), res.kind().to_string());
         let ops = replace_missing_keys_as_add(&res.obj, ops);
         res.obj = k8s_merge::json_patch(&res.obj, &ops)
             .map_err(|e| RenderError::Invalid(format!("{name}: applying to {}: {e}", res.id())))?;
-        if !allow("allowNameChange") && res.name() != old_name {
-            res.set_name(&old_name);
-        }
-        if !allow("allowKindChange") && res.kind() != old_kind {
-            super::resource::ensure_map(&mut res.obj)
-                .insert("kind".into(), Value::String(old_kind));
-        }
     }
     Ok(())
 }

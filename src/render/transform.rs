@@ -127,7 +127,7 @@ fn label_specs(selectors: bool, templates: bool) -> Vec<FieldSpec> {
 }
 
 /// The namespace transformer: namespaced objects move to `ns`, Namespace objects are renamed
-/// to it, and the service references of APIServices and webhook configurations follow.
+/// to it, and the service reference of APIServices follows.
 /// (ServiceAccount subjects follow through the name-reference fix-ups.)
 fn set_namespace(res: &mut Res, ns: &str) {
     if res.kind() == "Namespace" {
@@ -137,23 +137,12 @@ fn set_namespace(res: &mut Res, ns: &str) {
     if !res.is_cluster_scoped() {
         res.set_namespace(ns);
     }
-    let services: Vec<&mut Value> = match res.kind() {
-        "APIService" => res.obj.pointer_mut("/spec/service").into_iter().collect(),
-        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => {
-            match res.obj.get_mut("webhooks") {
-                Some(Value::Array(hooks)) => hooks
-                    .iter_mut()
-                    .filter_map(|h| h.pointer_mut("/clientConfig/service"))
-                    .collect(),
-                _ => Vec::new(),
-            }
-        }
-        _ => Vec::new(),
-    };
-    for service in services {
-        if let Value::Object(m) = service {
-            m.insert("namespace".into(), Value::String(ns.into()));
-        }
+    // kustomize v5.5's default namespace field specs name APIService's service; webhook
+    // configurations' services move only where a configuration says so.
+    if res.kind() == "APIService"
+        && let Some(Value::Object(service)) = res.obj.pointer_mut("/spec/service")
+    {
+        service.insert("namespace".into(), Value::String(ns.into()));
     }
 }
 
