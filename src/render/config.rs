@@ -65,7 +65,12 @@ pub struct NameReference {
 impl Config {
     /// Reads the `configurations:` files of the kustomization in `dir` (load restrictor
     /// applied), merged in order.
-    pub fn load(tree: &dyn Tree, dir: &str, file: &str, paths: &[String]) -> Result<Self, RenderError> {
+    pub fn load(
+        tree: &dyn Tree,
+        dir: &str,
+        file: &str,
+        paths: &[String],
+    ) -> Result<Self, RenderError> {
         let mut config = Config::default();
         for path in paths {
             let bytes = read_local(tree, dir, path)
@@ -74,10 +79,11 @@ impl Config {
             if doc.is_null() {
                 continue;
             }
-            let one: Config = serde_json::from_value(doc).map_err(|e| RenderError::Kustomization {
-                file: path.clone(),
-                message: format!("invalid transformer configuration: {e}"),
-            })?;
+            let one: Config =
+                serde_json::from_value(doc).map_err(|e| RenderError::Kustomization {
+                    file: path.clone(),
+                    message: format!("invalid transformer configuration: {e}"),
+                })?;
             config.merge(one);
         }
         Ok(config)

@@ -6,11 +6,11 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::config::Config;
 use super::files::{display_dir, in_root, read_restricted, refuse_remote};
 use super::kustomization::Kustomization;
 use super::resource::{Origin, Res};
 use super::tree::{EntryKind, Tree, TreeError, normalize};
-use super::config::Config;
 use super::vars::{self, Var};
 use super::{
     RenderError, generators, nameref, parse, patches, plugins, replacements, sort, transform,
@@ -39,8 +39,7 @@ pub fn build_top(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError> 
         stack: Vec::new(),
     };
     let mut extras = Extras::default();
-    let (mut resources, kust) =
-        builder.build(dir, &file, Vec::new(), &mut extras, Level::Top)?;
+    let (mut resources, kust) = builder.build(dir, &file, Vec::new(), &mut extras, Level::Top)?;
     transform::add_hash_suffixes(&mut resources);
     nameref::fix(&mut resources, &extras.config.name_reference);
     vars::resolve(&extras.vars, &extras.config.var_reference, &mut resources)?;
@@ -306,8 +305,7 @@ impl Builder<'_> {
                 let file = find_kustomization(self.tree, &path)?
                     .ok_or_else(|| missing_kustomization(&path))?;
                 let mut sub = Extras::default();
-                let (built, _) =
-                    self.build(&path, &file, Vec::new(), &mut sub, Level::Resource)?;
+                let (built, _) = self.build(&path, &file, Vec::new(), &mut sub, Level::Resource)?;
                 Ok((built, sub))
             }
             Ok(None) => Err(RenderError::Invalid(format!(
