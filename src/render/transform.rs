@@ -64,6 +64,7 @@ const NAME_SPEC: FieldSpec = FieldSpec {
 /// fields, and `specs` besides `metadata/namespace`.
 pub fn namespace(acc: &mut [Res], ns: &str, specs: &[FieldSpec]) {
     for res in acc.iter_mut() {
+        res.has_previous_id = true;
         set_namespace(res, ns);
         for spec in extra(specs, "metadata/namespace") {
             set_strings(res, spec, &mut |_| ns.to_string());
@@ -81,6 +82,9 @@ pub fn prefix_suffix(acc: &mut [Res], prefix: &str, suffix: &str, specs: &[Field
             "CustomResourceDefinition" | "APIService" | "Namespace"
         ) {
             continue;
+        }
+        if !prefix.is_empty() || !suffix.is_empty() {
+            res.has_previous_id = true;
         }
         for spec in specs {
             set_strings(res, spec, &mut |old| format!("{prefix}{old}{suffix}"));
