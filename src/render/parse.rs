@@ -128,11 +128,7 @@ pub fn empty_values(text: &str) -> Option<Vec<Vec<String>>> {
                 current = Vec::new();
                 skipped_root = false;
             }
-            Event::DocumentEnd => {
-                if !skipped_root {
-                    docs.push(std::mem::take(&mut current));
-                }
-            }
+            Event::DocumentEnd if !skipped_root => docs.push(std::mem::take(&mut current)),
             Event::Scalar(value, style, _, tag) => {
                 if expecting_key(&frames) {
                     if let Some(Frame::Map { key, .. }) = frames.last_mut() {
