@@ -185,3 +185,22 @@ fn cli_renders_yaml_and_json() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn rendering_vars_and_configurations_is_stable_over_many_runs() {
+    // The kubebuilder-style tree (configurations merged upward, vars bound per level and
+    // substituted at the top): the 300th render is the first one, inputs included.
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render/kubebuilder-config");
+    let tree = DirTree::new(&case).unwrap();
+    let first = render(&tree, "config/default").unwrap();
+    assert!(
+        first
+            .yaml
+            .contains("guestbook-webhook-service.guestbook-system.svc")
+    );
+    for _ in 0..299 {
+        let again = render(&tree, "config/default").unwrap();
+        assert_eq!(again.digest, first.digest);
+        assert_eq!(again.inputs, first.inputs);
+    }
+}

@@ -234,27 +234,10 @@ fn add(acc: &mut Vec<Res>, new: Res, behavior: &str, file: &str) -> Result<(), R
             && (r.orig_name == new.orig_name || r.name() == new.orig_name)
             && (new.orig_ns.is_empty() || r.namespace() == new.orig_ns || r.orig_ns == new.orig_ns)
     });
+    // Any behavior besides merge and replace (`create`, `add`, a typo) is kustomize's
+    // create (unknown ones are its unspecified behavior, which creates).
     match (behavior, existing) {
-        ("create", None) => acc.push(new),
-        ("create", Some(_)) => {
-            return Err(RenderError::Invalid(format!(
-                "{file}: cannot add {} '{}': an object with that id already exists (use behavior: merge or replace)",
-                new.kind(),
-                new.orig_name
-            )));
-        }
         ("merge", Some(i)) => merge_into(&mut acc[i], new),
-        ("replace", Some(i)) => {
-            let old = &mut acc[i];
-            let name = old.name().to_string();
-            let ns = old.namespace().to_string();
-            old.obj = new.obj;
-            old.set_name(&name);
-            if !ns.is_empty() {
-                old.set_namespace(&ns);
-            }
-            old.needs_hash = new.needs_hash;
-        }
         ("merge" | "replace", None) => {
             return Err(RenderError::Invalid(format!(
                 "{file}: id {}/{} does not exist; cannot merge or replace",
@@ -262,10 +245,37 @@ fn add(acc: &mut Vec<Res>, new: Res, behavior: &str, file: &str) -> Result<(), R
                 new.orig_name
             )));
         }
-        (other, _) => {
+        (_, None) => acc.push(new),
+        (b, Some(_)) if b != "replace" => {
             return Err(RenderError::Invalid(format!(
-                "{file}: unknown generator behavior '{other}' (create, merge or replace)"
+                "{file}: cannot add {} '{}': an object with that id already exists (use behavior: merge or replace)",
+                new.kind(),
+                new.orig_name
             )));
+        }
+        (_, Some(i)) => {
+            // The new object takes the old one's name, namespace, and labels and
+            // annotations (its own win), as kustomize's CopyMergeMetaDataFieldsFrom.
+            let old = &mut acc[i];
+            let name = old.name().to_string();
+            let ns = old.namespace().to_string();
+            let kept: Vec<(&str, Map<String, Value>)> = ["labels", "annotations"]
+                .into_iter()
+                .filter_map(|f| Some((f, old.obj.get("metadata")?.get(f)?.as_object()?.clone())))
+                .collect();
+            old.obj = new.obj;
+            old.set_name(&name);
+            if !ns.is_empty() {
+                old.set_namespace(&ns);
+            }
+            for (field, entries) in kept {
+                let meta = child_map(&mut old.obj, "metadata");
+                let target = ensure_map(meta.entry(field).or_insert(Value::Null));
+                for (k, v) in entries {
+                    target.entry(k).or_insert(v);
+                }
+            }
+            old.needs_hash = new.needs_hash;
         }
     }
     Ok(())

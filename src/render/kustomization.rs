@@ -172,6 +172,9 @@ pub struct Image {
     /// Replacement digest.
     #[serde(default)]
     pub digest: String,
+    /// Appended to the tag (when neither `newTag` nor `digest` is given; drops a digest).
+    #[serde(default)]
+    pub tag_suffix: String,
 }
 
 /// One `replicas` entry.

@@ -360,9 +360,25 @@ fn go_style_json_error(message: &str) -> String {
 /// (`kind: List` documents are expanded).
 pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, RenderError> {
     let bytes = read_restricted(tree, dir, path)?;
+    let docs = parse::documents(path, &bytes)?;
+    let mut empties = parse::text(path, &bytes)
+        .ok()
+        .and_then(parse::empty_values)
+        .filter(|e| e.len() == docs.len())
+        .unwrap_or_default()
+        .into_iter();
     let mut out = Vec::new();
-    for doc in parse::documents(path, &bytes)? {
+    for doc in docs {
+        let before = out.len();
         push_object(path, doc, &mut out)?;
+        let empty = empties.next().unwrap_or_default();
+        // A document that was one object (not a List) knows its empty fields.
+        if out.len() == before + 1
+            && let Some(res) = out.last_mut()
+            && res.obj.get("items").is_none()
+        {
+            res.empty_values = empty;
+        }
     }
     Ok(out)
 }

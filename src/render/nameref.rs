@@ -137,8 +137,15 @@ pub fn fix(acc: &mut [Res], configured: &[NameReference]) {
                     }
             });
             if let Some(t) = target {
+                // A namespace is written only for an object some transformer recorded a
+                // previous id for (a subject naming an untouched ServiceAccount stays as
+                // written), as kustomize does.
                 let ns_edit = match &r.ns_ptr {
-                    Some(p) if !t.namespace().is_empty() && wanted_ns != Some(t.namespace()) => {
+                    Some(p)
+                        if t.has_previous_id
+                            && !t.namespace().is_empty()
+                            && wanted_ns != Some(t.namespace()) =>
+                    {
                         Some((p.clone(), t.namespace().to_string()))
                     }
                     _ => None,
@@ -231,7 +238,8 @@ fn refs(res: &Res, configured: &[NameReference]) -> Vec<Ref> {
                             ptr: format!("/webhooks/{i}/clientConfig/service/name"),
                             kind: "Service".into(),
                             namespace: Some(str_at(svc, &["namespace"]).to_string()),
-                            ns_ptr: None,
+                            // The service's namespace follows the Service when it moved.
+                            ns_ptr: Some(format!("/webhooks/{i}/clientConfig/service/namespace")),
                         });
                     }
                 }

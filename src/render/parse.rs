@@ -34,12 +34,147 @@ fn options() -> serde_saphyr::Options {
 /// Parses every document of a YAML (or JSON) file; empty documents are skipped.
 pub fn documents(file: &str, bytes: &[u8]) -> Result<Vec<Value>, RenderError> {
     let text = text(file, bytes)?;
-    serde_saphyr::from_multiple_with_options::<Value>(text, options()).map_err(|e| {
-        RenderError::Yaml {
-            file: file.to_string(),
-            message: first_line(&e.to_string()),
+    let mut docs =
+        serde_saphyr::from_multiple_with_options::<Value>(text, options()).map_err(|e| {
+            RenderError::Yaml {
+                file: file.to_string(),
+                message: first_line(&e.to_string()),
+            }
+        })?;
+    clip_block_scalar_at_eof(text, &mut docs);
+    Ok(docs)
+}
+
+/// A clipped block scalar (`|`, `>`) whose last line ends the file without a line break has
+/// no final newline in kustomize's parser (go-yaml); this one adds one. The scalar is the last
+/// one of the last document (maps keep their order), recognised by its last line being the
+/// file's last line.
+fn clip_block_scalar_at_eof(text: &str, docs: &mut [Value]) {
+    let Some(last_line) = text.rsplit('\n').next().map(str::trim) else {
+        return;
+    };
+    if text.ends_with('\n') || last_line.is_empty() {
+        return;
+    }
+    let mut node = match docs.last_mut() {
+        Some(doc) => doc,
+        None => return,
+    };
+    loop {
+        node = match node {
+            Value::Object(map) => match map.values_mut().next_back() {
+                Some(child) => child,
+                None => return,
+            },
+            Value::Array(items) => match items.last_mut() {
+                Some(child) => child,
+                None => return,
+            },
+            Value::String(s) => {
+                let content = s.strip_suffix('\n');
+                let ends_with_last_line = content
+                    .and_then(|c| c.rsplit('\n').next())
+                    .is_some_and(|line| line.trim() == last_line);
+                if ends_with_last_line {
+                    s.pop();
+                }
+                return;
+            }
+            _ => return,
+        };
+    }
+}
+
+/// Where each document of `text` has mapping values written empty (`key:` with nothing
+/// after it): the JSON pointers of those values, one list per document `documents` returns.
+/// kustomize drops such fields (not explicit `null`s) from an object a strategic merge patch
+/// touches, and the parsed values cannot tell the two apart. `None` when the documents cannot
+/// be matched up reliably (complex keys, an unexpected layout): then nothing is dropped.
+pub fn empty_values(text: &str) -> Option<Vec<Vec<String>>> {
+    use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
+
+    enum Frame {
+        Map { path: String, key: Option<String> },
+        Seq { path: String, index: usize },
+    }
+    fn escape(key: &str) -> String {
+        key.replace('~', "~0").replace('/', "~1")
+    }
+    /// The pointer of the next value in the innermost collection (`None` at the root).
+    fn child(frames: &[Frame]) -> Option<String> {
+        match frames.last()? {
+            Frame::Map { path, key } => Some(format!("{path}/{}", escape(key.as_deref()?))),
+            Frame::Seq { path, index } => Some(format!("{path}/{index}")),
         }
-    })
+    }
+    fn advance(frames: &mut [Frame]) {
+        match frames.last_mut() {
+            Some(Frame::Map { key, .. }) => *key = None,
+            Some(Frame::Seq { index, .. }) => *index += 1,
+            None => {}
+        }
+    }
+    let expecting_key =
+        |frames: &[Frame]| matches!(frames.last(), Some(Frame::Map { key: None, .. }));
+
+    let mut docs = Vec::new();
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut current: Vec<String> = Vec::new();
+    let mut skipped_root = false;
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.ok()?;
+        match event {
+            Event::DocumentStart(..) => {
+                current = Vec::new();
+                skipped_root = false;
+            }
+            Event::DocumentEnd if !skipped_root => docs.push(std::mem::take(&mut current)),
+            Event::Scalar(value, style, _, tag) => {
+                if expecting_key(&frames) {
+                    if let Some(Frame::Map { key, .. }) = frames.last_mut() {
+                        *key = Some(value.into_owned());
+                    }
+                    continue;
+                }
+                // The parser reports an empty value as `~`, but spanning no text.
+                let empty = span.is_empty() && matches!(style, ScalarStyle::Plain) && tag.is_none();
+                match child(&frames) {
+                    Some(ptr) if empty && matches!(frames.last(), Some(Frame::Map { .. })) => {
+                        current.push(ptr);
+                    }
+                    None => {
+                        skipped_root = matches!(style, ScalarStyle::Plain)
+                            && matches!(value.as_ref(), "" | "~" | "null" | "Null" | "NULL");
+                    }
+                    _ => {}
+                }
+                advance(&mut frames);
+            }
+            Event::Alias(_) => {
+                if expecting_key(&frames) {
+                    return None;
+                }
+                advance(&mut frames);
+            }
+            Event::MappingStart(..) | Event::SequenceStart(..) => {
+                if expecting_key(&frames) {
+                    return None;
+                }
+                let path = child(&frames).unwrap_or_default();
+                frames.push(if matches!(event, Event::MappingStart(..)) {
+                    Frame::Map { path, key: None }
+                } else {
+                    Frame::Seq { path, index: 0 }
+                });
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                frames.pop();
+                advance(&mut frames);
+            }
+            _ => {}
+        }
+    }
+    Some(docs)
 }
 
 /// Parses a single-document file (a kustomization, a patch).
@@ -71,6 +206,28 @@ fn first_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_scalar_ending_the_file_loses_its_final_newline() {
+        let docs = documents("a.yaml", b"a: |\n  x\n  y").unwrap();
+        assert_eq!(docs[0]["a"], "x\ny");
+        let docs = documents("a.yaml", b"a: |\n  x\n  y\n").unwrap();
+        assert_eq!(docs[0]["a"], "x\ny\n");
+        let docs = documents("a.yaml", b"a: |\n  x\nb: \"y\\n\"").unwrap();
+        assert_eq!(docs[0]["a"], "x\n");
+        assert_eq!(docs[0]["b"], "y\n");
+    }
+
+    #[test]
+    fn empty_values_are_told_from_explicit_nulls() {
+        let text = "a:\nb: null\nc: ~\nd:\n  e:\n  f: ''\n  g: [x, {h: }]\n---\n---\nl:\n  - m:\n    n: 1\n";
+        let docs = documents("a.yaml", text.as_bytes()).unwrap();
+        let empties = empty_values(text).unwrap();
+        assert_eq!(docs.len(), empties.len());
+        assert_eq!(empties[0], ["/a", "/d/e", "/d/g/1/h"]);
+        assert_eq!(empties[1], ["/l/0/m"]);
+        assert_eq!(empty_values("? [a]\n: b\n"), None);
+    }
 
     #[test]
     fn kyaml_scalar_resolution() {

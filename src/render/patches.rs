@@ -124,20 +124,14 @@ fn apply_json6902(
             )));
         }
     }
-    let allow = |key: &str| entry.options.get(key).copied().unwrap_or(false);
+    // The options govern strategic merge patches only: kustomize lets a JSON 6902 patch
+    // rename an object or change its kind.
     let selector = Selector::new(target)?;
     for res in acc.iter_mut().filter(|r| selector.matches(r)) {
-        let (old_name, old_kind) = (res.name().to_string(), res.kind().to_string());
+        res.has_previous_id = true;
         let ops = replace_missing_keys_as_add(&res.obj, ops);
         res.obj = k8s_merge::json_patch(&res.obj, &ops)
             .map_err(|e| RenderError::Invalid(format!("{name}: applying to {}: {e}", res.id())))?;
-        if !allow("allowNameChange") && res.name() != old_name {
-            res.set_name(&old_name);
-        }
-        if !allow("allowKindChange") && res.kind() != old_kind {
-            super::resource::ensure_map(&mut res.obj)
-                .insert("kind".into(), Value::String(old_kind));
-        }
     }
     Ok(())
 }
@@ -199,6 +193,7 @@ fn apply_smp(
                     .map_err(|e| {
                         RenderError::Invalid(format!("{name}: applying to {}: {e}", res.id()))
                     })?;
+                drop_empty_values(res);
             }
         }
     }
@@ -206,6 +201,22 @@ fn apply_smp(
         acc.remove(i);
     }
     Ok(())
+}
+
+/// kustomize (kyaml's merge) drops the fields a source wrote empty (`key:`, not an explicit
+/// `null`) from an object a strategic merge patch touches; those still null go.
+fn drop_empty_values(res: &mut Res) {
+    for ptr in std::mem::take(&mut res.empty_values).iter().rev() {
+        let Some((parent, key)) = ptr.rsplit_once('/') else {
+            continue;
+        };
+        let key = key.replace("~1", "/").replace("~0", "~");
+        if let Some(Value::Object(map)) = res.obj.pointer_mut(parent)
+            && map.get(&key).is_some_and(Value::is_null)
+        {
+            map.remove(&key);
+        }
+    }
 }
 
 /// kustomize's JSON 6902 `replace` of a missing key in an existing map adds it (RFC 6902 and

@@ -18,6 +18,13 @@ pub struct Res {
     pub origin: Origin,
     /// The `vars` bound to this object (their values are read from it at the top).
     pub ref_vars: Vec<String>,
+    /// Whether kustomize recorded a previous id for it: a namespace, name prefix/suffix or
+    /// JSON 6902 transformer ran on it (even without changing it). Only then does a
+    /// RoleBinding subject or webhook service naming it get its namespace written.
+    pub has_previous_id: bool,
+    /// JSON pointers of the fields its source wrote empty (`key:`), which a strategic merge
+    /// patch drops (see [`super::parse::empty_values`]).
+    pub empty_values: Vec<String>,
 }
 
 /// Where an object was declared.
@@ -46,6 +53,8 @@ impl Res {
             needs_hash: false,
             origin,
             ref_vars: Vec::new(),
+            has_previous_id: false,
+            empty_values: Vec::new(),
         }
     }
 

@@ -64,6 +64,7 @@ const NAME_SPEC: FieldSpec = FieldSpec {
 /// fields, and `specs` besides `metadata/namespace`.
 pub fn namespace(acc: &mut [Res], ns: &str, specs: &[FieldSpec]) {
     for res in acc.iter_mut() {
+        res.has_previous_id = true;
         set_namespace(res, ns);
         for spec in extra(specs, "metadata/namespace") {
             set_strings(res, spec, &mut |_| ns.to_string());
@@ -81,6 +82,9 @@ pub fn prefix_suffix(acc: &mut [Res], prefix: &str, suffix: &str, specs: &[Field
             "CustomResourceDefinition" | "APIService" | "Namespace"
         ) {
             continue;
+        }
+        if !prefix.is_empty() || !suffix.is_empty() {
+            res.has_previous_id = true;
         }
         for spec in specs {
             set_strings(res, spec, &mut |old| format!("{prefix}{old}{suffix}"));
@@ -127,7 +131,7 @@ fn label_specs(selectors: bool, templates: bool) -> Vec<FieldSpec> {
 }
 
 /// The namespace transformer: namespaced objects move to `ns`, Namespace objects are renamed
-/// to it, and the service references of APIServices and webhook configurations follow.
+/// to it, and the service reference of APIServices follows.
 /// (ServiceAccount subjects follow through the name-reference fix-ups.)
 fn set_namespace(res: &mut Res, ns: &str) {
     if res.kind() == "Namespace" {
@@ -137,23 +141,12 @@ fn set_namespace(res: &mut Res, ns: &str) {
     if !res.is_cluster_scoped() {
         res.set_namespace(ns);
     }
-    let services: Vec<&mut Value> = match res.kind() {
-        "APIService" => res.obj.pointer_mut("/spec/service").into_iter().collect(),
-        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => {
-            match res.obj.get_mut("webhooks") {
-                Some(Value::Array(hooks)) => hooks
-                    .iter_mut()
-                    .filter_map(|h| h.pointer_mut("/clientConfig/service"))
-                    .collect(),
-                _ => Vec::new(),
-            }
-        }
-        _ => Vec::new(),
-    };
-    for service in services {
-        if let Value::Object(m) = service {
-            m.insert("namespace".into(), Value::String(ns.into()));
-        }
+    // kustomize v5.5's default namespace field specs name APIService's service; webhook
+    // configurations' services move only where a configuration says so.
+    if res.kind() == "APIService"
+        && let Some(Value::Object(service)) = res.obj.pointer_mut("/spec/service")
+    {
+        service.insert("namespace".into(), Value::String(ns.into()));
     }
 }
 
@@ -198,101 +191,71 @@ pub fn replicas(
     Ok(())
 }
 
-/// The `images` transformer: every `containers`/`initContainers` list anywhere in an object,
-/// and the image fields `config` adds.
+/// The `images` transformer, one entry after the other as kustomize runs one transformer
+/// per entry: every `containers`/`initContainers` list anywhere in an object, then the
+/// default image fields and those `config` adds (kustomize runs both passes, so the pod specs
+/// the defaults name are updated twice, which `tagSuffix` shows).
 pub fn images(entries: &[Image], acc: &mut [Res], config: &Config) {
-    if entries.is_empty() {
-        return;
-    }
-    for res in acc.iter_mut() {
-        walk_containers(&mut res.obj, entries);
-        for spec in &config.images {
-            labels::visit(res, spec, &mut |node| {
-                if let Value::String(image) = node {
-                    update_image_string(image, entries);
-                }
-            });
-        }
-    }
-}
-
-/// kustomize's `IsImageMatched`: `image` is `name`, optionally followed by `@sha256` and/or
-/// a `:tag` of 1 to 128 tag characters. (kustomize builds a regex from the name; wardn
-/// compares the name literally, which differs only for names holding regex syntax.)
-fn image_matches(image: &str, name: &str) -> bool {
-    let Some(rest) = image.strip_prefix(name) else {
-        return false;
-    };
-    let rest = rest.strip_prefix("@sha256").unwrap_or(rest);
-    let Some(tag) = rest.strip_prefix(':') else {
-        return rest.is_empty();
-    };
-    let mut chars = tag.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-    first_ok
-        && tag.len() <= 128
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
-
-/// Pins images to digests after rendering: every container whose image is one of `pins`'
-/// repositories (`(repository, sha256:…)`) is set to `repository@digest`, as a kustomize
-/// `images` entry with a `digest` would. Returns how many containers matched.
-pub fn pin_images(objects: &mut [Value], pins: &[(String, String)]) -> usize {
-    let entries: Vec<Image> = pins
-        .iter()
-        .map(|(repository, digest)| Image {
-            name: repository.clone(),
-            digest: digest.clone(),
-            ..Image::default()
-        })
-        .collect();
-    objects
-        .iter_mut()
-        .map(|object| walk_containers(object, &entries))
-        .sum()
-}
-
-/// Applies `images` to every container below `node`; returns how many matched.
-fn walk_containers(node: &mut Value, images: &[Image]) -> usize {
-    let mut matched = 0;
-    match node {
-        Value::Object(map) => {
-            for (key, child) in map.iter_mut() {
-                if (key == "containers" || key == "initContainers")
-                    && let Value::Array(items) = child
-                {
-                    for item in items.iter_mut() {
-                        matched += usize::from(update_image(item, images));
+    let defaults = default_image_specs();
+    for entry in entries {
+        let matcher = ImageMatcher::new(entry);
+        for res in acc.iter_mut() {
+            walk_containers(&mut res.obj, &matcher);
+            for spec in defaults.iter().chain(&config.images) {
+                labels::visit(res, spec, &mut |node| {
+                    if let Value::String(image) = node {
+                        matcher.update(image);
                     }
-                }
-                matched += walk_containers(child, images);
+                });
             }
         }
-        Value::Array(items) => {
-            for item in items {
-                matched += walk_containers(item, images);
-            }
-        }
-        _ => {}
-    }
-    matched
-}
-
-/// Applies the first of `images` that matches the container's image; whether one did.
-fn update_image(container: &mut Value, images: &[Image]) -> bool {
-    match container.get_mut("image") {
-        Some(Value::String(current)) => update_image_string(current, images),
-        _ => false,
     }
 }
 
-/// Applies the first matching `images` entry to one image reference; whether one matched.
-fn update_image_string(current: &mut String, images: &[Image]) -> bool {
-    for img in images {
-        if !image_matches(current, &img.name) {
-            continue;
+/// kustomize v5.5's default `images` field specs (any kind).
+fn default_image_specs() -> Vec<FieldSpec> {
+    [
+        "spec/containers[]/image",
+        "spec/initContainers[]/image",
+        "spec/template/spec/containers[]/image",
+        "spec/template/spec/initContainers[]/image",
+    ]
+    .into_iter()
+    .map(|path| FieldSpec {
+        path: std::borrow::Cow::Borrowed(path),
+        ..NAME_SPEC
+    })
+    .collect()
+}
+
+/// One `images` entry with kustomize v5.5's `IsImageMatched` pattern compiled: the entry's
+/// name, taken as a regular expression, then an optional `:tag` and `@sha256:digest` of tag
+/// characters (`[a-zA-Z0-9_.{}-]`, possibly empty). A name that is no valid regular
+/// expression matches nothing (kustomize crashes on it).
+struct ImageMatcher<'a> {
+    image: &'a Image,
+    pattern: Option<regex::Regex>,
+}
+
+impl<'a> ImageMatcher<'a> {
+    fn new(image: &'a Image) -> Self {
+        let pattern = regex::Regex::new(&format!(
+            "^(?:{})(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$",
+            image.name
+        ))
+        .ok();
+        Self { image, pattern }
+    }
+
+    fn matches(&self, image: &str) -> bool {
+        self.pattern.as_ref().is_some_and(|p| p.is_match(image))
+    }
+
+    /// Applies the entry to one image reference, when it matches; whether it did.
+    fn update(&self, current: &mut String) -> bool {
+        let img = self.image;
+        if !self.matches(current) {
+            return false;
         }
         let (name, tag, digest) = split_image(current);
         let mut name = name.to_string();
@@ -309,6 +272,9 @@ fn update_image_string(current: &mut String, images: &[Image]) -> bool {
         } else if !img.digest.is_empty() {
             tag.clear();
             digest = img.digest.clone();
+        } else if !img.tag_suffix.is_empty() {
+            tag.push_str(&img.tag_suffix);
+            digest.clear();
         }
         if !tag.is_empty() {
             name = format!("{name}:{tag}");
@@ -317,9 +283,58 @@ fn update_image_string(current: &mut String, images: &[Image]) -> bool {
             name = format!("{name}@{digest}");
         }
         *current = name;
-        return true;
+        true
     }
-    false
+}
+
+/// Pins images to digests after rendering: every container whose image is one of `pins`'
+/// repositories (`(repository, sha256:…)`) is set to `repository@digest`, as a kustomize
+/// `images` entry with a `digest` would. Returns how many containers matched.
+pub fn pin_images(objects: &mut [Value], pins: &[(String, String)]) -> usize {
+    let mut matched = 0;
+    for (repository, digest) in pins {
+        // The matcher takes the name as a regular expression; a repository is literal.
+        let entry = Image {
+            name: regex::escape(repository),
+            digest: digest.clone(),
+            ..Image::default()
+        };
+        let matcher = ImageMatcher::new(&entry);
+        matched += objects
+            .iter_mut()
+            .map(|object| walk_containers(object, &matcher))
+            .sum::<usize>();
+    }
+    matched
+}
+
+/// Updates the image of every container in a `containers`/`initContainers` list anywhere
+/// below `node` (kustomize's legacy image filter); returns how many matched.
+fn walk_containers(node: &mut Value, image: &ImageMatcher) -> usize {
+    let mut matched = 0;
+    match node {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if (key == "containers" || key == "initContainers")
+                    && let Value::Array(items) = child
+                {
+                    for item in items.iter_mut() {
+                        if let Some(Value::String(current)) = item.get_mut("image") {
+                            matched += usize::from(image.update(current));
+                        }
+                    }
+                }
+                matched += walk_containers(child, image);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                matched += walk_containers(item, image);
+            }
+        }
+        _ => {}
+    }
+    matched
 }
 
 /// kustomize's `image.Split`: name, tag and digest of an image reference (a registry host's
@@ -483,12 +498,35 @@ mod tests {
 
     #[test]
     fn matches_images_like_kustomize() {
-        assert!(image_matches("nginx", "nginx"));
-        assert!(image_matches("nginx:1.2", "nginx"));
-        assert!(image_matches("nginx@sha256:abc", "nginx"));
-        assert!(!image_matches("nginx-extra:1", "nginx"));
-        assert!(!image_matches("nginx:", "nginx"));
-        assert!(!image_matches("nginx:-x", "nginx"));
+        let matches = |image: &str, name: &str| {
+            let entry = Image {
+                name: name.into(),
+                ..Image::default()
+            };
+            ImageMatcher::new(&entry).matches(image)
+        };
+        assert!(matches("nginx", "nginx"));
+        assert!(matches("nginx:1.2", "nginx"));
+        assert!(matches("nginx@sha256:abc", "nginx"));
+        assert!(matches("nginx:1@sha256:abc", "nginx"));
+        assert!(!matches("nginx-extra:1", "nginx"));
+        // v5.5's tag pattern allows an empty tag and any tag character first.
+        assert!(matches("nginx:", "nginx"));
+        assert!(matches("nginx:-x", "nginx"));
+        // The name is a regular expression; an invalid one matches nothing.
+        assert!(matches("nginxy:1", "nginx."));
+        assert!(!matches("nginx", "["));
+    }
+
+    #[test]
+    fn splits_images_like_kustomize() {
+        assert_eq!(split_image("nginx"), ("nginx", "", ""));
+        assert_eq!(split_image("nginx:1.2"), ("nginx", "1.2", ""));
+        assert_eq!(
+            split_image("reg:5000/a/b:1@sha256:x"),
+            ("reg:5000/a/b", "1", "sha256:x")
+        );
+        assert_eq!(split_image("a@sha256:x"), ("a", "", "sha256:x"));
     }
 
     #[test]
@@ -518,16 +556,5 @@ mod tests {
         assert_eq!(pin_images(&mut objects, &pins), 2);
         assert_eq!(objects, before);
         assert_eq!(pin_images(&mut objects, &[]), 0);
-    }
-
-    #[test]
-    fn splits_images_like_kustomize() {
-        assert_eq!(split_image("nginx"), ("nginx", "", ""));
-        assert_eq!(split_image("nginx:1.2"), ("nginx", "1.2", ""));
-        assert_eq!(
-            split_image("reg:5000/a/b:1@sha256:x"),
-            ("reg:5000/a/b", "1", "sha256:x")
-        );
-        assert_eq!(split_image("a@sha256:x"), ("a", "", "sha256:x"));
     }
 }

@@ -58,8 +58,8 @@ pub struct ObjRef {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FieldRef {
-    /// Dotted path, `[n]` indexing a list.
-    #[serde(default)]
+    /// Dotted path, `[n]` indexing a list (`fieldPath` too: Go's JSON decoding ignores case).
+    #[serde(default, alias = "fieldPath")]
     pub fieldpath: String,
 }
 
@@ -267,8 +267,10 @@ fn expand(input: &str, values: &[(String, Value)]) -> Value {
                     rest = &body[close + 1..];
                 }
                 None => {
+                    // No `)` anywhere after: nothing later can close either (kept linear).
                     out.push_str("$(");
-                    rest = body;
+                    out.push_str(body);
+                    rest = "";
                 }
             }
         } else {
@@ -318,6 +320,17 @@ mod tests {
         assert_eq!(expand("$(B) $$(A) $$ $", &v), "$(B) $(A) $ $");
         assert_eq!(expand("$(A", &v), "$(A");
         assert_eq!(expand("a$b", &v), "a$b");
+        assert_eq!(expand("$(A $(A)", &v), "$(A $(A)");
+        assert_eq!(expand("x $(A", &v), "x $(A");
+    }
+
+    #[test]
+    fn hostile_strings_expand_in_linear_time() {
+        // 200,000 unclosed references: quadratic scanning would take minutes.
+        let storm = "$(".repeat(200_000);
+        assert_eq!(expand(&storm, &vals()), storm.as_str());
+        let nested = format!("{}A{}", "$(".repeat(100_000), ")".repeat(100_000));
+        assert!(expand(&nested, &vals()).as_str().is_some());
     }
 
     #[test]
