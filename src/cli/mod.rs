@@ -1,5 +1,5 @@
 //! Command-line entry points of the registry's subcommands (`serve`, `login`, `tokens`,
-//! `clusters`, `audit`, `repos`, `apps`); `src/main.rs` only dispatches here.
+//! `clusters`, `audit`, `repos`, `apps`, `users`); `src/main.rs` only dispatches here.
 
 pub mod apps;
 pub mod client;
@@ -9,3 +9,4 @@ pub mod offline;
 pub mod repos;
 pub mod serve;
 pub mod table;
+pub mod users;

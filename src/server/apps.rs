@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::auth::Actor;
+use super::auth::{Actor, Caller};
 use super::error::ApiError;
 use crate::app::{App, AppStatus, Phase};
 use crate::daemon::runner::{Completed, FindError, Operation};
@@ -165,28 +165,16 @@ pub async fn refresh(
 pub async fn approve(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
+    Extension(caller): Extension<Caller>,
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let key = key(&state, &cluster, &name, &at)?;
-    let body: DecisionBody = optional_body(&body)?;
-    let held = state.runner().status(&key).and_then(|s| s.plan_hash);
-    let result = state
-        .runner()
-        .operate(&key, Operation::Approve(body.plan_hash.clone()))
-        .await;
-    let plan = body.plan_hash.or(held).unwrap_or_default();
-    let outcome = match &result {
-        Ok(_) => format!("success plan={plan}"),
-        Err(e) => format!("refused plan={plan}: {e}"),
+    let decision = Decision {
+        action: "app.approve",
+        operation: Operation::Approve,
     };
-    let target = format!("{cluster}/{name}");
-    state
-        .store()
-        .record_audit(&actor.0, "app.approve", &target, &outcome, &now_rfc3339())
-        .await;
-    Ok(Json(completed(result?)))
+    decide(&state, &actor, &caller, (&cluster, &name), &at, &body, decision).await
 }
 
 /// `POST /api/v1/apps/{cluster}/{name}/reject` with optional `{"plan_hash"}`; audited as
@@ -194,26 +182,72 @@ pub async fn approve(
 pub async fn reject(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
+    Extension(caller): Extension<Caller>,
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let body: DecisionBody = optional_body(&body)?;
-    let key = key(&state, &cluster, &name, &at)?;
+    let decision = Decision {
+        action: "app.reject",
+        operation: Operation::Reject,
+    };
+    decide(&state, &actor, &caller, (&cluster, &name), &at, &body, decision).await
+}
+
+/// Approve or reject: the audit action and the operation for the reviewed plan hash.
+struct Decision {
+    action: &'static str,
+    operation: fn(Option<String>) -> Operation,
+}
+
+/// 403 unless `caller` may approve or reject plans of Apps on `cluster` (an approver limited
+/// to other clusters may not).
+fn may_decide(caller: &Caller, cluster: &str) -> Result<(), ApiError> {
+    if caller.user.may_decide_on(cluster) {
+        return Ok(());
+    }
+    let clusters = caller.user.clusters.as_deref().unwrap_or_default();
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        format!(
+            "cluster {cluster}: {} may approve and reject only on cluster(s) [{}]",
+            caller.user.username,
+            clusters.join(", ")
+        ),
+    ))
+}
+
+/// Approves or rejects the Held plan of the App at `{cluster}/{name}`, after checking the
+/// caller's clusters; every attempt on an existing App is audited with the plan hash.
+async fn decide(
+    state: &AppState,
+    actor: &Actor,
+    caller: &Caller,
+    (cluster, name): (&str, &str),
+    at: &AppAt,
+    body: &Bytes,
+    decision: Decision,
+) -> Result<Json<Value>, ApiError> {
+    let key = key(state, cluster, name, at)?;
+    let body: DecisionBody = optional_body(body)?;
     let held = state.runner().status(&key).and_then(|s| s.plan_hash);
-    let result = state
-        .runner()
-        .operate(&key, Operation::Reject(body.plan_hash.clone()))
-        .await;
+    let result = match may_decide(caller, cluster) {
+        Ok(()) => state
+            .runner()
+            .operate(&key, (decision.operation)(body.plan_hash.clone()))
+            .await
+            .map_err(ApiError::from),
+        Err(err) => Err(err),
+    };
     let plan = body.plan_hash.or(held).unwrap_or_default();
     let outcome = match &result {
         Ok(_) => format!("success plan={plan}"),
-        Err(e) => format!("refused plan={plan}: {e}"),
+        Err(e) => format!("refused plan={plan}: {}", e.message),
     };
     let target = format!("{cluster}/{name}");
     state
         .store()
-        .record_audit(&actor.0, "app.reject", &target, &outcome, &now_rfc3339())
+        .record_audit(&actor.0, decision.action, &target, &outcome, &now_rfc3339())
         .await;
     Ok(Json(completed(result?)))
 }
