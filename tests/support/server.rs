@@ -54,8 +54,29 @@ impl TestServer {
         sealer: Sealer,
         data: tempfile::TempDir,
     ) -> TestServer {
+        TestServer::start_configured(database_url, sealer, data, |_| {}).await
+    }
+
+    /// Starts a server on SQLite with the test options changed by `configure` (e.g. an apps
+    /// directory and a management cluster).
+    pub async fn start_with_options(configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
+        TestServer::start_configured(
+            None,
+            Sealer::new(&KEY, None),
+            tempfile::tempdir().unwrap(),
+            configure,
+        )
+        .await
+    }
+
+    async fn start_configured(
+        database_url: Option<String>,
+        sealer: Sealer,
+        data: tempfile::TempDir,
+        configure: impl FnOnce(&mut ServeOptions),
+    ) -> TestServer {
         crypto();
-        let options = ServeOptions {
+        let mut options = ServeOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: data.path().to_path_buf(),
             database_url,
@@ -66,6 +87,7 @@ impl TestServer {
             probe_timeout: Duration::from_secs(3),
             ..ServeOptions::default()
         };
+        configure(&mut options);
         let server = Server::bind(options, sealer).await.unwrap();
         let base = format!("http://{}", server.addr);
         let registry = Arc::clone(server.registry());
@@ -138,9 +160,14 @@ impl Drop for TestServer {
 /// Logs in as admin with `password` at the server `base` (`http://127.0.0.1:PORT`) and returns
 /// the session cookie (`wardn_session=…`).
 pub async fn login(base: &str, password: &str) -> String {
+    login_as(base, "admin", password).await
+}
+
+/// Logs in as `username` with `password` at the server `base` and returns the session cookie.
+pub async fn login_as(base: &str, username: &str, password: &str) -> String {
     let response = reqwest::Client::new()
         .post(format!("{base}/api/v1/auth/login"))
-        .json(&serde_json::json!({"username": "admin", "password": password}))
+        .json(&serde_json::json!({"username": username, "password": password}))
         .send()
         .await
         .unwrap();

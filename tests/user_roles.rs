@@ -1,0 +1,541 @@
+//! People with roles: every route of `route_table()` tried with every role and without
+//! credentials (401/403 below the route's role, neither at or above it), the route roles
+//! checked against a reviewed list, and the hostile cases: escalation through token creation,
+//! a user changing its own role, the last admin, tokens across promotion and demotion, role
+//! names that are not roles, deleted users' sessions and tokens, and the audit trail.
+
+mod support;
+
+use reqwest::{Client, Method, StatusCode};
+use serde_json::{Value, json};
+use support::server::{TestServer, login_as};
+use wardn::server::{Access, route_table};
+use wardn::store::users::Role;
+
+const PASSWORD: &str = "a long enough password";
+
+async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// `method path` as a bearer-authenticated JSON request with `body`.
+async fn call(
+    server: &TestServer,
+    token: &str,
+    method: Method,
+    path: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    send(
+        Client::new()
+            .request(method, server.url(path))
+            .bearer_auth(token)
+            .json(&body),
+    )
+    .await
+}
+
+/// Creates `name` with `role` (as the admin `admin_token`), logs in as it and returns an API
+/// token created through that session (with the user's role).
+async fn user_with_token(server: &TestServer, admin_token: &str, name: &str, role: Role) -> String {
+    let (status, body) = call(
+        server,
+        admin_token,
+        Method::POST,
+        "/api/v1/users",
+        json!({"username": name, "password": PASSWORD, "role": role}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["role"], role.as_str());
+    assert!(body.get("password").is_none() && body.get("password_hash").is_none());
+    let cookie = login_as(&server.base, name, PASSWORD).await;
+    let (status, body) = send(
+        Client::new()
+            .post(server.url("/api/v1/tokens"))
+            .header("cookie", cookie)
+            .json(&json!({"name": "t"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["role"], role.as_str());
+    body["token"].as_str().unwrap().to_string()
+}
+
+/// The role every user route needs, as reviewed: a route added to the table without an entry
+/// here, or with another role, fails [`every_route_enforces_its_role_for_every_role`].
+fn reviewed_roles() -> Vec<(Method, &'static str, Role)> {
+    use Role::{Admin, Approver, Deployer, Viewer};
+    vec![
+        (Method::POST, "/api/v1/auth/logout", Viewer),
+        (Method::POST, "/api/v1/auth/password", Viewer),
+        (Method::GET, "/api/v1/tokens", Viewer),
+        (Method::POST, "/api/v1/tokens", Viewer),
+        (Method::DELETE, "/api/v1/tokens/{id}", Viewer),
+        (Method::GET, "/api/v1/clusters", Viewer),
+        (Method::POST, "/api/v1/clusters", Admin),
+        (Method::POST, "/api/v1/clusters/test", Admin),
+        (Method::POST, "/api/v1/clusters/reseal", Admin),
+        (Method::GET, "/api/v1/clusters/{name}", Viewer),
+        (Method::PUT, "/api/v1/clusters/{name}", Admin),
+        (Method::DELETE, "/api/v1/clusters/{name}", Admin),
+        (Method::POST, "/api/v1/clusters/{name}/check", Admin),
+        (Method::GET, "/api/v1/audit", Admin),
+        (Method::GET, "/api/v1/audit/verify", Admin),
+        (Method::GET, "/api/v1/repositories", Viewer),
+        (Method::POST, "/api/v1/repositories", Admin),
+        (Method::POST, "/api/v1/repositories/reseal", Admin),
+        (Method::GET, "/api/v1/repositories/{id}", Viewer),
+        (Method::PUT, "/api/v1/repositories/{id}", Admin),
+        (Method::DELETE, "/api/v1/repositories/{id}", Admin),
+        (Method::GET, "/api/v1/users", Admin),
+        (Method::POST, "/api/v1/users", Admin),
+        (Method::GET, "/api/v1/users/{name}", Admin),
+        (Method::PATCH, "/api/v1/users/{name}", Admin),
+        (Method::DELETE, "/api/v1/users/{name}", Admin),
+        (Method::GET, "/api/v1/apps", Viewer),
+        (Method::GET, "/api/v1/apps/{cluster}/{name}", Viewer),
+        (Method::GET, "/api/v1/apps/{cluster}/{name}/diff", Viewer),
+        (Method::POST, "/api/v1/apps/{cluster}/{name}/approve", Approver),
+        (Method::POST, "/api/v1/apps/{cluster}/{name}/reject", Approver),
+        (Method::POST, "/api/v1/apps/{cluster}/{name}/sync", Deployer),
+        (Method::POST, "/api/v1/apps/{cluster}/{name}/refresh", Deployer),
+    ]
+}
+
+#[tokio::test]
+async fn every_route_enforces_its_role_for_every_role() {
+    let server = TestServer::start(None).await;
+    let admin = server.token().await;
+    let mut callers = vec![(None, None)];
+    for role in Role::ALL {
+        let token = user_with_token(&server, &admin, &format!("{role}-user"), role).await;
+        callers.push((Some(role), Some(token)));
+    }
+    let table = route_table();
+    let mut reviewed = reviewed_roles();
+    let mut tried = 0;
+    for route in &table {
+        let Access::Role(needed) = route.access else {
+            continue;
+        };
+        let position = reviewed
+            .iter()
+            .position(|(m, p, _)| *m == route.method && *p == route.path)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{} {} has no reviewed role: add it to reviewed_roles()",
+                    route.method, route.path
+                )
+            });
+        let (_, _, expected) = reviewed.remove(position);
+        assert_eq!(needed, expected, "{} {}", route.method, route.path);
+        // Placeholders that exist nowhere, so that no call at or above the role changes
+        // anything: every one of them is a 400 or a 404 from the handler.
+        let path = route
+            .path
+            .replace("{name}", "nothing-here")
+            .replace("{cluster}", "local")
+            .replace("{id}", "nothing-here");
+        for (role, token) in &callers {
+            let mut request = Client::new()
+                .request(route.method.clone(), server.url(&path))
+                .header("content-type", "application/json")
+                .body("{}");
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let (status, body) = send(request).await;
+            let what = format!("{} {} as {role:?}: {status} {body}", route.method, path);
+            match role {
+                None => assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}"),
+                Some(role) if *role < needed => {
+                    assert_eq!(status, StatusCode::FORBIDDEN, "{what}");
+                    assert_eq!(
+                        body["error"],
+                        format!("route needs role {needed}; you are {role}"),
+                        "{what}"
+                    );
+                }
+                Some(_) => assert!(
+                    status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN,
+                    "{what}"
+                ),
+            }
+            tried += 1;
+        }
+    }
+    assert!(
+        reviewed.is_empty(),
+        "reviewed routes missing from route_table(): {reviewed:?}"
+    );
+    assert_eq!(tried, 33 * 5);
+}
+
+#[tokio::test]
+async fn tokens_never_act_above_their_creator_or_their_user() {
+    let server = TestServer::start(None).await;
+    let admin = server.token().await;
+    let deployer = user_with_token(&server, &admin, "dee", Role::Deployer).await;
+    let tokens = |token: String, body: Value| {
+        let server = &server;
+        async move { call(server, &token, Method::POST, "/api/v1/tokens", body).await }
+    };
+
+    // Asking for more than the creator has: 403 naming both roles, no token made.
+    for role in ["approver", "admin"] {
+        let (status, body) = tokens(deployer.clone(), json!({"name": "x", "role": role})).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        assert_eq!(
+            body["error"],
+            format!("role: a token cannot do more than its creator: asked for {role}; you are deployer")
+        );
+    }
+    let (_, listed) = call(&server, &deployer, Method::GET, "/api/v1/tokens", json!({})).await;
+    assert_eq!(listed["tokens"].as_array().unwrap().len(), 1);
+
+    // Role names that are not roles: 400 naming the field.
+    for bad in [json!("root"), json!("Admin"), json!(""), json!("admin ")] {
+        let (status, body) = tokens(deployer.clone(), json!({"name": "x", "role": bad})).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(body["error"].as_str().unwrap().starts_with("role: "), "{body}");
+    }
+    let (status, _) = tokens(deployer.clone(), json!({"name": "x", "role": 3})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // A lower role is fine, and the token acts with it.
+    let (status, body) = tokens(deployer.clone(), json!({"name": "ro", "role": "viewer"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let read_only = body["token"].as_str().unwrap().to_string();
+    let (status, body) = call(
+        &server,
+        &read_only,
+        Method::POST,
+        "/api/v1/apps/local/x/sync",
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["error"], "route needs role deployer; you are viewer");
+
+    // A viewer token of an admin makes (by default) viewer tokens only, never admin ones.
+    let (_, body) = tokens(admin.clone(), json!({"name": "admin-ro", "role": "viewer"})).await;
+    let admin_read_only = body["token"].as_str().unwrap().to_string();
+    let (status, body) = tokens(admin_read_only.clone(), json!({"name": "child"})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(body["role"], "viewer");
+    let child = body["token"].as_str().unwrap().to_string();
+    let (status, _) = call(&server, &child, Method::GET, "/api/v1/users", json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = tokens(admin_read_only, json!({"name": "x", "role": "admin"})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn promotion_and_demotion_reach_existing_tokens_and_sessions() {
+    let server = TestServer::start(None).await;
+    let admin = server.token().await;
+    let viewer = user_with_token(&server, &admin, "vic", Role::Viewer).await;
+    let deployer = user_with_token(&server, &admin, "dora", Role::Deployer).await;
+    let dora_session = login_as(&server.base, "dora", PASSWORD).await;
+    let set_role = |name: &'static str, role: &'static str| {
+        let server = &server;
+        let admin = admin.clone();
+        async move {
+            let (status, body) = call(
+                server,
+                &admin,
+                Method::PATCH,
+                &format!("/api/v1/users/{name}"),
+                json!({ "role": role }),
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    let sync = |token: String| {
+        let server = &server;
+        async move {
+            call(server, &token, Method::POST, "/api/v1/apps/local/x/sync", json!({})).await
+        }
+    };
+
+    // A viewer's token stays a viewer's after its user is promoted: it was made as one.
+    set_role("vic", "admin").await;
+    let (status, body) = call(&server, &viewer, Method::GET, "/api/v1/users", json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["error"], "route needs role admin; you are viewer");
+
+    // A deployer's token is demoted with its user, on the next request, and comes back with
+    // the promotion; so does the session. Many times over.
+    for round in 0..50 {
+        set_role("dora", "viewer").await;
+        let (status, body) = sync(deployer.clone()).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "round {round}");
+        assert_eq!(body["error"], "route needs role deployer; you are viewer");
+        let (status, _) = send(
+            Client::new()
+                .post(server.url("/api/v1/apps/local/x/refresh"))
+                .header("cookie", &dora_session)
+                .json(&json!({})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "round {round}");
+        set_role("dora", "admin").await;
+        // Promoted above the token's role: the token still acts as a deployer.
+        let (status, _) = sync(deployer.clone()).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "round {round}: allowed, no such App");
+        let (status, _) = call(&server, &deployer, Method::GET, "/api/v1/users", json!({})).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "round {round}");
+        let (status, _) = send(
+            Client::new()
+                .get(server.url("/api/v1/users"))
+                .header("cookie", &dora_session),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "round {round}: the session has the user's role");
+    }
+}
+
+#[tokio::test]
+async fn users_cannot_raise_themselves_and_the_last_admin_stays() {
+    let server = TestServer::start(None).await;
+    let admin = server.token().await;
+    let approver = user_with_token(&server, &admin, "apu", Role::Approver).await;
+
+    // A non-admin changing its own role, creating a user or deleting another: 403.
+    for (method, path, body) in [
+        (Method::PATCH, "/api/v1/users/apu", json!({"role": "admin"})),
+        (
+            Method::POST,
+            "/api/v1/users",
+            json!({"username": "mine", "password": PASSWORD, "role": "admin"}),
+        ),
+        (Method::DELETE, "/api/v1/users/admin", json!({})),
+    ] {
+        let (status, reply) = call(&server, &approver, method, path, body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {reply}");
+        assert_eq!(reply["error"], "route needs role admin; you are approver");
+    }
+    let (_, user) = call(&server, &admin, Method::GET, "/api/v1/users/apu", json!({})).await;
+    assert_eq!(user["role"], "approver");
+
+    // The only admin can neither be demoted nor deleted (itself included): 409.
+    let (status, body) = call(
+        &server,
+        &admin,
+        Method::PATCH,
+        "/api/v1/users/admin",
+        json!({"role": "viewer"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(
+        body["error"],
+        "admin is the last admin: make another user admin first"
+    );
+    let (status, _) = call(&server, &admin, Method::DELETE, "/api/v1/users/admin", json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    // With a second admin, the first may go; then the second is the last.
+    let (status, _) = call(
+        &server,
+        &admin,
+        Method::PATCH,
+        "/api/v1/users/apu",
+        json!({"role": "admin"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call(&server, &approver, Method::DELETE, "/api/v1/users/admin", json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "apu's token was made as an approver");
+    let apu = login_as(&server.base, "apu", PASSWORD).await;
+    let (status, _) = send(
+        Client::new()
+            .delete(server.url("/api/v1/users/admin"))
+            .header("cookie", &apu)
+            .header("content-type", "application/json"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    // The deleted admin's token and sessions are gone.
+    let (status, body) = call(&server, &admin, Method::GET, "/api/v1/clusters", json!({})).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let (status, _) = send(
+        Client::new()
+            .delete(server.url("/api/v1/users/apu"))
+            .header("cookie", &apu)
+            .header("content-type", "application/json"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn hostile_user_fields_are_a_400_naming_the_field() {
+    let server = TestServer::start(None).await;
+    let admin = server.token().await;
+    let create = |body: Value| {
+        let server = &server;
+        let admin = admin.clone();
+        async move { call(server, &admin, Method::POST, "/api/v1/users", body).await }
+    };
+    let base = json!({"username": "bob", "password": PASSWORD, "role": "viewer"});
+    let with = |field: &str, value: Value| {
+        let mut body = base.clone();
+        body[field] = value;
+        body
+    };
+    let cases = [
+        (with("role", json!("root")), "role: "),
+        (with("role", json!("Admin")), "role: "),
+        (with("role", json!("viewer\u{0}")), "role: "),
+        (with("role", json!("x".repeat(1 << 16))), "role: "),
+        (with("username", json!("")), "username: "),
+        (with("username", json!("a/b")), "username: "),
+        (with("username", json!("al ice")), "username: "),
+        (with("username", json!("é")), "username: "),
+        (with("username", json!("u".repeat(65))), "username: "),
+        (with("password", json!("short")), "password: "),
+        (with("password", json!("p".repeat(1025))), "password: "),
+        (with("clusters", json!(["staging"])), "clusters: "),
+        (with("email", json!("not an address")), "email: "),
+        (with("email", json!(format!("{}@x", "a".repeat(300)))), "email: "),
+        (
+            json!({"username": "bob", "password": PASSWORD, "role": "approver", "clusters": ["Prod!"]}),
+            "clusters[0]: ",
+        ),
+        (
+            json!({"username": "bob", "password": PASSWORD, "role": "approver",
+                   "clusters": vec!["a"; 257]}),
+            "clusters: ",
+        ),
+        (with("rol", json!("admin")), "request body: unknown field `rol`"),
+    ];
+    for (body, prefix) in cases {
+        let (status, reply) = create(body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{reply}");
+        let message = reply["error"].as_str().unwrap();
+        assert!(message.starts_with(prefix), "{prefix}: {message}");
+        assert!(message.len() < 400, "{message}");
+    }
+    let (_, users) = call(&server, &admin, Method::GET, "/api/v1/users", json!({})).await;
+    assert_eq!(users["users"].as_array().unwrap().len(), 1, "nothing was created");
+
+    // Patches: a role that is not one, clusters for a non-approver.
+    let (status, _) = create(base.clone()).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _) = create(base.clone()).await;
+    assert_eq!(status, StatusCode::CONFLICT, "the name is taken");
+    for (body, prefix) in [
+        (json!({"role": "superuser"}), "role: "),
+        (json!({"clusters": ["staging"]}), "clusters: "),
+        (json!({"role": "deployer", "clusters": ["a"]}), "clusters: "),
+        (json!({"password": PASSWORD}), "request body: unknown field"),
+    ] {
+        let (status, reply) =
+            call(&server, &admin, Method::PATCH, "/api/v1/users/bob", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{reply}");
+        assert!(reply["error"].as_str().unwrap().starts_with(prefix), "{reply}");
+    }
+    let (status, _) = call(
+        &server,
+        &admin,
+        Method::PATCH,
+        "/api/v1/users/nobody",
+        json!({"role": "viewer"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // An approver's clusters are kept across other changes and dropped with the role.
+    let patch = |body: Value| {
+        let server = &server;
+        let admin = admin.clone();
+        async move { call(server, &admin, Method::PATCH, "/api/v1/users/bob", body).await }
+    };
+    let (_, bob) = patch(json!({"role": "approver", "clusters": ["staging"]})).await;
+    assert_eq!(bob["clusters"], json!(["staging"]));
+    let (_, bob) = patch(json!({"email": "bob@example.com"})).await;
+    assert_eq!(
+        (bob["role"].clone(), bob["clusters"].clone(), bob["email"].clone()),
+        (json!("approver"), json!(["staging"]), json!("bob@example.com"))
+    );
+    let (_, bob) = patch(json!({"clusters": null})).await;
+    assert_eq!(bob["clusters"], Value::Null);
+    let (_, bob) = patch(json!({"clusters": ["a"]})).await;
+    assert_eq!(bob["clusters"], json!(["a"]));
+    let (_, bob) = patch(json!({"role": "deployer"})).await;
+    assert_eq!(bob["clusters"], Value::Null);
+}
+
+#[tokio::test]
+async fn user_changes_are_audited_with_the_acting_user_and_token() {
+    let server = TestServer::start(None).await;
+    let admin = server.token().await;
+    let (_, listed) = call(&server, &admin, Method::GET, "/api/v1/tokens", json!({})).await;
+    let token_id = listed["tokens"][0]["id"].as_str().unwrap().to_string();
+    let token_actor = format!("admin/token:tests ({token_id})");
+    let _ = user_with_token(&server, &admin, "carol", Role::Deployer).await;
+    let (status, _) = call(
+        &server,
+        &admin,
+        Method::PATCH,
+        "/api/v1/users/carol",
+        json!({"role": "approver", "clusters": ["staging", "prod"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call(
+        &server,
+        &admin,
+        Method::PATCH,
+        "/api/v1/users/admin",
+        json!({"role": "viewer"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = call(&server, &admin, Method::DELETE, "/api/v1/users/carol", json!({})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+
+    let (_, log) = call(&server, &admin, Method::GET, "/api/v1/audit?action=user.", json!({})).await;
+    let entries: Vec<(String, String, String, String)> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let field = |f: &str| e[f].as_str().unwrap().to_string();
+            (field("actor"), field("action"), field("target"), field("outcome"))
+        })
+        .collect();
+    let expected = [
+        ("user.create", "carol", "success role=deployer"),
+        (
+            "user.update",
+            "carol",
+            "success role=approver clusters=staging,prod (was role=deployer)",
+        ),
+        (
+            "user.update",
+            "admin",
+            "refused: admin is the last admin: make another user admin first",
+        ),
+        ("user.delete", "carol", "success"),
+    ];
+    assert_eq!(entries.len(), expected.len(), "{entries:?}");
+    for (entry, (action, target, outcome)) in entries.iter().zip(expected) {
+        assert_eq!(
+            (entry.0.as_str(), entry.1.as_str(), entry.2.as_str(), entry.3.as_str()),
+            (token_actor.as_str(), action, target, outcome)
+        );
+    }
+    // The user's own token creation names the user (a session) and the token's role.
+    let (_, log) = call(&server, &admin, Method::GET, "/api/v1/audit?action=token.create&actor=carol", json!({})).await;
+    assert_eq!(log["entries"][0]["outcome"], "success role=deployer");
+}
