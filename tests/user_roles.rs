@@ -4,11 +4,13 @@
 //! a user changing its own role, the last admin, tokens across promotion and demotion, role
 //! names that are not roles, deleted users' sessions and tokens, and the audit trail.
 
+mod common;
 mod support;
 
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 use support::server::{TestServer, login_as};
+use wardn::app::Phase;
 use wardn::server::{Access, route_table};
 use wardn::store::users::Role;
 
@@ -538,4 +540,139 @@ async fn user_changes_are_audited_with_the_acting_user_and_token() {
     // The user's own token creation names the user (a session) and the token's role.
     let (_, log) = call(&server, &admin, Method::GET, "/api/v1/audit?action=token.create&actor=carol", json!({})).await;
     assert_eq!(log["entries"][0]["outcome"], "success role=deployer");
+}
+
+/// An App that requires approval, deploying to the management cluster (`local`) from a
+/// Directory source with one ConfigMap.
+fn held_app(root: &std::path::Path) -> std::path::PathBuf {
+    let source = root.join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held-config\ndata:\n  k: v\n",
+    )
+    .unwrap();
+    let apps = root.join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(
+        apps.join("held.yaml"),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: held\n  namespace: wardn\n\
+             spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
+             \x20 destination:\n    cluster: \"\"\n    namespace: staging\n\
+             \x20 syncPolicy:\n    automated: true\n    requiresApproval: true\n",
+            source.display()
+        ),
+    )
+    .unwrap();
+    apps
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvers_limited_to_clusters_decide_only_there() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = held_app(work.path());
+    let kubeconfig = sim.kubeconfig.clone();
+    let server = TestServer::start_with_options(move |options| {
+        options.apps_dir = Some(apps);
+        options.management_kubeconfig = Some(kubeconfig);
+    })
+    .await;
+    let runner = server.state.runner().clone();
+    let mut held = None;
+    for _ in 0..600 {
+        held = runner.status("wardn/held").filter(|s| s.phase == Some(Phase::Held));
+        if held.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let plan_hash = held
+        .and_then(|s| s.plan_hash)
+        .unwrap_or_else(|| panic!("never Held: {:?}", runner.status("wardn/held")));
+
+    let admin = server.token().await;
+    let approver = user_with_token(&server, &admin, "apu", Role::Approver).await;
+    let deployer = user_with_token(&server, &admin, "dee", Role::Deployer).await;
+    let limit = |clusters: Value| {
+        let server = &server;
+        let admin = admin.clone();
+        async move {
+            let (status, body) = call(
+                server,
+                &admin,
+                Method::PATCH,
+                "/api/v1/users/apu",
+                json!({ "clusters": clusters }),
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    let decide = |token: String, action: &'static str| {
+        let server = &server;
+        let plan_hash = plan_hash.clone();
+        async move {
+            call(
+                server,
+                &token,
+                Method::POST,
+                &format!("/api/v1/apps/local/held/{action}"),
+                json!({ "plan_hash": plan_hash }),
+            )
+            .await
+        }
+    };
+
+    // A deployer may sync but not decide.
+    let (status, body) = decide(deployer.clone(), "approve").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["error"], "route needs role approver; you are deployer");
+
+    // Limited to other clusters: 403 naming the App's cluster, for approve and reject alike,
+    // and the plan stays Held.
+    limit(json!(["staging", "prod"])).await;
+    for action in ["approve", "reject"] {
+        let (status, body) = decide(approver.clone(), action).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        assert_eq!(
+            body["error"],
+            "cluster local: apu may approve and reject only on cluster(s) [staging, prod]"
+        );
+    }
+    assert_eq!(
+        runner.status("wardn/held").unwrap().phase,
+        Some(Phase::Held)
+    );
+    let (_, log) = call(
+        &server,
+        &admin,
+        Method::GET,
+        "/api/v1/audit?action=app.approve",
+        json!({}),
+    )
+    .await;
+    let entry = &log["entries"][0];
+    assert!(
+        entry["actor"].as_str().unwrap().starts_with("apu/token:t ("),
+        "{entry}"
+    );
+    assert_eq!(
+        entry["outcome"],
+        format!(
+            "refused plan={plan_hash}: cluster local: apu may approve and reject only on cluster(s) [staging, prod]"
+        )
+    );
+
+    // Limited to this cluster, or to none: the approval goes through.
+    limit(json!(["local"])).await;
+    let (status, body) = decide(approver.clone(), "approve").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("staging"), "held-config")
+            .is_some(),
+        "the approved plan was applied"
+    );
 }
