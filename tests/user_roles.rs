@@ -9,6 +9,7 @@ mod support;
 
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
+use support::Upstream;
 use support::server::{TestServer, login_as};
 use wardn::app::Phase;
 use wardn::server::{Access, route_table};
@@ -674,5 +675,170 @@ async fn approvers_limited_to_clusters_decide_only_there() {
             .get_object("v1", "ConfigMap", Some("staging"), "held-config")
             .is_some(),
         "the approved plan was applied"
+    );
+}
+
+/// An App `name` that requires approval (and four eyes when `four_eyes`), deploying `source`
+/// (`type: Directory` or `type: Git` with its settings) to `staging` on the management cluster.
+fn gated_app(apps: &std::path::Path, name: &str, source: &str, four_eyes: bool) {
+    std::fs::write(
+        apps.join(format!("{name}.yaml")),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n  namespace: wardn\n\
+             spec:\n  source:\n{source}\
+             \x20 destination:\n    cluster: \"\"\n    namespace: staging\n\
+             \x20 syncPolicy:\n    automated: true\n    requiresApproval: true\n    fourEyes: {four_eyes}\n"
+        ),
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_eyes_refuses_the_trigger_and_the_commit_author() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    for name in ["dir4", "plain"] {
+        let dir = work.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("cm.yaml"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n"),
+        )
+        .unwrap();
+        let source = format!(
+            "    type: Directory\n    directory:\n      path: {}\n",
+            dir.display()
+        );
+        gated_app(&apps, name, &source, name == "dir4");
+    }
+    // Commits by test@example.com (the test repositories' author).
+    let upstream = Upstream::init(&work.path().join("upstream"));
+    let revision = upstream.commit(
+        &[(
+            "deploy/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: git4\ndata:\n  k: v\n",
+        )],
+        "first",
+    );
+    let source = format!(
+        "    type: Git\n    git:\n      repoURL: {}\n      branch: main\n      path: deploy\n      interval: 1h\n",
+        upstream.url()
+    );
+    gated_app(&apps, "git4", &source, true);
+    let kubeconfig = sim.kubeconfig.clone();
+    let data = work.path().join("data");
+    let server = TestServer::start_with_options(move |options| {
+        options.apps_dir = Some(apps);
+        options.management_kubeconfig = Some(kubeconfig);
+        options.data_dir = data;
+    })
+    .await;
+    let runner = server.state.runner().clone();
+    let held = |name: &str| {
+        runner
+            .status(&format!("wardn/{name}"))
+            .filter(|s| s.phase == Some(Phase::Held))
+            .and_then(|s| s.plan_hash)
+    };
+    for _ in 0..600 {
+        if ["dir4", "plain", "git4"].iter().all(|n| held(n).is_some()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let plan = |name: &str| {
+        held(name).unwrap_or_else(|| panic!("{name} never Held: {:?}", runner.status(&format!("wardn/{name}"))))
+    };
+    let (dir4, plain, git4) = (plan("dir4"), plan("plain"), plan("git4"));
+    assert_eq!(runner.status("wardn/git4").unwrap().revision.as_deref(), Some(revision.as_str()));
+
+    let admin = server.token().await;
+    let apu = user_with_token(&server, &admin, "apu", Role::Approver).await;
+    let tess = user_with_token(&server, &admin, "tess", Role::Approver).await;
+    let (status, _) = call(
+        &server,
+        &admin,
+        Method::PATCH,
+        "/api/v1/users/tess",
+        json!({"email": "Test@Example.com"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let post = |token: &str, path: String, body: Value| {
+        let server = &server;
+        let token = token.to_string();
+        async move { call(server, &token, Method::POST, &path, body).await }
+    };
+
+    // apu refreshes dir4 (four eyes) and syncs plain (no four eyes): both stay Held with the
+    // same plans, now produced by apu.
+    let (status, body) = post(&apu, "/api/v1/apps/local/dir4/refresh".into(), json!({})).await;
+    assert_eq!((status, &body["status"]["phase"]), (StatusCode::OK, &json!("Held")), "{body}");
+    let (status, body) = post(&apu, "/api/v1/apps/local/plain/sync".into(), json!({})).await;
+    assert_eq!((status, &body["status"]["phase"]), (StatusCode::OK, &json!("Held")), "{body}");
+    assert_eq!((plan("dir4"), plan("plain")), (dir4.clone(), plain.clone()));
+
+    // The trigger may not approve a four-eyes plan, with a session or any token.
+    let (status, body) = post(&apu, "/api/v1/apps/local/dir4/approve".into(), json!({"plan_hash": dir4})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(
+        body["error"],
+        format!("four-eyes: apu triggered the pass that produced plan {dir4}; another approver must approve this plan")
+    );
+    let session = login_as(&server.base, "apu", PASSWORD).await;
+    let (status, _) = send(
+        Client::new()
+            .post(server.url("/api/v1/apps/local/dir4/approve"))
+            .header("cookie", session)
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Without four eyes, the trigger may approve; with them, someone else may.
+    let (status, body) = post(&apu, "/api/v1/apps/local/plain/approve".into(), json!({"plan_hash": plain})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = post(&tess, "/api/v1/apps/local/dir4/approve".into(), json!({"plan_hash": dir4})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // The commit author (matched by email, whatever its case) may not approve the revision.
+    let (status, body) = post(&tess, "/api/v1/apps/local/git4/approve".into(), json!({"plan_hash": git4})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(
+        body["error"],
+        format!("four-eyes: tess (Test@Example.com) authored revision {revision}; another approver must approve this plan")
+    );
+    // A rejection needs no second pair of eyes; an approval by someone else goes through.
+    let (status, body) = post(&apu, "/api/v1/apps/local/git4/approve".into(), json!({"plan_hash": git4})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for name in ["dir4", "plain", "git4"] {
+        assert!(
+            sim.cluster.get_object("v1", "ConfigMap", Some("staging"), name).is_some(),
+            "{name} was applied"
+        );
+    }
+
+    // The audit says who refreshed, synced, was refused and approved.
+    let (_, log) = call(&server, &admin, Method::GET, "/api/v1/audit?target=local/dir4", json!({})).await;
+    let summary: Vec<String> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let actor = e["actor"].as_str().unwrap();
+            let user = actor.split('/').next().unwrap();
+            let outcome = e["outcome"].as_str().unwrap();
+            format!("{user} {} {}", e["action"].as_str().unwrap(), outcome.split(':').next().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            format!("apu app.refresh success hard phase=Held plan={dir4}"),
+            format!("apu app.approve refused plan={dir4}"),
+            format!("apu app.approve refused plan={dir4}"),
+            format!("tess app.approve success plan={dir4}"),
+        ]
     );
 }

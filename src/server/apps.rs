@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::{Actor, Caller};
+use super::four_eyes;
 use super::error::ApiError;
 use crate::app::{App, AppStatus, Phase};
 use crate::daemon::runner::{Completed, FindError, Operation};
@@ -149,15 +150,26 @@ pub async fn diff(
 /// `POST /api/v1/apps/{cluster}/{name}/refresh`: a hard refresh. The App's source is fetched
 /// now and an automatic pass dry-runs every object instead of trusting earlier passes; as any
 /// automatic pass, it applies only when the sync policy is automated. Answers the App's
-/// status after the pass.
+/// status after the pass; audited as `app.refresh`.
 pub async fn refresh(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &cluster, &name, &at)?;
-    let done = state.runner().operate(&key, Operation::Refresh).await?;
-    Ok(Json(completed(done)))
+    let result = state
+        .runner()
+        .operate(&key, Operation::Refresh)
+        .await
+        .map_err(ApiError::from);
+    let outcome = pass_outcome(&result, "hard");
+    let target = format!("{cluster}/{name}");
+    state
+        .store()
+        .record_audit(&actor.0, "app.refresh", &target, &outcome, &now_rfc3339())
+        .await;
+    Ok(Json(completed(result?)))
 }
 
 /// `POST /api/v1/apps/{cluster}/{name}/approve` with optional `{"plan_hash"}`; audited as
@@ -173,6 +185,7 @@ pub async fn approve(
     let decision = Decision {
         action: "app.approve",
         operation: Operation::Approve,
+        four_eyes: true,
     };
     decide(&state, &actor, &caller, (&cluster, &name), &at, &body, decision).await
 }
@@ -190,6 +203,7 @@ pub async fn reject(
     let decision = Decision {
         action: "app.reject",
         operation: Operation::Reject,
+        four_eyes: false,
     };
     decide(&state, &actor, &caller, (&cluster, &name), &at, &body, decision).await
 }
@@ -198,6 +212,8 @@ pub async fn reject(
 struct Decision {
     action: &'static str,
     operation: fn(Option<String>) -> Operation,
+    /// Whether four-eyes applies (approvals; a rejection needs no second pair of eyes).
+    four_eyes: bool,
 }
 
 /// 403 unless `caller` may approve or reject plans of Apps on `cluster` (an approver limited
@@ -231,7 +247,12 @@ async fn decide(
     let key = key(state, cluster, name, at)?;
     let body: DecisionBody = optional_body(body)?;
     let held = state.runner().status(&key).and_then(|s| s.plan_hash);
-    let result = match may_decide(caller, cluster) {
+    let target = format!("{cluster}/{name}");
+    let allowed = match may_decide(caller, cluster) {
+        Ok(()) if decision.four_eyes => four_eyes::check(state, caller, &key, &target).await,
+        other => other,
+    };
+    let result = match allowed {
         Ok(()) => state
             .runner()
             .operate(&key, (decision.operation)(body.plan_hash.clone()))
@@ -244,7 +265,6 @@ async fn decide(
         Ok(_) => format!("success plan={plan}"),
         Err(e) => format!("refused plan={plan}: {}", e.message),
     };
-    let target = format!("{cluster}/{name}");
     state
         .store()
         .record_audit(&actor.0, decision.action, &target, &outcome, &now_rfc3339())
@@ -281,22 +301,33 @@ pub async fn sync(
             )),
             done => Ok(done),
         });
-    let outcome = match &result {
-        Ok(Completed::Status(s)) => format!(
-            "success override_window={} phase={}",
-            body.override_window,
-            s.phase.map(|p| format!("{p:?}")).unwrap_or_default()
-        ),
-        Ok(Completed::Plan(_)) => format!("success override_window={}", body.override_window),
-        Err(e) => format!(
-            "refused override_window={}: {}",
-            body.override_window, e.message
-        ),
-    };
+    let outcome = pass_outcome(
+        &result,
+        &format!("override_window={}", body.override_window),
+    );
     let target = format!("{cluster}/{name}");
     state
         .store()
         .record_audit(&actor.0, "app.sync", &target, &outcome, &now_rfc3339())
         .await;
     Ok(Json(completed(result?)))
+}
+
+/// The audit outcome of a sync or refresh: `success DETAIL phase=P`, with `plan=HASH` when
+/// the pass left a plan Held (four-eyes approval reads it), or `refused DETAIL: ERROR`.
+fn pass_outcome(result: &Result<Completed, ApiError>, detail: &str) -> String {
+    match result {
+        Ok(Completed::Status(s)) => {
+            let phase = s.phase.map(|p| format!("{p:?}")).unwrap_or_default();
+            match (&s.phase, &s.plan_hash) {
+                (Some(Phase::Held), Some(hash)) => format!(
+                    "success {detail} phase={phase} {}",
+                    four_eyes::plan_word(hash)
+                ),
+                _ => format!("success {detail} phase={phase}"),
+            }
+        }
+        Ok(Completed::Plan(_)) => format!("success {detail}"),
+        Err(e) => format!("refused {detail}: {}", e.message),
+    }
 }

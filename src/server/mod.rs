@@ -10,6 +10,7 @@ pub mod auth;
 pub mod body;
 pub mod clusters;
 pub mod error;
+pub mod four_eyes;
 pub mod listener;
 pub mod login_limit;
 pub mod metrics;
@@ -109,6 +110,11 @@ impl AppState {
     /// The password-check slots (at most a few argon2 checks at once).
     pub fn password_checks(&self) -> &Arc<login_limit::PasswordChecks> {
         &self.password_checks
+    }
+
+    /// The Git poller (commit authors for four-eyes approval).
+    pub fn poller(&self) -> &crate::sources::poller::Poller {
+        &self.webhook.poller
     }
 
     /// The App runner.
