@@ -591,9 +591,20 @@ async fn users_create_list_set_role_and_delete() {
         // The password from stdin.
         let mut child = Command::new(WARDN)
             .args([
-                "users", "create", "alice", "--role", "approver", "--clusters", "staging,prod",
-                "--email", "alice@example.com", "--password-stdin", "--server", &run_base,
-                "--token", &run_admin,
+                "users",
+                "create",
+                "alice",
+                "--role",
+                "approver",
+                "--clusters",
+                "staging,prod",
+                "--email",
+                "alice@example.com",
+                "--password-stdin",
+                "--server",
+                &run_base,
+                "--token",
+                &run_admin,
             ])
             .env("WARDN_CONFIG_DIR", &dir)
             .stdin(Stdio::piped())
@@ -604,7 +615,10 @@ async fn users_create_list_set_role_and_delete() {
         use std::io::Write;
         writeln!(child.stdin.take().unwrap(), "{ADMIN_PASSWORD}").unwrap();
         let out = ok(&child.wait_with_output().unwrap());
-        assert_eq!(out, "user alice created (approver (clusters: staging, prod))\n");
+        assert_eq!(
+            out,
+            "user alice created (approver (clusters: staging, prod))\n"
+        );
         // A generated password, printed once.
         let out = ok(&run(&["users", "create", "bob", "--role", "viewer"]));
         let password = out
@@ -616,20 +630,36 @@ async fn users_create_list_set_role_and_delete() {
 
         let listed = ok(&run(&["users", "list"]));
         let lines: Vec<&str> = listed.lines().collect();
-        assert!(lines[0].starts_with("NAME") && lines[0].contains("ROLE"), "{listed}");
-        assert!(lines[1].starts_with("admin") && lines[1].contains("admin"), "{listed}");
+        assert!(
+            lines[0].starts_with("NAME") && lines[0].contains("ROLE"),
+            "{listed}"
+        );
+        assert!(
+            lines[1].starts_with("admin") && lines[1].contains("admin"),
+            "{listed}"
+        );
         assert!(
             lines[2].starts_with("alice")
                 && lines[2].contains("approver (clusters: staging, prod)")
                 && lines[2].contains("alice@example.com"),
             "{listed}"
         );
-        assert!(lines[3].starts_with("bob") && lines[3].contains("viewer"), "{listed}");
+        assert!(
+            lines[3].starts_with("bob") && lines[3].contains("viewer"),
+            "{listed}"
+        );
         assert!(!listed.contains(&password));
 
         let out = ok(&run(&["users", "set-role", "bob", "deployer"]));
         assert_eq!(out, "user bob is now deployer\n");
-        let out = ok(&run(&["users", "set-role", "alice", "approver", "--clusters", "local"]));
+        let out = ok(&run(&[
+            "users",
+            "set-role",
+            "alice",
+            "approver",
+            "--clusters",
+            "local",
+        ]));
         assert_eq!(out, "user alice is now approver (clusters: local)\n");
 
         // Hostile: a role that is not one (refused by the CLI), a name that is not a user name

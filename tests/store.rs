@@ -305,7 +305,10 @@ async fn users(db: TestDb) {
     let store = Store::connect(&db.url).await.unwrap();
     assert!(!store.has_users().await.unwrap());
     store.upsert_user("admin", "h", "t").await.unwrap();
-    assert_eq!(store.user("admin").await.unwrap().unwrap().role, Role::Admin);
+    assert_eq!(
+        store.user("admin").await.unwrap().unwrap().role,
+        Role::Admin
+    );
     let alice = User {
         username: "alice".into(),
         role: Role::Approver,
@@ -352,11 +355,20 @@ async fn users(db: TestDb) {
         store.delete_user("admin").await,
         Err(StoreError::LastAdmin(_))
     ));
-    assert_eq!(store.user("admin").await.unwrap().unwrap().role, Role::Admin);
+    assert_eq!(
+        store.user("admin").await.unwrap().unwrap().role,
+        Role::Admin
+    );
 
     // Deleting a user ends its sessions and revokes its tokens, nobody else's.
-    store.create_session("s-alice", "alice", 1_000).await.unwrap();
-    store.create_session("s-admin", "admin", 1_000).await.unwrap();
+    store
+        .create_session("s-alice", "alice", 1_000)
+        .await
+        .unwrap();
+    store
+        .create_session("s-admin", "admin", 1_000)
+        .await
+        .unwrap();
     let token = ApiToken {
         id: auth::new_token_id().unwrap(),
         name: "ci".into(),

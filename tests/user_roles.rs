@@ -105,10 +105,22 @@ fn reviewed_roles() -> Vec<(Method, &'static str, Role)> {
         (Method::GET, "/api/v1/apps", Viewer),
         (Method::GET, "/api/v1/apps/{cluster}/{name}", Viewer),
         (Method::GET, "/api/v1/apps/{cluster}/{name}/diff", Viewer),
-        (Method::POST, "/api/v1/apps/{cluster}/{name}/approve", Approver),
-        (Method::POST, "/api/v1/apps/{cluster}/{name}/reject", Approver),
+        (
+            Method::POST,
+            "/api/v1/apps/{cluster}/{name}/approve",
+            Approver,
+        ),
+        (
+            Method::POST,
+            "/api/v1/apps/{cluster}/{name}/reject",
+            Approver,
+        ),
         (Method::POST, "/api/v1/apps/{cluster}/{name}/sync", Deployer),
-        (Method::POST, "/api/v1/apps/{cluster}/{name}/refresh", Deployer),
+        (
+            Method::POST,
+            "/api/v1/apps/{cluster}/{name}/refresh",
+            Deployer,
+        ),
     ]
 }
 
@@ -197,7 +209,9 @@ async fn tokens_never_act_above_their_creator_or_their_user() {
         assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
         assert_eq!(
             body["error"],
-            format!("role: a token cannot do more than its creator: asked for {role}; you are deployer")
+            format!(
+                "role: a token cannot do more than its creator: asked for {role}; you are deployer"
+            )
         );
     }
     let (_, listed) = call(&server, &deployer, Method::GET, "/api/v1/tokens", json!({})).await;
@@ -207,7 +221,10 @@ async fn tokens_never_act_above_their_creator_or_their_user() {
     for bad in [json!("root"), json!("Admin"), json!(""), json!("admin ")] {
         let (status, body) = tokens(deployer.clone(), json!({"name": "x", "role": bad})).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-        assert!(body["error"].as_str().unwrap().starts_with("role: "), "{body}");
+        assert!(
+            body["error"].as_str().unwrap().starts_with("role: "),
+            "{body}"
+        );
     }
     let (status, _) = tokens(deployer.clone(), json!({"name": "x", "role": 3})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -265,7 +282,14 @@ async fn promotion_and_demotion_reach_existing_tokens_and_sessions() {
     let sync = |token: String| {
         let server = &server;
         async move {
-            call(server, &token, Method::POST, "/api/v1/apps/local/x/sync", json!({})).await
+            call(
+                server,
+                &token,
+                Method::POST,
+                "/api/v1/apps/local/x/sync",
+                json!({}),
+            )
+            .await
         }
     };
 
@@ -293,7 +317,11 @@ async fn promotion_and_demotion_reach_existing_tokens_and_sessions() {
         set_role("dora", "admin").await;
         // Promoted above the token's role: the token still acts as a deployer.
         let (status, _) = sync(deployer.clone()).await;
-        assert_eq!(status, StatusCode::NOT_FOUND, "round {round}: allowed, no such App");
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "round {round}: allowed, no such App"
+        );
         let (status, _) = call(&server, &deployer, Method::GET, "/api/v1/users", json!({})).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "round {round}");
         let (status, _) = send(
@@ -302,7 +330,11 @@ async fn promotion_and_demotion_reach_existing_tokens_and_sessions() {
                 .header("cookie", &dora_session),
         )
         .await;
-        assert_eq!(status, StatusCode::OK, "round {round}: the session has the user's role");
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "round {round}: the session has the user's role"
+        );
     }
 }
 
@@ -343,7 +375,14 @@ async fn users_cannot_raise_themselves_and_the_last_admin_stays() {
         body["error"],
         "admin is the last admin: make another user admin first"
     );
-    let (status, _) = call(&server, &admin, Method::DELETE, "/api/v1/users/admin", json!({})).await;
+    let (status, _) = call(
+        &server,
+        &admin,
+        Method::DELETE,
+        "/api/v1/users/admin",
+        json!({}),
+    )
+    .await;
     assert_eq!(status, StatusCode::CONFLICT);
 
     // With a second admin, the first may go; then the second is the last.
@@ -356,8 +395,19 @@ async fn users_cannot_raise_themselves_and_the_last_admin_stays() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = call(&server, &approver, Method::DELETE, "/api/v1/users/admin", json!({})).await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "apu's token was made as an approver");
+    let (status, _) = call(
+        &server,
+        &approver,
+        Method::DELETE,
+        "/api/v1/users/admin",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "apu's token was made as an approver"
+    );
     let apu = login_as(&server.base, "apu", PASSWORD).await;
     let (status, _) = send(
         Client::new()
@@ -409,7 +459,10 @@ async fn hostile_user_fields_are_a_400_naming_the_field() {
         (with("password", json!("p".repeat(1025))), "password: "),
         (with("clusters", json!(["staging"])), "clusters: "),
         (with("email", json!("not an address")), "email: "),
-        (with("email", json!(format!("{}@x", "a".repeat(300)))), "email: "),
+        (
+            with("email", json!(format!("{}@x", "a".repeat(300)))),
+            "email: ",
+        ),
         (
             json!({"username": "bob", "password": PASSWORD, "role": "approver", "clusters": ["Prod!"]}),
             "clusters[0]: ",
@@ -419,7 +472,10 @@ async fn hostile_user_fields_are_a_400_naming_the_field() {
                    "clusters": vec!["a"; 257]}),
             "clusters: ",
         ),
-        (with("rol", json!("admin")), "request body: unknown field `rol`"),
+        (
+            with("rol", json!("admin")),
+            "request body: unknown field `rol`",
+        ),
     ];
     for (body, prefix) in cases {
         let (status, reply) = create(body).await;
@@ -429,7 +485,11 @@ async fn hostile_user_fields_are_a_400_naming_the_field() {
         assert!(message.len() < 400, "{message}");
     }
     let (_, users) = call(&server, &admin, Method::GET, "/api/v1/users", json!({})).await;
-    assert_eq!(users["users"].as_array().unwrap().len(), 1, "nothing was created");
+    assert_eq!(
+        users["users"].as_array().unwrap().len(),
+        1,
+        "nothing was created"
+    );
 
     // Patches: a role that is not one, clusters for a non-approver.
     let (status, _) = create(base.clone()).await;
@@ -442,10 +502,12 @@ async fn hostile_user_fields_are_a_400_naming_the_field() {
         (json!({"role": "deployer", "clusters": ["a"]}), "clusters: "),
         (json!({"password": PASSWORD}), "request body: unknown field"),
     ] {
-        let (status, reply) =
-            call(&server, &admin, Method::PATCH, "/api/v1/users/bob", body).await;
+        let (status, reply) = call(&server, &admin, Method::PATCH, "/api/v1/users/bob", body).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{reply}");
-        assert!(reply["error"].as_str().unwrap().starts_with(prefix), "{reply}");
+        assert!(
+            reply["error"].as_str().unwrap().starts_with(prefix),
+            "{reply}"
+        );
     }
     let (status, _) = call(
         &server,
@@ -467,8 +529,16 @@ async fn hostile_user_fields_are_a_400_naming_the_field() {
     assert_eq!(bob["clusters"], json!(["staging"]));
     let (_, bob) = patch(json!({"email": "bob@example.com"})).await;
     assert_eq!(
-        (bob["role"].clone(), bob["clusters"].clone(), bob["email"].clone()),
-        (json!("approver"), json!(["staging"]), json!("bob@example.com"))
+        (
+            bob["role"].clone(),
+            bob["clusters"].clone(),
+            bob["email"].clone()
+        ),
+        (
+            json!("approver"),
+            json!(["staging"]),
+            json!("bob@example.com")
+        )
     );
     let (_, bob) = patch(json!({"clusters": null})).await;
     assert_eq!(bob["clusters"], Value::Null);
@@ -504,17 +574,36 @@ async fn user_changes_are_audited_with_the_acting_user_and_token() {
     )
     .await;
     assert_eq!(status, StatusCode::CONFLICT);
-    let (status, _) = call(&server, &admin, Method::DELETE, "/api/v1/users/carol", json!({})).await;
+    let (status, _) = call(
+        &server,
+        &admin,
+        Method::DELETE,
+        "/api/v1/users/carol",
+        json!({}),
+    )
+    .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
 
-    let (_, log) = call(&server, &admin, Method::GET, "/api/v1/audit?action=user.", json!({})).await;
+    let (_, log) = call(
+        &server,
+        &admin,
+        Method::GET,
+        "/api/v1/audit?action=user.",
+        json!({}),
+    )
+    .await;
     let entries: Vec<(String, String, String, String)> = log["entries"]
         .as_array()
         .unwrap()
         .iter()
         .map(|e| {
             let field = |f: &str| e[f].as_str().unwrap().to_string();
-            (field("actor"), field("action"), field("target"), field("outcome"))
+            (
+                field("actor"),
+                field("action"),
+                field("target"),
+                field("outcome"),
+            )
         })
         .collect();
     let expected = [
@@ -534,12 +623,24 @@ async fn user_changes_are_audited_with_the_acting_user_and_token() {
     assert_eq!(entries.len(), expected.len(), "{entries:?}");
     for (entry, (action, target, outcome)) in entries.iter().zip(expected) {
         assert_eq!(
-            (entry.0.as_str(), entry.1.as_str(), entry.2.as_str(), entry.3.as_str()),
+            (
+                entry.0.as_str(),
+                entry.1.as_str(),
+                entry.2.as_str(),
+                entry.3.as_str()
+            ),
             (token_actor.as_str(), action, target, outcome)
         );
     }
     // The user's own token creation names the user (a session) and the token's role.
-    let (_, log) = call(&server, &admin, Method::GET, "/api/v1/audit?action=token.create&actor=carol", json!({})).await;
+    let (_, log) = call(
+        &server,
+        &admin,
+        Method::GET,
+        "/api/v1/audit?action=token.create&actor=carol",
+        json!({}),
+    )
+    .await;
     assert_eq!(log["entries"][0]["outcome"], "success role=deployer");
 }
 
@@ -583,7 +684,9 @@ async fn approvers_limited_to_clusters_decide_only_there() {
     let runner = server.state.runner().clone();
     let mut held = None;
     for _ in 0..600 {
-        held = runner.status("wardn/held").filter(|s| s.phase == Some(Phase::Held));
+        held = runner
+            .status("wardn/held")
+            .filter(|s| s.phase == Some(Phase::Held));
         if held.is_some() {
             break;
         }
@@ -656,7 +759,10 @@ async fn approvers_limited_to_clusters_decide_only_there() {
     .await;
     let entry = &log["entries"][0];
     assert!(
-        entry["actor"].as_str().unwrap().starts_with("apu/token:t ("),
+        entry["actor"]
+            .as_str()
+            .unwrap()
+            .starts_with("apu/token:t ("),
         "{entry}"
     );
     assert_eq!(
@@ -749,10 +855,18 @@ async fn four_eyes_refuses_the_trigger_and_the_commit_author() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let plan = |name: &str| {
-        held(name).unwrap_or_else(|| panic!("{name} never Held: {:?}", runner.status(&format!("wardn/{name}"))))
+        held(name).unwrap_or_else(|| {
+            panic!(
+                "{name} never Held: {:?}",
+                runner.status(&format!("wardn/{name}"))
+            )
+        })
     };
     let (dir4, plain, git4) = (plan("dir4"), plan("plain"), plan("git4"));
-    assert_eq!(runner.status("wardn/git4").unwrap().revision.as_deref(), Some(revision.as_str()));
+    assert_eq!(
+        runner.status("wardn/git4").unwrap().revision.as_deref(),
+        Some(revision.as_str())
+    );
 
     let admin = server.token().await;
     let apu = user_with_token(&server, &admin, "apu", Role::Approver).await;
@@ -775,17 +889,32 @@ async fn four_eyes_refuses_the_trigger_and_the_commit_author() {
     // apu refreshes dir4 (four eyes) and syncs plain (no four eyes): both stay Held with the
     // same plans, now produced by apu.
     let (status, body) = post(&apu, "/api/v1/apps/local/dir4/refresh".into(), json!({})).await;
-    assert_eq!((status, &body["status"]["phase"]), (StatusCode::OK, &json!("Held")), "{body}");
+    assert_eq!(
+        (status, &body["status"]["phase"]),
+        (StatusCode::OK, &json!("Held")),
+        "{body}"
+    );
     let (status, body) = post(&apu, "/api/v1/apps/local/plain/sync".into(), json!({})).await;
-    assert_eq!((status, &body["status"]["phase"]), (StatusCode::OK, &json!("Held")), "{body}");
+    assert_eq!(
+        (status, &body["status"]["phase"]),
+        (StatusCode::OK, &json!("Held")),
+        "{body}"
+    );
     assert_eq!((plan("dir4"), plan("plain")), (dir4.clone(), plain.clone()));
 
     // The trigger may not approve a four-eyes plan, with a session or any token.
-    let (status, body) = post(&apu, "/api/v1/apps/local/dir4/approve".into(), json!({"plan_hash": dir4})).await;
+    let (status, body) = post(
+        &apu,
+        "/api/v1/apps/local/dir4/approve".into(),
+        json!({"plan_hash": dir4}),
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(
         body["error"],
-        format!("four-eyes: apu triggered the pass that produced plan {dir4}; another approver must approve this plan")
+        format!(
+            "four-eyes: apu triggered the pass that produced plan {dir4}; another approver must approve this plan"
+        )
     );
     let session = login_as(&server.base, "apu", PASSWORD).await;
     let (status, _) = send(
@@ -797,30 +926,61 @@ async fn four_eyes_refuses_the_trigger_and_the_commit_author() {
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     // Without four eyes, the trigger may approve; with them, someone else may.
-    let (status, body) = post(&apu, "/api/v1/apps/local/plain/approve".into(), json!({"plan_hash": plain})).await;
+    let (status, body) = post(
+        &apu,
+        "/api/v1/apps/local/plain/approve".into(),
+        json!({"plan_hash": plain}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = post(&tess, "/api/v1/apps/local/dir4/approve".into(), json!({"plan_hash": dir4})).await;
+    let (status, body) = post(
+        &tess,
+        "/api/v1/apps/local/dir4/approve".into(),
+        json!({"plan_hash": dir4}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     // The commit author (matched by email, whatever its case) may not approve the revision.
-    let (status, body) = post(&tess, "/api/v1/apps/local/git4/approve".into(), json!({"plan_hash": git4})).await;
+    let (status, body) = post(
+        &tess,
+        "/api/v1/apps/local/git4/approve".into(),
+        json!({"plan_hash": git4}),
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(
         body["error"],
-        format!("four-eyes: tess (Test@Example.com) authored revision {revision}; another approver must approve this plan")
+        format!(
+            "four-eyes: tess (Test@Example.com) authored revision {revision}; another approver must approve this plan"
+        )
     );
     // A rejection needs no second pair of eyes; an approval by someone else goes through.
-    let (status, body) = post(&apu, "/api/v1/apps/local/git4/approve".into(), json!({"plan_hash": git4})).await;
+    let (status, body) = post(
+        &apu,
+        "/api/v1/apps/local/git4/approve".into(),
+        json!({"plan_hash": git4}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     for name in ["dir4", "plain", "git4"] {
         assert!(
-            sim.cluster.get_object("v1", "ConfigMap", Some("staging"), name).is_some(),
+            sim.cluster
+                .get_object("v1", "ConfigMap", Some("staging"), name)
+                .is_some(),
             "{name} was applied"
         );
     }
 
     // The audit says who refreshed, synced, was refused and approved.
-    let (_, log) = call(&server, &admin, Method::GET, "/api/v1/audit?target=local/dir4", json!({})).await;
+    let (_, log) = call(
+        &server,
+        &admin,
+        Method::GET,
+        "/api/v1/audit?target=local/dir4",
+        json!({}),
+    )
+    .await;
     let summary: Vec<String> = log["entries"]
         .as_array()
         .unwrap()
@@ -829,7 +989,11 @@ async fn four_eyes_refuses_the_trigger_and_the_commit_author() {
             let actor = e["actor"].as_str().unwrap();
             let user = actor.split('/').next().unwrap();
             let outcome = e["outcome"].as_str().unwrap();
-            format!("{user} {} {}", e["action"].as_str().unwrap(), outcome.split(':').next().unwrap())
+            format!(
+                "{user} {} {}",
+                e["action"].as_str().unwrap(),
+                outcome.split(':').next().unwrap()
+            )
         })
         .collect();
     assert_eq!(

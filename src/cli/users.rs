@@ -166,7 +166,9 @@ pub async fn users(connection: &ConnectionArgs, command: UsersCommand) -> Result
             println!("user {} is now {}", user.username, access(&user));
         }
         UsersCommand::Delete { name } => {
-            let _: Value = client.call(Method::DELETE, &user_path(&name)?, None).await?;
+            let _: Value = client
+                .call(Method::DELETE, &user_path(&name)?, None)
+                .await?;
             println!("user {name} deleted (its sessions ended, its API tokens revoked)");
         }
     }

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::{Actor, Caller};
-use super::four_eyes;
 use super::error::ApiError;
+use super::four_eyes;
 use crate::app::{App, AppStatus, Phase};
 use crate::daemon::runner::{Completed, FindError, Operation};
 use crate::reconcile::decide::Trigger;
@@ -187,7 +187,16 @@ pub async fn approve(
         operation: Operation::Approve,
         four_eyes: true,
     };
-    decide(&state, &actor, &caller, (&cluster, &name), &at, &body, decision).await
+    decide(
+        &state,
+        &actor,
+        &caller,
+        (&cluster, &name),
+        &at,
+        &body,
+        decision,
+    )
+    .await
 }
 
 /// `POST /api/v1/apps/{cluster}/{name}/reject` with optional `{"plan_hash"}`; audited as
@@ -205,7 +214,16 @@ pub async fn reject(
         operation: Operation::Reject,
         four_eyes: false,
     };
-    decide(&state, &actor, &caller, (&cluster, &name), &at, &body, decision).await
+    decide(
+        &state,
+        &actor,
+        &caller,
+        (&cluster, &name),
+        &at,
+        &body,
+        decision,
+    )
+    .await
 }
 
 /// Approve or reject: the audit action and the operation for the reviewed plan hash.

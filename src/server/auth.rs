@@ -166,7 +166,11 @@ async fn authenticate(
                 "API token expired; create a new one (POST /api/v1/tokens)",
             ));
         }
-        let user = state.store().user(&token.username).await?.ok_or_else(gone)?;
+        let user = state
+            .store()
+            .user(&token.username)
+            .await?
+            .ok_or_else(gone)?;
         if token
             .last_used_at
             .is_none_or(|at| at <= now - LAST_USED_RESOLUTION_SECS)
@@ -177,7 +181,10 @@ async fn authenticate(
             }
         }
         Ok((
-            Actor(format!("{}/token:{} ({})", user.username, token.name, token.id)),
+            Actor(format!(
+                "{}/token:{} ({})",
+                user.username, token.name, token.id
+            )),
             Caller {
                 // A token never acts above its user's current role.
                 role: token.role.map_or(user.role, |role| role.min(user.role)),

@@ -89,16 +89,24 @@ pub async fn check(
         ))
     };
     let username = &caller.user.username;
-    if triggered(state, target, plan_hash, status.held_at.as_deref(), username).await? {
-        return refuse(format!("{username} triggered the pass that produced plan {plan_hash}"));
+    if triggered(
+        state,
+        target,
+        plan_hash,
+        status.held_at.as_deref(),
+        username,
+    )
+    .await?
+    {
+        return refuse(format!(
+            "{username} triggered the pass that produced plan {plan_hash}"
+        ));
     }
     if let (Some(revision), Some(email)) = (&status.revision, &caller.user.email)
         && let Some(author) = state.poller().commit_author(key, revision).await
         && author.eq_ignore_ascii_case(email)
     {
-        return refuse(format!(
-            "{username} ({email}) authored revision {revision}"
-        ));
+        return refuse(format!("{username} ({email}) authored revision {revision}"));
     }
     Ok(())
 }

@@ -384,9 +384,10 @@ pub fn router(state: AppState) -> Router {
     for spec in route_table() {
         let handler = match spec.access {
             Access::Public | Access::Webhook => spec.handler,
-            Access::Role(role) => spec
-                .handler
-                .route_layer(from_fn_with_state((state.clone(), role), auth::require_role)),
+            Access::Role(role) => spec.handler.route_layer(from_fn_with_state(
+                (state.clone(), role),
+                auth::require_role,
+            )),
             Access::Internal => spec
                 .handler
                 .route_layer(from_fn_with_state(state.clone(), auth::require_internal)),

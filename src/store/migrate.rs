@@ -27,7 +27,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0004_api_token_ids.sql",
         include_str!("../../migrations/0004_api_token_ids.sql"),
     ),
-    (5, "0005_roles.sql", include_str!("../../migrations/0005_roles.sql")),
+    (
+        5,
+        "0005_roles.sql",
+        include_str!("../../migrations/0005_roles.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded in the database.

@@ -225,10 +225,7 @@ impl Store {
             "DELETE FROM sessions WHERE username = $1",
             "DELETE FROM api_tokens WHERE username = $1",
         ] {
-            sqlx::query(delete)
-                .bind(username)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(delete).bind(username).execute(&mut *tx).await?;
         }
         let deleted = sqlx::query("DELETE FROM users WHERE username = $1")
             .bind(username)
@@ -272,7 +269,15 @@ mod tests {
             assert_eq!(role.as_str().parse::<Role>(), Ok(role));
             assert_eq!(serde_json::to_value(role).unwrap(), role.as_str());
         }
-        for bad in ["", "Admin", "ADMIN", " admin", "root", "admin\0", "viewer,admin"] {
+        for bad in [
+            "",
+            "Admin",
+            "ADMIN",
+            " admin",
+            "root",
+            "admin\0",
+            "viewer,admin",
+        ] {
             let err = bad.parse::<Role>().unwrap_err();
             assert!(err.to_string().contains("is not a role"), "{err}");
         }
