@@ -1,7 +1,8 @@
 //! Authentication and authorisation: users (argon2 password hashes), login sessions in an
-//! HttpOnly SameSite cookie, bearer API tokens, each route's minimum role, the internal token,
-//! and CSRF protection for cookie-authenticated writes (they must be `Content-Type: application/json`, which a
-//! cross-site form cannot send without a CORS preflight).
+//! HttpOnly SameSite cookie, bearer API tokens, each route's least role, the internal token,
+//! and CSRF protection for cookie-authenticated writes (they must be
+//! `Content-Type: application/json`, which a cross-site form cannot send without a CORS
+//! preflight).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -26,7 +27,7 @@ use crate::store::auth::LAST_USED_RESOLUTION_SECS;
 use crate::store::users::{Role, User};
 use crate::time::now_rfc3339;
 
-/// The administrator's user name.
+/// The user name of the first administrator (created by `wardn serve` on an empty store).
 pub const ADMIN_USER: &str = "admin";
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "wardn_session";
