@@ -1,5 +1,5 @@
-//! What unauthenticated clients cost the API server: peak RSS growth under parallel bad
-//! logins and parallel unsigned 24 MB webhooks, login latency (p99) under parallel attempts,
+//! What unauthenticated clients cost the API server: peak RSS growth and database growth (the
+//! SQLite file with its WAL) under parallel bad logins and parallel unsigned 24 MB webhooks, login latency (p99) under parallel attempts,
 //! and `/api/v1/health` latency (p99) while partial-header connections (slowloris) are held
 //! open. In-process server on SQLite. Prints figures; asserts nothing about time.
 //!
@@ -44,6 +44,23 @@ fn peak_mib() -> f64 {
     status_kib("VmHWM:") / 1024.0
 }
 
+/// Bytes of the server's SQLite database: the file, its WAL and shared-memory index.
+fn db_bytes(server: &TestServer) -> u64 {
+    std::fs::read_dir(server.data.path())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("wardn.db"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Growth from `before` bytes to now, in KiB.
+fn db_growth_kib(server: &TestServer, before: u64) -> f64 {
+    (db_bytes(server) as f64 - before as f64) / 1024.0
+}
+
 fn client_from(a: u8, b: u8) -> Client {
     Client::builder()
         .local_address(IpAddr::from([127, 0, a, b]))
@@ -79,15 +96,17 @@ async fn login(http: &Client, server: &TestServer, user: &str, password: &str) -
 
 async fn bad_logins(server: &TestServer, count: usize) {
     let clients: Vec<Client> = (0..50).map(|i| client_from(10, i + 1)).collect();
+    let db = db_bytes(server);
     let base = reset_peak();
     let start = Instant::now();
     let attempts = (0..count).map(|i| login(&clients[i % clients.len()], server, "admin", "wrong"));
     let statuses = futures_util::future::join_all(attempts).await;
     let checks = server.state.password_checks();
     println!(
-        "{count} parallel bad logins from 50 addresses: peak RSS +{:.1} MiB, {:.1} s, \
-         argon2 checks {} (at most {} at once), statuses {}",
+        "{count} parallel bad logins from 50 addresses: peak RSS +{:.1} MiB, DB +{:.0} KiB, \
+         {:.1} s, argon2 checks {} (at most {} at once), statuses {}",
         peak_mib() - base,
+        db_growth_kib(server, db),
         start.elapsed().as_secs_f64(),
         checks.total(),
         checks.peak(),
@@ -119,6 +138,7 @@ async fn webhooks(server: &TestServer, count: usize) {
     let body = axum::body::Bytes::from(vec![b'x'; 24 << 20]);
     let forged = wardn::sources::webhook::sign(b"guess", &body);
     let http = Client::new();
+    let db = db_bytes(server);
     let base = reset_peak();
     let start = Instant::now();
     let posts = (0..count).map(|_| {
@@ -136,8 +156,9 @@ async fn webhooks(server: &TestServer, count: usize) {
     let statuses = futures_util::future::join_all(posts).await;
     println!(
         "{count} parallel 24 MB webhooks with a forged signature: peak RSS +{:.1} MiB \
-         (the bodies themselves are shared by the client), {:.1} s, statuses {}",
+         (the bodies themselves are shared by the client), DB +{:.0} KiB, {:.1} s, statuses {}",
         peak_mib() - base,
+        db_growth_kib(server, db),
         start.elapsed().as_secs_f64(),
         tally(&statuses),
     );

@@ -41,6 +41,13 @@ enum Command {
         #[command(subcommand)]
         command: commands::TokensCommand,
     },
+    /// Create, list, change the role of and delete users (admins only).
+    Users {
+        #[command(flatten)]
+        connection: ConnectionArgs,
+        #[command(subcommand)]
+        command: wardn::cli::users::UsersCommand,
+    },
     /// Register, list, test and remove clusters.
     Clusters {
         #[command(flatten)]
@@ -118,6 +125,10 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
             connection,
             command,
         } => runtime()?.block_on(commands::tokens(&connection, command))?,
+        Command::Users {
+            connection,
+            command,
+        } => runtime()?.block_on(wardn::cli::users::users(&connection, command))?,
         Command::Clusters {
             connection,
             command,

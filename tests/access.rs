@@ -151,7 +151,7 @@ async fn tokens_are_listed_without_secrets_revoked_and_expire() {
         actions.contains(&(
             "token.create".to_string(),
             format!("ci ({ci_id})"),
-            "success".to_string()
+            "success role=admin".to_string()
         )),
         "{actions:?}"
     );

@@ -573,3 +573,119 @@ async fn tokens_create_with_a_ttl_list_and_revoke() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_create_list_set_role_and_delete() {
+    let server = TestServer::start(None).await;
+    let admin = server.token().await;
+    let base = server.base.clone();
+    let config = tempfile::tempdir().unwrap();
+    let dir = config.path().to_path_buf();
+    let (generated, run_base, run_admin) = (base.clone(), base.clone(), admin.clone());
+    let password = blocking(move || {
+        let run = |args: &[&str]| {
+            let mut all = args.to_vec();
+            all.extend_from_slice(&["--server", run_base.as_str(), "--token", run_admin.as_str()]);
+            wardn(&dir, &all)
+        };
+        // The password from stdin.
+        let mut child = Command::new(WARDN)
+            .args([
+                "users",
+                "create",
+                "alice",
+                "--role",
+                "approver",
+                "--clusters",
+                "staging,prod",
+                "--email",
+                "alice@example.com",
+                "--password-stdin",
+                "--server",
+                &run_base,
+                "--token",
+                &run_admin,
+            ])
+            .env("WARDN_CONFIG_DIR", &dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        writeln!(child.stdin.take().unwrap(), "{ADMIN_PASSWORD}").unwrap();
+        let out = ok(&child.wait_with_output().unwrap());
+        assert_eq!(
+            out,
+            "user alice created (approver (clusters: staging, prod))\n"
+        );
+        // A generated password, printed once.
+        let out = ok(&run(&["users", "create", "bob", "--role", "viewer"]));
+        let password = out
+            .lines()
+            .find_map(|l| l.strip_prefix("password (shown once): "))
+            .unwrap()
+            .to_string();
+        assert!(password.len() >= 20, "{out}");
+
+        let listed = ok(&run(&["users", "list"]));
+        let lines: Vec<&str> = listed.lines().collect();
+        assert!(
+            lines[0].starts_with("NAME") && lines[0].contains("ROLE"),
+            "{listed}"
+        );
+        assert!(
+            lines[1].starts_with("admin") && lines[1].contains("admin"),
+            "{listed}"
+        );
+        assert!(
+            lines[2].starts_with("alice")
+                && lines[2].contains("approver (clusters: staging, prod)")
+                && lines[2].contains("alice@example.com"),
+            "{listed}"
+        );
+        assert!(
+            lines[3].starts_with("bob") && lines[3].contains("viewer"),
+            "{listed}"
+        );
+        assert!(!listed.contains(&password));
+
+        let out = ok(&run(&["users", "set-role", "bob", "deployer"]));
+        assert_eq!(out, "user bob is now deployer\n");
+        let out = ok(&run(&[
+            "users",
+            "set-role",
+            "alice",
+            "approver",
+            "--clusters",
+            "local",
+        ]));
+        assert_eq!(out, "user alice is now approver (clusters: local)\n");
+
+        // Hostile: a role that is not one (refused by the CLI), a name that is not a user name
+        // (refused before anything is sent), the last admin (the server's 409).
+        let out = failed(&run(&["users", "create", "eve", "--role", "root"]));
+        assert!(out.contains("is not a role"), "{out}");
+        let out = failed(&run(&["users", "delete", "../tokens"]));
+        assert!(out.contains("not a user name"), "{out}");
+        let out = failed(&run(&["users", "set-role", "admin", "viewer"]));
+        assert!(out.contains("409") && out.contains("last admin"), "{out}");
+
+        assert!(ok(&run(&["users", "delete", "alice"])).contains("alice deleted"));
+        let out = failed(&run(&["users", "delete", "alice"]));
+        assert!(out.contains("404"), "{out}");
+        password
+    })
+    .await;
+    // The generated password logs in, with the role set.
+    let cookie = support::server::login_as(&generated, "bob", &password).await;
+    let response = reqwest::Client::new()
+        .post(server.url("/api/v1/tokens"))
+        .header("cookie", cookie)
+        .json(&serde_json::json!({"name": "x"}))
+        .send()
+        .await
+        .unwrap();
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["role"], "deployer");
+}

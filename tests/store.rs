@@ -17,6 +17,7 @@ use wardn::store::auth::{self, ApiToken};
 use wardn::store::clusters::ClusterRecord;
 use wardn::store::promotions::PromotionRecord;
 use wardn::store::repositories::RepositoryRecord;
+use wardn::store::users::{Role, User};
 use wardn::store::{Store, StoreError};
 
 fn record(name: &str) -> ClusterRecord {
@@ -188,6 +189,7 @@ async fn auth(db: TestDb) {
         created_at: created.to_string(),
         expires_at: 1_000,
         last_used_at: None,
+        role: Some(Role::Deployer),
     };
     let ci = token(&auth::new_token_id().unwrap(), "ci", "2026-01-01T00:00:00Z");
     assert!(auth::is_token_id(&ci.id), "{}", ci.id);
@@ -267,6 +269,177 @@ async fn auth(db: TestDb) {
     let now = jiff::Timestamp::now().as_second();
     assert!(legacy.expires_at > now + auth::DEFAULT_TOKEN_TTL_SECS - 600);
     store.close().await;
+}
+
+/// A store at migration 0004 (before roles) with the bootstrap admin, a second user and a
+/// token: the roles migration makes both users admins and leaves the token without a role
+/// (it acts with its user's role).
+async fn roles_migration(db: TestDb) {
+    execute(
+        &db.url,
+        concat!(
+            include_str!("../migrations/0001_registry.sql"),
+            include_str!("../migrations/0002_app_status.sql"),
+            include_str!("../migrations/0003_repositories.sql"),
+            include_str!("../migrations/0004_api_token_ids.sql"),
+            "CREATE TABLE wardn_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL);
+             INSERT INTO wardn_migrations (version, name) VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd');
+             INSERT INTO users (username, password_hash, created_at) VALUES ('admin', 'h', 't'), ('ops', 'h', 't');
+             INSERT INTO api_tokens (token_hash, id, name, username, created_at, expires_at)
+               VALUES ('th', 'id1', 'ci', 'ops', 't', 99999999999);"
+        ),
+    )
+    .await;
+    let store = Store::connect(&db.url).await.unwrap();
+    let users = store.users().await.unwrap();
+    let roles: Vec<(&str, Role)> = users
+        .iter()
+        .map(|u| (u.username.as_str(), u.role))
+        .collect();
+    assert_eq!(roles, [("admin", Role::Admin), ("ops", Role::Admin)]);
+    assert_eq!(users[0].clusters, None);
+    assert_eq!(store.api_token("th").await.unwrap().unwrap().role, None);
+    store.close().await;
+}
+
+/// Users: create (duplicates refused), read, update, delete with sessions and tokens; the
+/// last admin is kept, also when two admins are demoted at once.
+async fn users(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    assert!(!store.has_users().await.unwrap());
+    store.upsert_user("admin", "h", "t").await.unwrap();
+    assert_eq!(
+        store.user("admin").await.unwrap().unwrap().role,
+        Role::Admin
+    );
+    let alice = User {
+        username: "alice".into(),
+        role: Role::Approver,
+        clusters: Some(vec!["staging".into(), "local".into()]),
+        email: Some("alice@example.com".into()),
+        created_at: "2026-01-01T00:00:00Z".into(),
+    };
+    store.create_user(&alice, "h").await.unwrap();
+    assert!(matches!(
+        store.create_user(&alice, "h").await,
+        Err(StoreError::Duplicate(_))
+    ));
+    assert_eq!(store.user("alice").await.unwrap(), Some(alice.clone()));
+    assert_eq!(store.user("nobody").await.unwrap(), None);
+    // The bootstrap upsert changes a password, never a role.
+    let viewer = User {
+        role: Role::Viewer,
+        clusters: None,
+        ..alice.clone()
+    };
+    assert!(store.update_user(&viewer).await.unwrap());
+    store.upsert_user("alice", "h2", "t").await.unwrap();
+    assert_eq!(store.user("alice").await.unwrap(), Some(viewer.clone()));
+    assert!(
+        !store
+            .update_user(&User {
+                username: "nobody".into(),
+                ..viewer.clone()
+            })
+            .await
+            .unwrap()
+    );
+
+    // The last admin can be neither demoted nor deleted.
+    let demoted = User {
+        username: "admin".into(),
+        ..viewer.clone()
+    };
+    assert!(matches!(
+        store.update_user(&demoted).await,
+        Err(StoreError::LastAdmin(name)) if name == "admin"
+    ));
+    assert!(matches!(
+        store.delete_user("admin").await,
+        Err(StoreError::LastAdmin(_))
+    ));
+    assert_eq!(
+        store.user("admin").await.unwrap().unwrap().role,
+        Role::Admin
+    );
+
+    // Deleting a user ends its sessions and revokes its tokens, nobody else's.
+    store
+        .create_session("s-alice", "alice", 1_000)
+        .await
+        .unwrap();
+    store
+        .create_session("s-admin", "admin", 1_000)
+        .await
+        .unwrap();
+    let token = ApiToken {
+        id: auth::new_token_id().unwrap(),
+        name: "ci".into(),
+        username: "alice".into(),
+        created_at: "t".into(),
+        expires_at: 1_000,
+        last_used_at: None,
+        role: Some(Role::Viewer),
+    };
+    store.create_api_token("t-alice", &token).await.unwrap();
+    assert!(store.delete_user("alice").await.unwrap());
+    assert!(!store.delete_user("alice").await.unwrap());
+    assert_eq!(store.session_user("s-alice", 60).await.unwrap(), None);
+    assert_eq!(store.api_token("t-alice").await.unwrap(), None);
+    assert!(store.session_user("s-admin", 60).await.unwrap().is_some());
+
+    // Two admins demoting each other at once: exactly one demotion goes through.
+    for round in 0..5 {
+        let other = format!("admin{round}");
+        let admin = User {
+            username: other.clone(),
+            role: Role::Admin,
+            clusters: None,
+            email: None,
+            created_at: "t".into(),
+        };
+        store.create_user(&admin, "h").await.unwrap();
+        let first = User {
+            username: "admin".into(),
+            ..demoted.clone()
+        };
+        let second = User {
+            username: other.clone(),
+            ..demoted.clone()
+        };
+        let (a, b) = tokio::join!(store.update_user(&first), store.update_user(&second));
+        let refused = [&a, &b]
+            .iter()
+            .filter(|r| matches!(r, Err(StoreError::LastAdmin(_))))
+            .count();
+        assert_eq!(refused, 1, "{a:?} {b:?}");
+        let admins: Vec<User> = store
+            .users()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|u| u.role == Role::Admin)
+            .collect();
+        assert_eq!(admins.len(), 1);
+        // Back to one admin called `admin` for the next round.
+        if admins[0].username != "admin" {
+            assert!(store.update_user(&admin_of("admin")).await.unwrap());
+            assert!(store.delete_user(&admins[0].username).await.unwrap());
+        } else {
+            assert!(store.delete_user(&other).await.unwrap());
+        }
+    }
+    store.close().await;
+}
+
+fn admin_of(name: &str) -> User {
+    User {
+        username: name.into(),
+        role: Role::Admin,
+        clusters: None,
+        email: None,
+        created_at: "t".into(),
+    }
 }
 
 fn entry(action: &str, target: &str) -> NewEntry {
@@ -780,6 +953,8 @@ async fn suite(backend: Backend<'_>) {
     app_statuses(backend.database("app_status_case")).await;
     clusters(backend.database("clusters_case")).await;
     auth(backend.database("auth_case")).await;
+    users(backend.database("users_case")).await;
+    roles_migration(backend.database("roles_migration_case")).await;
     repositories(backend.database("repositories_case")).await;
     audit_chain(backend.database("audit_case")).await;
     audit_legacy_migration(backend.database("audit_legacy_case")).await;

@@ -100,6 +100,11 @@ pub struct SyncPolicy {
     /// Stage every change as a Held plan that must be approved before it is applied.
     #[serde(default)]
     pub requires_approval: bool,
+    /// With `requiresApproval`: a Held plan may not be approved by a user who triggered a
+    /// sync or refresh that produced it, nor by the user whose email is the Git commit
+    /// author's of its revision (four-eyes).
+    #[serde(default)]
+    pub four_eyes: bool,
     /// Take over rendered objects whose owner annotation names another App (each takeover is
     /// logged, audited and recorded in the status and Events). Without it such an object is
     /// left untouched and the App reports a `SharedResource` condition.

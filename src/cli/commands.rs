@@ -18,6 +18,7 @@ use crate::clusters::bootstrap::{self, BootstrapPlan};
 use crate::clusters::connect::Connectivity;
 use crate::clusters::registry::{ClusterView, Status};
 use crate::store::audit::{self, Head};
+use crate::store::users::Role;
 
 /// Arguments of `wardn login`.
 #[derive(Debug, clap::Args)]
@@ -103,6 +104,10 @@ pub enum TokensCommand {
         /// Time to live, e.g. 30d, 12h, 15m (default 90d, at most 365d).
         #[arg(long)]
         ttl: Option<String>,
+        /// The most the token may do: viewer, deployer, approver or admin, no higher than your
+        /// own role (default: your role).
+        #[arg(long)]
+        role: Option<Role>,
     },
     /// List your API tokens (id, name, created, last used, expiry; never the secret).
     List,
@@ -117,18 +122,22 @@ pub enum TokensCommand {
 pub async fn tokens(connection: &ConnectionArgs, command: TokensCommand) -> Result<(), CliError> {
     let client = ApiClient::from_args(connection)?;
     match command {
-        TokensCommand::Create { name, ttl } => {
+        TokensCommand::Create { name, ttl, role } => {
             let mut body = json!({ "name": name });
             if let Some(ttl) = ttl {
                 body["ttl"] = Value::String(ttl);
+            }
+            if let Some(role) = role {
+                body["role"] = json!(role);
             }
             let created: Value = client
                 .call(Method::POST, "/api/v1/tokens", Some(&body))
                 .await?;
             println!("{}", created["token"].as_str().unwrap_or_default());
             eprintln!(
-                "id {}, expires {}",
+                "id {}, role {}, expires {}",
                 created["id"].as_str().unwrap_or("?"),
+                created["role"].as_str().unwrap_or("?"),
                 created["expires_at"].as_str().unwrap_or("?")
             );
         }
@@ -156,7 +165,7 @@ pub async fn tokens(connection: &ConnectionArgs, command: TokensCommand) -> Resu
 fn tokens_table(listed: &Value) -> String {
     let text = |token: &Value, field: &str| token[field].as_str().unwrap_or("-").to_string();
     let mut rows = vec![
-        ["ID", "NAME", "CREATED", "LAST USED", "EXPIRES"]
+        ["ID", "NAME", "ROLE", "CREATED", "LAST USED", "EXPIRES"]
             .map(str::to_string)
             .to_vec(),
     ];
@@ -168,6 +177,7 @@ fn tokens_table(listed: &Value) -> String {
         rows.push(vec![
             text(token, "id"),
             text(token, "name"),
+            text(token, "role"),
             text(token, "created_at"),
             text(token, "last_used_at"),
             expires,

@@ -1,5 +1,5 @@
 //! Command-line entry points of the registry's subcommands (`serve`, `login`, `tokens`,
-//! `clusters`, `audit`, `repos`, `apps`, `validate`); `src/main.rs` only dispatches here.
+//! `clusters`, `audit`, `repos`, `apps`, `users`, `validate`); `src/main.rs` only dispatches here.
 
 pub mod apps;
 pub mod client;
@@ -10,4 +10,5 @@ pub mod promotions;
 pub mod repos;
 pub mod serve;
 pub mod table;
+pub mod users;
 pub mod validate;

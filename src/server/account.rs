@@ -20,6 +20,21 @@ pub const MIN_PASSWORD_CHARS: usize = 12;
 /// Longest password accepted by a password change (bytes; argon2 hashes it all).
 pub const MAX_PASSWORD_BYTES: usize = 1024;
 
+/// Checks a password about to be set (a change, or a new user's): [`MIN_PASSWORD_CHARS`]
+/// characters to [`MAX_PASSWORD_BYTES`] bytes; the 400 names `field`.
+pub fn check_new_password(field: &str, password: &str) -> Result<(), ApiError> {
+    // Counting characters stops early: a 1 MiB password is refused by its length first.
+    if password.len() > MAX_PASSWORD_BYTES || password.chars().count() < MIN_PASSWORD_CHARS {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{field}: must be {MIN_PASSWORD_CHARS} characters to {MAX_PASSWORD_BYTES} bytes long"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `POST /api/v1/auth/password` body.
 #[derive(Debug, Deserialize)]
 pub struct PasswordChange {
@@ -37,17 +52,9 @@ pub async fn change_password(
     Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<PasswordChange>,
 ) -> Result<Response, ApiError> {
-    let chars = body.new_password.chars().count();
-    if chars < MIN_PASSWORD_CHARS || body.new_password.len() > MAX_PASSWORD_BYTES {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "new_password: must be {MIN_PASSWORD_CHARS} characters to {MAX_PASSWORD_BYTES} bytes long"
-            ),
-        ));
-    }
+    check_new_password("new_password", &body.new_password)?;
     let store = state.store();
-    let stored = store.password_hash(&caller.username).await?;
+    let stored = store.password_hash(&caller.user.username).await?;
     let current = body.current_password;
     let valid = match stored {
         // A 1 MiB "current password" costs argon2 no more than the login's does.
@@ -61,7 +68,7 @@ pub async fn change_password(
             .record_audit(
                 &actor.0,
                 "auth.password",
-                &caller.username,
+                &caller.user.username,
                 "failure: wrong current password",
                 &now_rfc3339(),
             )
@@ -79,13 +86,13 @@ pub async fn change_password(
         .map_err(|err| ApiError::internal(&err))?
         .map_err(|err| ApiError::internal(&err))?;
     let ended = store
-        .change_password(&caller.username, &hash, caller.session_hash.as_deref())
+        .change_password(&caller.user.username, &hash, caller.session_hash.as_deref())
         .await?;
     store
         .record_audit(
             &actor.0,
             "auth.password",
-            &caller.username,
+            &caller.user.username,
             &format!("success: {ended} other session(s) ended"),
             &now_rfc3339(),
         )
@@ -112,7 +119,7 @@ pub async fn logout(
         .record_audit(
             &actor.0,
             "auth.logout",
-            &caller.username,
+            &caller.user.username,
             "success",
             &now_rfc3339(),
         )

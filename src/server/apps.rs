@@ -13,8 +13,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::auth::Actor;
+use super::auth::{Actor, Caller};
 use super::error::ApiError;
+use super::four_eyes;
 use crate::app::{App, AppStatus, Phase};
 use crate::daemon::runner::{Completed, FindError, Operation};
 use crate::reconcile::decide::Trigger;
@@ -158,15 +159,26 @@ pub async fn diff(
 /// `POST /api/v1/apps/{cluster}/{name}/refresh`: a hard refresh. The App's source is fetched
 /// now and an automatic pass dry-runs every object instead of trusting earlier passes; as any
 /// automatic pass, it applies only when the sync policy is automated. Answers the App's
-/// status after the pass.
+/// status after the pass; audited as `app.refresh`.
 pub async fn refresh(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
 ) -> Result<Json<Value>, ApiError> {
     let key = key(&state, &cluster, &name, &at)?;
-    let done = state.runner().operate(&key, Operation::Refresh).await?;
-    Ok(Json(completed(done)))
+    let result = state
+        .runner()
+        .operate(&key, Operation::Refresh)
+        .await
+        .map_err(ApiError::from);
+    let outcome = pass_outcome(&result, "hard");
+    let target = format!("{cluster}/{name}");
+    state
+        .store()
+        .record_audit(&actor.0, "app.refresh", &target, &outcome, &now_rfc3339())
+        .await;
+    Ok(Json(completed(result?)))
 }
 
 /// `POST /api/v1/apps/{cluster}/{name}/approve` with optional `{"plan_hash"}`; audited as
@@ -174,28 +186,26 @@ pub async fn refresh(
 pub async fn approve(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
+    Extension(caller): Extension<Caller>,
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let key = key(&state, &cluster, &name, &at)?;
-    let body: DecisionBody = optional_body(&body)?;
-    let held = state.runner().status(&key).and_then(|s| s.plan_hash);
-    let result = state
-        .runner()
-        .operate(&key, Operation::Approve(body.plan_hash.clone()))
-        .await;
-    let plan = body.plan_hash.or(held).unwrap_or_default();
-    let outcome = match &result {
-        Ok(_) => format!("success plan={plan}"),
-        Err(e) => format!("refused plan={plan}: {e}"),
+    let decision = Decision {
+        action: "app.approve",
+        operation: Operation::Approve,
+        four_eyes: true,
     };
-    let target = format!("{cluster}/{name}");
-    state
-        .store()
-        .record_audit(&actor.0, "app.approve", &target, &outcome, &now_rfc3339())
-        .await;
-    Ok(Json(completed(result?)))
+    decide(
+        &state,
+        &actor,
+        &caller,
+        (&cluster, &name),
+        &at,
+        &body,
+        decision,
+    )
+    .await
 }
 
 /// `POST /api/v1/apps/{cluster}/{name}/reject` with optional `{"plan_hash"}`; audited as
@@ -203,26 +213,88 @@ pub async fn approve(
 pub async fn reject(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
+    Extension(caller): Extension<Caller>,
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let body: DecisionBody = optional_body(&body)?;
-    let key = key(&state, &cluster, &name, &at)?;
+    let decision = Decision {
+        action: "app.reject",
+        operation: Operation::Reject,
+        four_eyes: false,
+    };
+    decide(
+        &state,
+        &actor,
+        &caller,
+        (&cluster, &name),
+        &at,
+        &body,
+        decision,
+    )
+    .await
+}
+
+/// Approve or reject: the audit action and the operation for the reviewed plan hash.
+struct Decision {
+    action: &'static str,
+    operation: fn(Option<String>) -> Operation,
+    /// Whether four-eyes applies (approvals; a rejection needs no second pair of eyes).
+    four_eyes: bool,
+}
+
+/// 403 unless `caller` may approve or reject plans of Apps on `cluster` (an approver limited
+/// to other clusters may not); promotions, rollbacks and unpins onto Apps there too.
+pub(super) fn may_decide(caller: &Caller, cluster: &str) -> Result<(), ApiError> {
+    if caller.user.may_decide_on(cluster) {
+        return Ok(());
+    }
+    let clusters = caller.user.clusters.as_deref().unwrap_or_default();
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        format!(
+            "cluster {cluster}: {} may approve and reject only on cluster(s) [{}]",
+            caller.user.username,
+            clusters.join(", ")
+        ),
+    ))
+}
+
+/// Approves or rejects the Held plan of the App at `{cluster}/{name}`, after checking the
+/// caller's clusters; every attempt on an existing App is audited with the plan hash.
+async fn decide(
+    state: &AppState,
+    actor: &Actor,
+    caller: &Caller,
+    (cluster, name): (&str, &str),
+    at: &AppAt,
+    body: &Bytes,
+    decision: Decision,
+) -> Result<Json<Value>, ApiError> {
+    let key = key(state, cluster, name, at)?;
+    let body: DecisionBody = optional_body(body)?;
     let held = state.runner().status(&key).and_then(|s| s.plan_hash);
-    let result = state
-        .runner()
-        .operate(&key, Operation::Reject(body.plan_hash.clone()))
-        .await;
+    let target = format!("{cluster}/{name}");
+    let allowed = match may_decide(caller, cluster) {
+        Ok(()) if decision.four_eyes => four_eyes::check(state, caller, &key, &target).await,
+        other => other,
+    };
+    let result = match allowed {
+        Ok(()) => state
+            .runner()
+            .operate(&key, (decision.operation)(body.plan_hash.clone()))
+            .await
+            .map_err(ApiError::from),
+        Err(err) => Err(err),
+    };
     let plan = body.plan_hash.or(held).unwrap_or_default();
     let outcome = match &result {
         Ok(_) => format!("success plan={plan}"),
-        Err(e) => format!("refused plan={plan}: {e}"),
+        Err(e) => format!("refused plan={plan}: {}", e.message),
     };
-    let target = format!("{cluster}/{name}");
     state
         .store()
-        .record_audit(&actor.0, "app.reject", &target, &outcome, &now_rfc3339())
+        .record_audit(&actor.0, decision.action, &target, &outcome, &now_rfc3339())
         .await;
     Ok(Json(completed(result?)))
 }
@@ -256,22 +328,33 @@ pub async fn sync(
             )),
             done => Ok(done),
         });
-    let outcome = match &result {
-        Ok(Completed::Status(s)) => format!(
-            "success override_window={} phase={}",
-            body.override_window,
-            s.phase.map(|p| format!("{p:?}")).unwrap_or_default()
-        ),
-        Ok(Completed::Plan(_)) => format!("success override_window={}", body.override_window),
-        Err(e) => format!(
-            "refused override_window={}: {}",
-            body.override_window, e.message
-        ),
-    };
+    let outcome = pass_outcome(
+        &result,
+        &format!("override_window={}", body.override_window),
+    );
     let target = format!("{cluster}/{name}");
     state
         .store()
         .record_audit(&actor.0, "app.sync", &target, &outcome, &now_rfc3339())
         .await;
     Ok(Json(completed(result?)))
+}
+
+/// The audit outcome of a sync or refresh: `success DETAIL phase=P`, with `plan=HASH` when
+/// the pass left a plan Held (four-eyes approval reads it), or `refused DETAIL: ERROR`.
+fn pass_outcome(result: &Result<Completed, ApiError>, detail: &str) -> String {
+    match result {
+        Ok(Completed::Status(s)) => {
+            let phase = s.phase.map(|p| format!("{p:?}")).unwrap_or_default();
+            match (&s.phase, &s.plan_hash) {
+                (Some(Phase::Held), Some(hash)) => format!(
+                    "success {detail} phase={phase} {}",
+                    four_eyes::plan_word(hash)
+                ),
+                _ => format!("success {detail} phase={phase}"),
+            }
+        }
+        Ok(Completed::Plan(_)) => format!("success {detail}"),
+        Err(e) => format!("refused {detail}: {}", e.message),
+    }
 }

@@ -1,7 +1,8 @@
-//! Authentication: the admin user (argon2 password hash), login sessions in an HttpOnly
-//! SameSite cookie, bearer API tokens, the internal token, and CSRF protection for
-//! cookie-authenticated writes (they must be `Content-Type: application/json`, which a
-//! cross-site form cannot send without a CORS preflight).
+//! Authentication and authorisation: users (argon2 password hashes), login sessions in an
+//! HttpOnly SameSite cookie, bearer API tokens, each route's least role, the internal token,
+//! and CSRF protection for cookie-authenticated writes (they must be
+//! `Content-Type: application/json`, which a cross-site form cannot send without a CORS
+//! preflight).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -23,9 +24,10 @@ use super::body::JsonBody;
 use super::error::ApiError;
 use super::login_limit::{CHECK_WAIT, MAX_USERNAME_CHARS, bounded_username};
 use crate::store::auth::LAST_USED_RESOLUTION_SECS;
+use crate::store::users::{Role, User};
 use crate::time::now_rfc3339;
 
-/// The administrator's user name.
+/// The user name of the first administrator (created by `wardn serve` on an empty store).
 pub const ADMIN_USER: &str = "admin";
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "wardn_session";
@@ -34,16 +36,20 @@ pub const SESSION_TTL_SECS: i64 = 12 * 3600;
 /// Prefix of API tokens, so they are recognisable in secret scanners.
 pub const TOKEN_PREFIX: &str = "wardn_";
 
-/// Who is making a request, as recorded in audit entries.
+/// Who is making a request, as recorded in audit entries: the user name for a session,
+/// `USER/token:NAME (ID)` for an API token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor(pub String);
 
-/// The authenticated user of a request, beside its [`Actor`]: the user name, and which
-/// session or API token authenticated it.
+/// The authenticated user of a request, beside its [`Actor`]: the user as stored, the role
+/// the request acts with, and which session or API token authenticated it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The user.
-    pub username: String,
+    /// The user, as stored now (its role, approver clusters and email).
+    pub user: User,
+    /// The role this request acts with: the user's, or for an API token the lower of the
+    /// token's and the user's.
+    pub role: Role,
     /// The SHA-256 hash of the session cookie, when a session authenticated the request.
     pub session_hash: Option<String>,
     /// The id of the API token, when a token authenticated the request.
@@ -140,16 +146,17 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// Middleware for `/api` routes: a bearer API token or a session cookie is required; writes
-/// authenticated by cookie must be JSON (CSRF protection).
-pub async fn require_user(
-    State(state): State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    let headers = request.headers();
+/// Who made a request: the user (session or API token), the role it acts with, and which
+/// session or token authenticated it. Built by [`require_role`], from the database, at every
+/// request: a role change, a demotion or a deletion takes effect on the next request.
+async fn authenticate(
+    state: &AppState,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<(Actor, Caller), ApiError> {
     let now = now_secs();
-    let (actor, caller) = if let Some(token) = bearer(headers) {
+    let gone = || ApiError::unauthorized("the user of this session or token no longer exists");
+    if let Some(token) = bearer(headers) {
         let token = state
             .store()
             .api_token(&token_hash(token))
@@ -160,6 +167,11 @@ pub async fn require_user(
                 "API token expired; create a new one (POST /api/v1/tokens)",
             ));
         }
+        let user = state
+            .store()
+            .user(&token.username)
+            .await?
+            .ok_or_else(gone)?;
         if token
             .last_used_at
             .is_none_or(|at| at <= now - LAST_USED_RESOLUTION_SECS)
@@ -169,44 +181,67 @@ pub async fn require_user(
                 tracing::warn!(error = %err, token = %token.id, "cannot record API token use");
             }
         }
-        (
-            Actor(format!("{}/token:{}", token.username, token.name)),
+        Ok((
+            Actor(format!(
+                "{}/token:{} ({})",
+                user.username, token.name, token.id
+            )),
             Caller {
-                username: token.username,
+                // A token never acts above its user's current role.
+                role: token.role.map_or(user.role, |role| role.min(user.role)),
+                user,
                 session_hash: None,
                 token_id: Some(token.id),
             },
-        )
+        ))
     } else if let Some(session) = session_cookie(headers) {
         let hash = token_hash(session);
-        let user = state
+        let username = state
             .store()
             .session_user(&hash, now)
             .await?
             .ok_or_else(|| ApiError::unauthorized("session expired or invalid; log in again"))?;
-        let safe = matches!(
-            *request.method(),
-            Method::GET | Method::HEAD | Method::OPTIONS
-        );
+        let user = state.store().user(&username).await?.ok_or_else(gone)?;
+        let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
         if !safe && !is_json(headers) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "cookie-authenticated writes require Content-Type: application/json (CSRF protection)",
             ));
         }
-        (
-            Actor(user.clone()),
+        Ok((
+            Actor(username),
             Caller {
-                username: user,
+                role: user.role,
+                user,
                 session_hash: Some(hash),
                 token_id: None,
             },
-        )
+        ))
     } else {
-        return Err(ApiError::unauthorized(
+        Err(ApiError::unauthorized(
             "authentication required: log in (POST /api/v1/auth/login) or send Authorization: Bearer TOKEN",
+        ))
+    }
+}
+
+/// Middleware for the routes of [`super::Access::Role`]: a bearer API token or a session
+/// cookie is required (401), acting with at least the route's role (403 naming both roles);
+/// writes authenticated by cookie must be JSON (CSRF protection). Hands the handlers the
+/// [`Actor`] and the [`Caller`].
+pub async fn require_role(
+    State((state, needed)): State<(AppState, Role)>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    // The request itself is not `Sync`: its method and headers are lent instead.
+    let (actor, caller) = authenticate(&state, request.method(), request.headers()).await?;
+    if caller.role < needed {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("route needs role {needed}; you are {}", caller.role),
         ));
-    };
+    }
     request.extensions_mut().insert(caller);
     request.extensions_mut().insert(actor);
     Ok(next.run(request).await)

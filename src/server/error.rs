@@ -74,7 +74,9 @@ impl From<RegistryError> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> ApiError {
         match &err {
-            StoreError::AuditChain(_) => ApiError::new(StatusCode::CONFLICT, err.to_string()),
+            StoreError::AuditChain(_) | StoreError::LastAdmin(_) | StoreError::Duplicate(_) => {
+                ApiError::new(StatusCode::CONFLICT, err.to_string())
+            }
             _ => ApiError::internal(&err),
         }
     }

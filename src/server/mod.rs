@@ -1,6 +1,7 @@
 //! `wardn serve`: the HTTP API (axum). Every route is declared once in [`route_table`] with its
-//! access level, and the router is built from that table, so the authentication requirement of
-//! each route is visible in one place and checked by a test that walks the table.
+//! access level (for user routes, the least role that may call it), and the router is built
+//! from that table, so the authentication and role requirement of each route is visible in one
+//! place, enforced by one middleware and checked by a test that walks the table.
 
 pub mod account;
 pub mod apps;
@@ -9,6 +10,7 @@ pub mod auth;
 pub mod body;
 pub mod clusters;
 pub mod error;
+pub mod four_eyes;
 pub mod listener;
 pub mod login_limit;
 pub mod metrics;
@@ -16,6 +18,7 @@ pub mod promotions;
 pub mod repositories;
 pub mod tls;
 pub mod tokens;
+pub mod users;
 pub mod webhook;
 
 use std::net::SocketAddr;
@@ -24,7 +27,7 @@ use std::sync::Arc;
 use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{MethodRouter, delete, get, post, put};
+use axum::routing::{MethodRouter, delete, get, patch, post, put};
 use axum::{Json, Router};
 
 use crate::clusters::registry::Registry;
@@ -34,6 +37,7 @@ use crate::daemon::{Daemon, DaemonError, ServeOptions};
 use crate::seal::Sealer;
 use crate::sources::repositories::Repositories;
 use crate::sources::webhook::WebhookSecrets;
+use crate::store::users::Role;
 use crate::store::{Store, StoreError};
 use crate::time::now_rfc3339;
 use webhook::WebhookState;
@@ -109,6 +113,11 @@ impl AppState {
         &self.password_checks
     }
 
+    /// The Git poller (commit authors for four-eyes approval).
+    pub fn poller(&self) -> &crate::sources::poller::Poller {
+        &self.webhook.poller
+    }
+
     /// The App runner.
     pub fn runner(&self) -> &Arc<Runner> {
         &self.runner
@@ -141,8 +150,8 @@ impl FromRef<AppState> for WebhookState {
 pub enum Access {
     /// Anyone (login, health).
     Public,
-    /// A logged-in user (session cookie) or an API token.
-    User,
+    /// A logged-in user (session cookie) or an API token acting with at least this role.
+    Role(Role),
     /// Holders of `WARDN_INTERNAL_TOKEN`.
     Internal,
     /// Forges: no session; the handler checks the request's signature against the webhook
@@ -182,7 +191,11 @@ pub async fn health() -> Json<serde_json::Value> {
 
 /// Every route the server answers.
 pub fn route_table() -> Vec<RouteSpec> {
-    use Access::{Internal, Public, User, Webhook};
+    use Access::{Internal, Public, Webhook};
+    const VIEWER: Access = Access::Role(Role::Viewer);
+    const DEPLOYER: Access = Access::Role(Role::Deployer);
+    const APPROVER: Access = Access::Role(Role::Approver);
+    const ADMIN: Access = Access::Role(Role::Admin);
     vec![
         route(Method::GET, "/api/v1/health", Public, get(health)),
         route(Method::GET, "/metrics", Public, get(metrics::scrape)),
@@ -195,168 +208,183 @@ pub fn route_table() -> Vec<RouteSpec> {
         route(
             Method::POST,
             "/api/v1/auth/logout",
-            User,
+            VIEWER,
             post(account::logout),
         ),
         route(
             Method::POST,
             "/api/v1/auth/password",
-            User,
+            VIEWER,
             post(account::change_password),
         ),
-        route(Method::GET, "/api/v1/tokens", User, get(tokens::list)),
-        route(Method::POST, "/api/v1/tokens", User, post(tokens::create)),
+        route(Method::GET, "/api/v1/tokens", VIEWER, get(tokens::list)),
+        route(Method::POST, "/api/v1/tokens", VIEWER, post(tokens::create)),
         route(
             Method::DELETE,
             "/api/v1/tokens/{id}",
-            User,
+            VIEWER,
             delete(tokens::revoke),
         ),
-        route(Method::GET, "/api/v1/clusters", User, get(clusters::list)),
+        route(Method::GET, "/api/v1/clusters", VIEWER, get(clusters::list)),
         route(
             Method::POST,
             "/api/v1/clusters",
-            User,
+            ADMIN,
             post(clusters::create),
         ),
         route(
             Method::POST,
             "/api/v1/clusters/test",
-            User,
+            ADMIN,
             post(clusters::test),
         ),
         route(
             Method::POST,
             "/api/v1/clusters/reseal",
-            User,
+            ADMIN,
             post(clusters::reseal),
         ),
         route(
             Method::GET,
             "/api/v1/clusters/{name}",
-            User,
+            VIEWER,
             get(clusters::get),
         ),
         route(
             Method::PUT,
             "/api/v1/clusters/{name}",
-            User,
+            ADMIN,
             put(clusters::update),
         ),
         route(
             Method::DELETE,
             "/api/v1/clusters/{name}",
-            User,
+            ADMIN,
             delete(clusters::remove),
         ),
         route(
             Method::POST,
             "/api/v1/clusters/{name}/check",
-            User,
+            ADMIN,
             post(clusters::check),
         ),
-        route(Method::GET, "/api/v1/audit", User, get(audit::list)),
+        route(Method::GET, "/api/v1/audit", ADMIN, get(audit::list)),
         route(
             Method::GET,
             "/api/v1/audit/verify",
-            User,
+            ADMIN,
             get(audit::verify),
         ),
         route(
             Method::GET,
             "/api/v1/repositories",
-            User,
+            VIEWER,
             get(repositories::list),
         ),
         route(
             Method::POST,
             "/api/v1/repositories",
-            User,
+            ADMIN,
             post(repositories::create),
         ),
         route(
             Method::POST,
             "/api/v1/repositories/reseal",
-            User,
+            ADMIN,
             post(repositories::reseal),
         ),
         route(
             Method::GET,
             "/api/v1/repositories/{id}",
-            User,
+            VIEWER,
             get(repositories::get),
         ),
         route(
             Method::PUT,
             "/api/v1/repositories/{id}",
-            User,
+            ADMIN,
             put(repositories::update),
         ),
         route(
             Method::DELETE,
             "/api/v1/repositories/{id}",
-            User,
+            ADMIN,
             delete(repositories::remove),
         ),
-        route(Method::GET, "/api/v1/apps", User, get(apps::list)),
+        route(Method::GET, "/api/v1/users", ADMIN, get(users::list)),
+        route(Method::POST, "/api/v1/users", ADMIN, post(users::create)),
+        route(Method::GET, "/api/v1/users/{name}", ADMIN, get(users::get)),
+        route(
+            Method::PATCH,
+            "/api/v1/users/{name}",
+            ADMIN,
+            patch(users::update),
+        ),
+        route(
+            Method::DELETE,
+            "/api/v1/users/{name}",
+            ADMIN,
+            delete(users::remove),
+        ),
+        route(Method::GET, "/api/v1/apps", VIEWER, get(apps::list)),
         route(
             Method::GET,
             "/api/v1/apps/{cluster}/{name}",
-            User,
+            VIEWER,
             get(apps::get),
         ),
         route(
             Method::GET,
             "/api/v1/apps/{cluster}/{name}/diff",
-            User,
+            VIEWER,
             get(apps::diff),
         ),
         route(
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/approve",
-            User,
+            APPROVER,
             post(apps::approve),
         ),
         route(
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/reject",
-            User,
+            APPROVER,
             post(apps::reject),
         ),
         route(
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/sync",
-            User,
+            DEPLOYER,
             post(apps::sync),
         ),
         route(
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/refresh",
-            User,
+            DEPLOYER,
             post(apps::refresh),
         ),
         route(
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/promote",
-            User,
+            APPROVER,
             post(promotions::promote),
         ),
         route(
             Method::GET,
             "/api/v1/apps/{cluster}/{name}/promotions",
-            User,
+            VIEWER,
             get(promotions::list),
         ),
         route(
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/rollback",
-            User,
+            APPROVER,
             post(promotions::rollback),
         ),
         route(
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/unpin",
-            User,
+            APPROVER,
             post(promotions::unpin),
         ),
         route(
@@ -381,9 +409,10 @@ pub fn router(state: AppState) -> Router {
     for spec in route_table() {
         let handler = match spec.access {
             Access::Public | Access::Webhook => spec.handler,
-            Access::User => spec
-                .handler
-                .route_layer(from_fn_with_state(state.clone(), auth::require_user)),
+            Access::Role(role) => spec.handler.route_layer(from_fn_with_state(
+                (state.clone(), role),
+                auth::require_role,
+            )),
             Access::Internal => spec
                 .handler
                 .route_layer(from_fn_with_state(state.clone(), auth::require_internal)),
@@ -451,8 +480,9 @@ impl Server {
     }
 }
 
-/// Sets the admin password from `password`, or generates one if no admin exists yet.
-/// Returns the generated password.
+/// Sets the password of the user `admin` from `password` (creating it as an admin if missing:
+/// the break-glass way in), or generates one when the store has no user at all. Returns the
+/// generated password.
 pub async fn ensure_admin(
     store: &Store,
     password: Option<&str>,
@@ -465,7 +495,8 @@ pub async fn ensure_admin(
                 .await?;
             return Ok(None);
         }
-        None if store.password_hash(auth::ADMIN_USER).await?.is_some() => return Ok(None),
+        // Once any user exists (the admin may have renamed itself away), nothing is generated.
+        None if store.has_users().await? => return Ok(None),
         None => auth::random_secret(18)?,
     };
     let hash = auth::hash_password(&generated)?;

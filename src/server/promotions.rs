@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::apps::{AppAt, completed, key};
-use super::auth::Actor;
+use super::apps::{AppAt, completed, key, may_decide};
+use super::auth::{Actor, Caller};
 use super::error::ApiError;
 use crate::app::AppStatus;
 use crate::app::promotion::{PinnedImage, PromotedFrom};
@@ -86,6 +86,15 @@ fn target_key(state: &AppState, to: &str, namespace: Option<&str>) -> Result<Str
     }
 }
 
+/// 403 unless `caller` may change what App `key` runs: an approver limited to named
+/// clusters may promote, roll back and unpin only onto Apps on those clusters.
+fn may_change(state: &AppState, caller: &Caller, key: &str) -> Result<(), ApiError> {
+    match state.runner().app(key) {
+        Some(app) => may_decide(caller, app.spec.destination.cluster_segment()),
+        None => Ok(()),
+    }
+}
+
 /// The answer of a promotion or rollback: the record, the target's status and the summary
 /// of what was pinned.
 fn answer(record: &Record, status: &AppStatus) -> Json<Value> {
@@ -115,6 +124,7 @@ fn answer(record: &Record, status: &AppStatus) -> Json<Value> {
 pub async fn promote(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
+    Extension(caller): Extension<Caller>,
     Path((cluster, name)): Path<(String, String)>,
     Query(query): Query<PromoteQuery>,
 ) -> Result<Json<Value>, ApiError> {
@@ -129,6 +139,7 @@ pub async fn promote(
             format!("to: {} cannot be promoted onto itself", query.to),
         ));
     }
+    may_change(&state, &caller, &target)?;
     let request = PinRequest::Promote { source };
     let (record, status) = state
         .runner()
@@ -143,6 +154,7 @@ pub async fn promote(
 pub async fn rollback(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
+    Extension(caller): Extension<Caller>,
     Path((cluster, name)): Path<(String, String)>,
     Query(query): Query<RollbackQuery>,
 ) -> Result<Json<Value>, ApiError> {
@@ -150,6 +162,7 @@ pub async fn rollback(
         namespace: query.namespace.clone(),
     };
     let target = key(&state, &cluster, &name, &at)?;
+    may_change(&state, &caller, &target)?;
     let earlier: Record = state
         .store()
         .promotion(query.to)
@@ -208,10 +221,12 @@ pub async fn list(
 pub async fn unpin(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
+    Extension(caller): Extension<Caller>,
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
 ) -> Result<Json<Value>, ApiError> {
     let target = key(&state, &cluster, &name, &at)?;
+    may_change(&state, &caller, &target)?;
     let pinned = state
         .runner()
         .status(&target)

@@ -1,9 +1,12 @@
-//! API tokens: create (with a time to live), list and revoke. A token is shown once, in the
+//! API tokens: create (with a time to live and a role), list and revoke. A token is shown once, in the
 //! creation answer; lists and revocation name it by its id, never by its secret or hash.
 //!
 //! Every token expires: `ttl` is a whole number of seconds, minutes, hours or days (`"30s"`,
 //! `"15m"`, `"12h"`, `"30d"`), at most [`MAX_TOKEN_TTL_SECS`]; without one a token lives
 //! [`DEFAULT_TOKEN_TTL_SECS`]. There are no never-expiring tokens (`"0"` is refused).
+//!
+//! A token carries a role no higher than its creator's (by default, the creator's), and acts
+//! with the lower of that role and its user's current role: demoting a user demotes its tokens.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -15,7 +18,9 @@ use super::AppState;
 use super::auth::{Actor, Caller, TOKEN_PREFIX, now_secs, random_secret, token_hash};
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::users::parse_role;
 use crate::store::auth::{ApiToken, DEFAULT_TOKEN_TTL_SECS, is_token_id, new_token_id};
+use crate::store::users::Role;
 use crate::time::{now_rfc3339, unix_rfc3339};
 
 /// The longest time to live of an API token (365 days, in seconds).
@@ -81,6 +86,10 @@ pub struct TokenRequest {
     /// `null`. Kept as JSON so that a number or an object is refused naming the field.
     #[serde(default)]
     pub ttl: Option<serde_json::Value>,
+    /// The most the token may do: a role no higher than the caller's (403 otherwise);
+    /// the caller's role when absent.
+    #[serde(default)]
+    pub role: Option<String>,
 }
 
 /// An API token as the API shows it: never its secret or hash.
@@ -98,6 +107,9 @@ pub struct TokenView {
     pub expires_at: Option<String>,
     /// Whether it has expired (it stays listed until revoked).
     pub expired: bool,
+    /// The most it may do (it never acts above its user's current role); `null` for tokens
+    /// created before roles, which act with their user's role.
+    pub role: Option<Role>,
 }
 
 impl TokenView {
@@ -109,6 +121,7 @@ impl TokenView {
             last_used_at: token.last_used_at.and_then(unix_rfc3339),
             expires_at: unix_rfc3339(token.expires_at),
             expired: token.expires_at <= now,
+            role: token.role,
         }
     }
 }
@@ -133,6 +146,19 @@ pub async fn create(
         Some(_) => Err(TtlError::Syntax),
     }
     .map_err(|err| ApiError::new(StatusCode::BAD_REQUEST, err.to_string()))?;
+    let role = match body.role.as_deref().map(parse_role).transpose()? {
+        Some(role) if role > caller.role => {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "role: a token cannot do more than its creator: asked for {role}; you are {}",
+                    caller.role
+                ),
+            ));
+        }
+        Some(role) => role,
+        None => caller.role,
+    };
     let secret = format!(
         "{TOKEN_PREFIX}{}",
         random_secret(32).map_err(|err| ApiError::internal(&err))?
@@ -141,10 +167,11 @@ pub async fn create(
     let token = ApiToken {
         id: new_token_id()?,
         name: name.to_string(),
-        username: caller.username,
+        username: caller.user.username,
         created_at: now_rfc3339(),
         expires_at: now + ttl,
         last_used_at: None,
+        role: Some(role),
     };
     state
         .store()
@@ -156,7 +183,7 @@ pub async fn create(
             &actor.0,
             "token.create",
             &format!("{name} ({})", token.id),
-            "success",
+            &format!("success role={role}"),
             &now_rfc3339(),
         )
         .await;
@@ -169,6 +196,7 @@ pub async fn create(
             "token": secret,
             "created_at": view.created_at,
             "expires_at": view.expires_at,
+            "role": role,
         })),
     )
         .into_response())
@@ -182,7 +210,7 @@ pub async fn list(
     let now = now_secs();
     let tokens: Vec<TokenView> = state
         .store()
-        .api_tokens(&caller.username)
+        .api_tokens(&caller.user.username)
         .await?
         .iter()
         .map(|token| TokenView::new(token, now))
@@ -205,13 +233,13 @@ pub async fn revoke(
     }
     let store = state.store();
     let name = store
-        .api_tokens(&caller.username)
+        .api_tokens(&caller.user.username)
         .await?
         .into_iter()
         .find(|token| token.id == id)
         .map(|token| token.name);
     let found = match name {
-        Some(_) => store.delete_api_token(&caller.username, &id).await?,
+        Some(_) => store.delete_api_token(&caller.user.username, &id).await?,
         None => false,
     };
     let target = format!("{} ({id})", name.as_deref().unwrap_or("?"));

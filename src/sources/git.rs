@@ -579,6 +579,14 @@ impl Mirror {
         })
     }
 
+    /// The author's email address of `commit` (as recorded in the commit, unverified).
+    pub fn author_email(&self, commit: ObjectId) -> Result<String, GitError> {
+        let repo = self.handle.read().repo.to_thread_local();
+        let commit = repo.find_commit(commit).map_err(|e| self.corrupt(&e))?;
+        let author = commit.author().map_err(|e| self.corrupt(&e))?;
+        Ok(author.email.to_string())
+    }
+
     fn corrupt(&self, error: &gix::Error) -> GitError {
         GitError::Corrupt {
             key: self.url.key.clone(),

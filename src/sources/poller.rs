@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use gix::ObjectId;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
@@ -255,6 +256,20 @@ impl Poller {
             .filter_map(|u| parse_repo_url(u).ok())
             .map(|u| u.key)
             .find(|k| repos.contains_key(k))
+    }
+
+    /// The author's email address of the commit `revision` in the mirror of App `app`'s
+    /// repository; `None` when the App has no Git source here, or the revision is not a
+    /// commit of the mirror.
+    pub async fn commit_author(&self, app: &str, revision: &str) -> Option<String> {
+        let commit = ObjectId::from_hex(revision.as_bytes()).ok()?;
+        let key = self.inner.apps.lock().get(app).cloned()?;
+        let repo = self.inner.repos.lock().get(&key).cloned()?;
+        let mirror = repo.mirror.lock().clone();
+        tokio::task::spawn_blocking(move || mirror.author_email(commit).ok())
+            .await
+            .ok()
+            .flatten()
     }
 
     /// The last status reported for App `app`.

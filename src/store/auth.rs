@@ -2,6 +2,7 @@
 //! SHA-256 for the random session and API tokens. API tokens also have a random id (what lists
 //! and revocation name them by), an expiry and the time they were last used.
 
+use super::users::Role;
 use super::{Store, StoreError};
 
 /// How long an API token lives when its creator names no `ttl` (90 days, in seconds); tokens
@@ -29,6 +30,9 @@ pub struct ApiToken {
     pub expires_at: i64,
     /// When it was last used (unix seconds, to within [`LAST_USED_RESOLUTION_SECS`]).
     pub last_used_at: Option<i64>,
+    /// The most it may do (never more than its user's current role); `None` for tokens
+    /// created before roles existed, which act with their user's role.
+    pub role: Option<Role>,
 }
 
 /// A new random API token id: [`TOKEN_ID_BYTES`] random bytes in lowercase hex.
@@ -50,7 +54,8 @@ pub fn is_token_id(id: &str) -> bool {
 }
 
 impl Store {
-    /// Creates the user or replaces its password hash.
+    /// Replaces the password hash of `username`, or creates that user as an admin (the
+    /// bootstrap admin; an existing user keeps its role).
     pub async fn upsert_user(
         &self,
         username: &str,
@@ -65,7 +70,8 @@ impl Store {
             .await?;
         if updated.rows_affected() == 0 {
             sqlx::query(
-                "INSERT INTO users (username, password_hash, created_at) VALUES ($1, $2, $3)",
+                "INSERT INTO users (username, password_hash, created_at, role) \
+                 VALUES ($1, $2, $3, 'admin')",
             )
             .bind(username)
             .bind(password_hash)
@@ -136,8 +142,8 @@ impl Store {
         token: &ApiToken,
     ) -> Result<(), StoreError> {
         let result = sqlx::query(
-            "INSERT INTO api_tokens (token_hash, id, name, username, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO api_tokens (token_hash, id, name, username, created_at, expires_at, role) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(token_hash)
         .bind(&token.id)
@@ -145,6 +151,7 @@ impl Store {
         .bind(&token.username)
         .bind(&token.created_at)
         .bind(token.expires_at)
+        .bind(token.role.map(Role::as_str))
         .execute(&self.pool)
         .await;
         Store::inserted(result, || format!("API token {}", token.id))
@@ -153,7 +160,7 @@ impl Store {
     /// The API token with this hash, if it exists (expired or not: the caller decides).
     pub async fn api_token(&self, token_hash: &str) -> Result<Option<ApiToken>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT id, name, username, created_at, expires_at, last_used_at \
+            "SELECT id, name, username, created_at, expires_at, last_used_at, role \
              FROM api_tokens WHERE token_hash = $1",
         )
         .bind(token_hash)
@@ -180,7 +187,7 @@ impl Store {
     /// The API tokens of `username`, oldest first (expired ones included until revoked).
     pub async fn api_tokens(&self, username: &str) -> Result<Vec<ApiToken>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT id, name, username, created_at, expires_at, last_used_at \
+            "SELECT id, name, username, created_at, expires_at, last_used_at, role \
              FROM api_tokens WHERE username = $1 ORDER BY created_at, id",
         )
         .bind(username)

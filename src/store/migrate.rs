@@ -37,6 +37,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0006_declared_clusters.sql",
         include_str!("../../migrations/0006_declared_clusters.sql"),
     ),
+    (
+        7,
+        "0007_roles.sql",
+        include_str!("../../migrations/0007_roles.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded in the database.

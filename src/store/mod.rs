@@ -1,5 +1,5 @@
 //! Persistent state of the control plane: registered clusters (sealed), Git repository
-//! credentials (sealed), users, sessions, API tokens, the MAC-chained audit log and the last
+//! credentials (sealed), users with their roles, sessions, API tokens, the MAC-chained audit log and the last
 //! status of every App.
 //!
 //! One code path serves both backends through `sqlx::Any`: an embedded SQLite file in the data
@@ -13,6 +13,7 @@ pub mod clusters;
 mod migrate;
 pub mod promotions;
 pub mod repositories;
+pub mod users;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -70,6 +71,9 @@ pub enum StoreError {
     /// The audit chain failed verification where an intact one was needed (a re-chain).
     #[error("audit log: {0}")]
     AuditChain(#[from] audit::ChainError),
+    /// The change would leave no admin (the last admin cannot be demoted or deleted).
+    #[error("{0} is the last admin: make another user admin first")]
+    LastAdmin(String),
     /// The random generator failed while making an id.
     #[error("random generator failed making {what}: {reason}")]
     Random {

@@ -81,9 +81,14 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 /// Logs in as admin with `password` at the server `base` (`http://127.0.0.1:PORT`) and returns
 /// the session cookie (`wardn_session=…`).
 pub async fn login(base: &str, password: &str) -> String {
+    login_as(base, "admin", password).await
+}
+
+/// Logs in as `username` with `password` at the server `base` and returns the session cookie.
+pub async fn login_as(base: &str, username: &str, password: &str) -> String {
     let response = reqwest::Client::new()
         .post(format!("{base}/api/v1/auth/login"))
-        .json(&serde_json::json!({"username": "admin", "password": password}))
+        .json(&serde_json::json!({"username": username, "password": password}))
         .send()
         .await
         .unwrap();

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use super::running::login;
+pub use super::running::{login, login_as};
 
 use wardn::clusters::registry::Registry;
 use wardn::daemon::ServeOptions;
@@ -56,8 +56,29 @@ impl TestServer {
         sealer: Sealer,
         data: tempfile::TempDir,
     ) -> TestServer {
+        TestServer::start_configured(database_url, sealer, data, |_| {}).await
+    }
+
+    /// Starts a server on SQLite with the test options changed by `configure` (e.g. an apps
+    /// directory and a management cluster).
+    pub async fn start_with_options(configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
+        TestServer::start_configured(
+            None,
+            Sealer::new(&KEY, None),
+            tempfile::tempdir().unwrap(),
+            configure,
+        )
+        .await
+    }
+
+    async fn start_configured(
+        database_url: Option<String>,
+        sealer: Sealer,
+        data: tempfile::TempDir,
+        configure: impl FnOnce(&mut ServeOptions),
+    ) -> TestServer {
         crypto();
-        let options = ServeOptions {
+        let mut options = ServeOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: data.path().to_path_buf(),
             database_url,
@@ -68,6 +89,7 @@ impl TestServer {
             probe_timeout: Duration::from_secs(3),
             ..ServeOptions::default()
         };
+        configure(&mut options);
         let server = Server::bind(options, sealer).await.unwrap();
         let base = format!("http://{}", server.addr);
         let registry = Arc::clone(server.registry());
