@@ -31,7 +31,7 @@ enum Command {
         json: bool,
     },
     /// Run the wardn server: API, cluster registry and prober.
-    Serve(wardn::cli::serve::ServeArgs),
+    Serve(Box<wardn::cli::serve::ServeArgs>),
     /// Log in to a wardn server and save an API token for the client commands.
     Login(commands::LoginArgs),
     /// Manage API tokens.
@@ -114,7 +114,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         Command::Render { dir, json } => print!("{}", wardn::render::render_path(&dir, json)?),
         Command::Serve(args) => {
             let runtime = runtime()?;
-            let result = runtime.block_on(wardn::cli::serve::run(args));
+            let result = runtime.block_on(wardn::cli::serve::run(*args));
             // Blocking work still running (a render, a Git fetch) must not hold the exit: the
             // grace period is over by now.
             runtime.shutdown_timeout(std::time::Duration::from_millis(500));

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[allow(unused_imports)]
 pub use super::running::{login, login_as};
 
 use wardn::clusters::registry::Registry;
