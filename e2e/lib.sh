@@ -47,6 +47,16 @@ place_source() {
   [ -d "$dest" ] || { mkdir -p "$dest" && cp -r "$E2E_DIR/sources/$1/." "$dest/"; }
 }
 
+# `output_has PATTERN CMD...`: runs CMD and succeeds when its stdout matches the grep
+# PATTERN. The whole output is read first: `CMD | grep -q` under pipefail fails at random
+# when grep stops reading early and CMD dies of SIGPIPE on its next line.
+output_has() {
+  local pattern=$1 out
+  shift
+  out=$("$@") || return 1
+  grep -q -- "$pattern" <<<"$out"
+}
+
 # A string as the body of a JSON string (escapes, newlines as \n).
 json_string() { sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' | awk 'BEGIN { ORS = "" } { print $0 "\\n" }'; }
 

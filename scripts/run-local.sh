@@ -34,6 +34,16 @@ rm -f "$DATA"/kubesim/*.kubeconfig
 pids+=($!)
 for _ in $(seq 100); do [ -f "$DATA/kubesim/production.kubeconfig" ] && break; sleep 0.1; done
 
+# The App CRD in the management cluster, so App resources can be applied there too
+# (`kubectl --kubeconfig $DATA/kubesim/mgmt.kubeconfig apply -f my-app.yaml`).
+if command -v kubectl >/dev/null; then
+  for _ in $(seq 100); do [ -f "$DATA/kubesim/mgmt.kubeconfig" ] && break; sleep 0.1; done
+  "$BIN/wardn" crd | kubectl --kubeconfig "$DATA/kubesim/mgmt.kubeconfig" apply -f - >/dev/null \
+    || echo "warning: could not install the App CRD in the mgmt cluster" >&2
+else
+  echo "note: no kubectl on PATH: the App CRD is not installed in the mgmt cluster (wardn crd | kubectl apply -f -)" >&2
+fi
+
 # The fixture Git repository (made with the git CLI, once).
 repo="$DATA/demo-repo"
 if [ ! -d "$repo/.git" ]; then
@@ -80,6 +90,7 @@ cat <<MSG
 wardn is running on http://$LISTEN   (user admin, password in $pwfile)
   clusters:   $BIN/wardn clusters list --server http://$LISTEN
   kubectl:    kubectl --kubeconfig $DATA/kubesim/staging.kubeconfig get all -A
+  App CRD:    kubectl --kubeconfig $DATA/kubesim/mgmt.kubeconfig get apps -A   (installed in mgmt)
   apps:       curl -s -c $DATA/cookies.txt -H 'Content-Type: application/json' -d "{\"username\":\"admin\",\"password\":\"\$(cat $pwfile)\"}" http://$LISTEN/api/v1/auth/login
               curl -s -b $DATA/cookies.txt http://$LISTEN/api/v1/apps | jq .
   approve:    WARDN_PASSWORD=\$(cat $pwfile) $BIN/wardn login --server http://$LISTEN

@@ -42,6 +42,7 @@ async fn e2e_scenarios_pass_on_kubesim() {
         "05-allowlist",
         "06-promote",
         "07-template-routing",
+        "08-too-few-permissions",
     ] {
         assert!(stderr.contains(&format!("[e2e {scenario}] ok")), "{stderr}");
     }

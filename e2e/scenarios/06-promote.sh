@@ -50,7 +50,7 @@ sed -i 's/newTag: "3.9"/newTag: "3.10"/' "$E2E_WORK/src/my-app-staging/kustomiza
 staging=""
 for _ in $(seq 240); do
   if [ "$(image staging)" = registry.k8s.io/pause:3.10 ] \
-    && "$WARDN" apps get staging/my-app-staging -o json | grep -q '"phase": "Synced"'; then
+    && output_has '"phase": "Synced"' "$WARDN" apps get staging/my-app-staging -o json; then
     staging=$(digests staging)
     [ -n "$staging" ] && [ "$(echo "$staging" | wc -l)" = 1 ] && break
   fi
@@ -68,7 +68,7 @@ grep -q "promotion from staging/my-app-staging at" "$E2E_WORK/api.json" \
   || fail "no promotion in the answer: $(cat "$E2E_WORK/api.json")"
 grep -q "registry.k8s.io/pause:3.10 → registry.k8s.io/pause@$staging" "$E2E_WORK/api.json" \
   || fail "the answer does not list pause:3.10 → $staging: $(cat "$E2E_WORK/api.json")"
-"$WARDN" apps diff production/my-app-production | grep -q "^# promotion from staging/my-app-staging" \
+output_has "^# promotion from staging/my-app-staging" "$WARDN" apps diff production/my-app-production \
   || fail "the plan text does not name the promotion"
 expect_code 0 "$WARDN" apps approve production/my-app-production \
   --plan-hash "$(plan_hash production/my-app-production)" >/dev/null
@@ -81,7 +81,7 @@ for _ in $(seq 240); do
   sleep 0.5
 done
 [ "$production" = "$staging" ] || fail "production's Pods run '$production', staging's '$staging'"
-"$WARDN" apps history production/my-app-production | grep -q "$staging" \
+output_has "$staging" "$WARDN" apps history production/my-app-production \
   || fail "the history does not list $staging: $("$WARDN" apps history production/my-app-production)"
 
 # Troubleshooting: "Cluster shows disconnected" — a connection test names the cause.

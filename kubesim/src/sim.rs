@@ -44,14 +44,19 @@ pub fn spawn(state: Arc<State>) -> JoinHandle<()> {
     tokio::spawn(run(state))
 }
 
-/// When each workload (by uid) becomes ready: its generation and the deadline.
-type ReadyAt = HashMap<String, (i64, Instant)>;
+/// When each workload (by uid) becomes ready: its generation, the deadline, and whether a
+/// reconcile has seen the deadline pass (until then the loop must wake for it).
+type ReadyAt = HashMap<String, (i64, Instant, bool)>;
 
 async fn run(state: Arc<State>) {
     let mut rx = state.store().subscribe();
     let mut dirty: BTreeSet<Key> = all_workloads(&state.store());
     let mut ready_at = ReadyAt::new();
+    // Whether `dirty` holds every workload (the start, a lagged event stream, a deadline).
+    let mut full = true;
     loop {
+        let full_pass = std::mem::take(&mut full);
+        let pass_start = Instant::now();
         for key in std::mem::take(&mut dirty) {
             // The kwok functions are pure; a panic on an odd object must not stop the
             // simulation of every other workload.
@@ -62,11 +67,18 @@ async fn run(state: Arc<State>) {
                 tracing::warn!(resource = %key.0, namespace = %key.1, name = %key.2, "simulation skipped an object it cannot handle");
             }
         }
-        let now = Instant::now();
+        // A deadline not yet seen to pass must wake the loop, even when it has passed by now:
+        // its workload was last reconciled before it (waking only for future deadlines lost
+        // those, and Pods stayed ContainerCreating until some other event came). After a pass
+        // over every workload, a deadline that passed before it began and is still unseen
+        // belongs to an object that is gone (every existing one was reconciled after it).
+        if full_pass {
+            ready_at.retain(|_, (_, at, seen)| *seen || *at > pass_start);
+        }
         let next = ready_at
             .values()
-            .map(|(_, at)| *at)
-            .filter(|at| *at > now)
+            .filter(|(_, _, seen)| !*seen)
+            .map(|(_, at, _)| *at)
             .min();
         let wake = async {
             match next {
@@ -92,10 +104,16 @@ async fn run(state: Arc<State>) {
                         dirty.insert((ev.key.clone(), ns, name));
                     }
                 }
-                Err(RecvError::Lagged(_)) => dirty = all_workloads(&state.store()),
+                Err(RecvError::Lagged(_)) => {
+                    dirty = all_workloads(&state.store());
+                    full = true;
+                }
                 Err(RecvError::Closed) => return,
             },
-            _ = wake => dirty = all_workloads(&state.store()),
+            _ = wake => {
+                dirty = all_workloads(&state.store());
+                full = true;
+            }
         }
     }
 }
@@ -240,11 +258,12 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
     let delay = state.config.ready_delay;
     let entry = ready_at
         .entry(uid.clone())
-        .or_insert((generation, Instant::now() + delay));
+        .or_insert((generation, Instant::now() + delay, false));
     if entry.0 != generation {
-        *entry = (generation, Instant::now() + delay);
+        *entry = (generation, Instant::now() + delay, false);
     }
     let ready = Instant::now() >= entry.1;
+    entry.2 |= ready;
     let nodes: Vec<Value> = store.list("/nodes", None).map(|n| (**n).clone()).collect();
     if key == PODS {
         if let Some(pod) = kwok::bare_pod(&obj, ready, &nodes, &now) {
