@@ -41,17 +41,6 @@ pub fn resolve(app: &mut App) -> Result<(), RoutingError> {
     Ok(())
 }
 
-/// Checks a destination template parses, without an App to evaluate it against (for
-/// validating files before they are deployed).
-pub fn check(destination: &Destination) -> Result<(), RoutingError> {
-    match template_of(destination) {
-        Some(template) => Template::parse(&template)
-            .map(drop)
-            .map_err(RoutingError::from),
-        None => Ok(()),
-    }
-}
-
 /// The destination's template: the kept one, or `cluster` when it holds an action.
 fn template_of(destination: &Destination) -> Option<String> {
     destination.cluster_template.clone().or_else(|| {
@@ -142,7 +131,6 @@ mod tests {
             error.starts_with("spec.destination.cluster: template column 1: function \"lookup\""),
             "{error}"
         );
-        assert!(check(&unknown.spec.destination).is_err());
         let mut spaced = app("{team: Web Shop}", "{{ .metadata.labels.team }}");
         let error = resolve(&mut spaced).unwrap_err().to_string();
         assert!(

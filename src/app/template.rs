@@ -58,15 +58,27 @@ enum Node {
 #[derive(Debug, Clone, PartialEq)]
 struct Pipeline {
     column: usize,
-    commands: Vec<Vec<Operand>>,
+    commands: Vec<Command>,
+}
+
+/// One command of a pipeline: a function call, or a value (only first in a pipeline).
+#[derive(Debug, Clone, PartialEq)]
+enum Command {
+    Call(String, Vec<Operand>),
+    Value(Operand),
 }
 
 #[derive(Debug, Clone, PartialEq)]
 enum Operand {
     Field(Vec<String>),
     Literal(Value),
-    Function(String),
     Group(Pipeline),
+}
+
+/// A word of a command as parsed, before the command's shape is checked.
+enum Item {
+    Function(String),
+    Operand(Operand),
 }
 
 impl Template {
@@ -364,12 +376,12 @@ fn pipeline(column: usize, tokens: &[Token], depth: usize) -> Result<Pipeline, T
     if depth > MAX_DEPTH {
         return Err(error(format!("nested deeper than {MAX_DEPTH}")));
     }
-    let mut commands = vec![Vec::new()];
+    let mut items: Vec<Vec<Item>> = vec![Vec::new()];
     let mut i = 0;
     while i < tokens.len() {
         let operand = match &tokens[i] {
             Token::Pipe => {
-                commands.push(Vec::new());
+                items.push(Vec::new());
                 i += 1;
                 continue;
             }
@@ -378,14 +390,12 @@ fn pipeline(column: usize, tokens: &[Token], depth: usize) -> Result<Pipeline, T
                     .ok_or_else(|| error("unclosed left paren".into()))?;
                 let inner = pipeline(column, &tokens[i + 1..i + close], depth + 1)?;
                 i += close;
-                Operand::Group(inner)
+                Item::Operand(Operand::Group(inner))
             }
             Token::Close => return Err(error("unexpected right paren".into())),
-            Token::Field(path) => Operand::Field(path.clone()),
-            Token::Literal(value) => Operand::Literal(value.clone()),
-            Token::Word(name) if FUNCTIONS.contains(&name.as_str()) => {
-                Operand::Function(name.clone())
-            }
+            Token::Field(path) => Item::Operand(Operand::Field(path.clone())),
+            Token::Literal(value) => Item::Operand(Operand::Literal(value.clone())),
+            Token::Word(name) if FUNCTIONS.contains(&name.as_str()) => Item::Function(name.clone()),
             Token::Word(name) if ["if", "else", "end"].contains(&name.as_str()) => {
                 return Err(error(format!("unexpected {name:?} in an expression")));
             }
@@ -396,35 +406,40 @@ fn pipeline(column: usize, tokens: &[Token], depth: usize) -> Result<Pipeline, T
                 )));
             }
         };
-        if let Some(command) = commands.last_mut() {
+        if let Some(command) = items.last_mut() {
             command.push(operand);
         }
         i += 1;
     }
-    for (n, command) in commands.iter().enumerate() {
-        match command.as_slice() {
-            [] => return Err(error("missing value in pipeline".into())),
-            [Operand::Function(_), ..] => {}
-            [_] if n == 0 => {}
-            [_] => {
+    let mut commands = Vec::with_capacity(items.len());
+    for (n, command) in items.into_iter().enumerate() {
+        let mut words = command.into_iter();
+        let command = match (words.next(), words.len()) {
+            (None, _) => return Err(error("missing value in pipeline".into())),
+            (Some(Item::Function(name)), _) => {
+                let args = words
+                    .map(|word| match word {
+                        Item::Operand(operand) => Ok(operand),
+                        Item::Function(_) => Err(error(
+                            "a function used as an argument must be in parentheses".into(),
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Command::Call(name, args)
+            }
+            (Some(Item::Operand(value)), 0) if n == 0 => Command::Value(value),
+            (Some(Item::Operand(_)), 0) => {
                 return Err(error(
                     "only a function can follow | (it gets the value as its last argument)".into(),
                 ));
             }
-            _ => {
+            (Some(Item::Operand(_)), _) => {
                 return Err(error(
                     "arguments given to a value that is not a function".into(),
                 ));
             }
-        }
-        if command[1..]
-            .iter()
-            .any(|o| matches!(o, Operand::Function(_)))
-        {
-            return Err(error(
-                "a function used as an argument must be in parentheses".into(),
-            ));
-        }
+        };
+        commands.push(command);
     }
     Ok(Pipeline { column, commands })
 }
@@ -473,8 +488,8 @@ fn render_nodes(nodes: &[Node], data: &Value, out: &mut String) -> Result<(), Te
 fn evaluate(pipeline: &Pipeline, data: &Value) -> Result<Value, TemplateError> {
     let mut piped: Option<Value> = None;
     for command in &pipeline.commands {
-        let value = match command.as_slice() {
-            [Operand::Function(name), args @ ..] => {
+        let value = match command {
+            Command::Call(name, args) => {
                 let mut values = args
                     .iter()
                     .map(|a| operand(a, data))
@@ -485,8 +500,7 @@ fn evaluate(pipeline: &Pipeline, data: &Value) -> Result<Value, TemplateError> {
                     message,
                 })?
             }
-            [single] => operand(single, data)?,
-            _ => Value::Null,
+            Command::Value(value) => operand(value, data)?,
         };
         piped = Some(value);
     }
@@ -502,9 +516,6 @@ fn operand(operand: &Operand, data: &Value) -> Result<Value, TemplateError> {
             .unwrap_or(Value::Null),
         Operand::Literal(value) => value.clone(),
         Operand::Group(pipeline) => evaluate(pipeline, data)?,
-        Operand::Function(name) => {
-            call(name, &[]).map_err(|message| TemplateError { column: 1, message })?
-        }
     })
 }
 

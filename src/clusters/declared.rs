@@ -117,6 +117,21 @@ pub struct ClusterSpec {
     pub ca_ref: Option<KeyRef>,
 }
 
+/// Where a declared cluster's credentials are: the one form of `spec`'s references that
+/// [`read_file`] accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credentials {
+    /// `secretRef`: a whole kubeconfig.
+    Kubeconfig(KeyRef),
+    /// `tokenRef` and `caRef`: a bearer token and the server's CA.
+    TokenAndCa {
+        /// The token's Secret key.
+        token: KeyRef,
+        /// The CA's Secret key.
+        ca: KeyRef,
+    },
+}
+
 /// One declared cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Declaration {
@@ -124,6 +139,8 @@ pub struct Declaration {
     pub name: String,
     /// What the file says of it.
     pub spec: ClusterSpec,
+    /// Its credentials, from `spec`'s references.
+    pub credentials: Credentials,
 }
 
 /// Reads the `Cluster` documents of `path`: each needs `metadata.name`, `spec.server`, and
@@ -177,16 +194,24 @@ fn declaration(document: &Value) -> Result<Declaration, String> {
     let spec: ClusterSpec =
         serde_json::from_value(document.get("spec").cloned().unwrap_or(Value::Null))
             .map_err(|e| format!("spec: {e}"))?;
-    match (&spec.secret_ref, &spec.token_ref, &spec.ca_ref) {
-        (Some(_), None, None) | (None, Some(_), Some(_)) => {}
+    let credentials = match (&spec.secret_ref, &spec.token_ref, &spec.ca_ref) {
+        (Some(kubeconfig), None, None) => Credentials::Kubeconfig(kubeconfig.clone()),
+        (None, Some(token), Some(ca)) => Credentials::TokenAndCa {
+            token: token.clone(),
+            ca: ca.clone(),
+        },
         _ => {
             return Err(
                 "spec: credentials are either secretRef (a kubeconfig) or tokenRef and caRef"
                     .into(),
             );
         }
-    }
-    Ok(Declaration { name, spec })
+    };
+    Ok(Declaration {
+        name,
+        spec,
+        credentials,
+    })
 }
 
 /// The kubeconfig of `declaration`, from its Secrets in the management cluster (`client`).
@@ -194,13 +219,11 @@ pub async fn kubeconfig_of(
     client: &Client,
     declaration: &Declaration,
 ) -> Result<String, DeclaredError> {
-    let spec = &declaration.spec;
-    if let Some(secret) = &spec.secret_ref {
-        return secret_text(client, declaration, "secretRef", secret, "kubeconfig").await;
-    }
-    let (Some(token), Some(ca)) = (&spec.token_ref, &spec.ca_ref) else {
-        // read_file admits no other form.
-        return Err(DeclaredError::NoManagementCluster(declaration.name.clone()));
+    let (token, ca) = match &declaration.credentials {
+        Credentials::Kubeconfig(secret) => {
+            return secret_text(client, declaration, "secretRef", secret, "kubeconfig").await;
+        }
+        Credentials::TokenAndCa { token, ca } => (token, ca),
     };
     let token = secret_text(client, declaration, "tokenRef", token, "token").await?;
     let ca = secret_text(client, declaration, "caRef", ca, "ca.crt").await?;
@@ -208,7 +231,7 @@ pub async fn kubeconfig_of(
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": declaration.name, "cluster": {
-            "server": spec.server,
+            "server": declaration.spec.server,
             "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(ca),
         }}],
         "users": [{"name": declaration.name, "user": {"token": token.trim()}}],
