@@ -62,10 +62,10 @@ enum Command {
         #[command(subcommand)]
         command: wardn::cli::repos::ReposCommand,
     },
-    /// Generate files from the Apps (`generate rbac`).
+    /// Generate files from the Apps (`generate rbac`, `generate bundle`).
     Generate {
         #[command(subcommand)]
-        command: wardn::cli::cluster_apps::GenerateCommand,
+        command: wardn::cli::generate::GenerateCommand,
     },
     /// Inspect the audit log.
     Audit {
@@ -146,7 +146,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
             command,
         } => return Ok(runtime()?.block_on(wardn::cli::apps::run(&connection, command))?),
         Command::Generate { command } => {
-            runtime()?.block_on(wardn::cli::cluster_apps::generate(command))?
+            runtime()?.block_on(wardn::cli::generate::generate(command))?
         }
         Command::Crd => print!("{}", wardn::app::crd_yaml()?),
         Command::Validate(args) => runtime()?.block_on(wardn::cli::validate::validate(&args))?,

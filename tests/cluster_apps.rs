@@ -186,7 +186,7 @@ fn kubeconfig_for_token(sim: &common::Sim, token: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generate_rbac_writes_minimal_files_that_kubectl_applies() {
-    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::{Api, PostParams};
 
     let sim = common::start(&["team-a", "team-b"]).await;
@@ -218,15 +218,19 @@ async fn generate_rbac_writes_minimal_files_that_kubectl_applies() {
         text(&output)
     })
     .await;
-    let target = out_dir.join("target.yaml");
+    let target = out_dir.join("wardn-target-rbac.yaml");
     assert!(
         printed.contains(&format!(
-            "target: kubectl --context target apply -f {}",
+            "Apply to cluster \"target\":\n  kubectl apply -f {}\n",
             target.display()
         )),
         "{printed}"
     );
-    assert!(printed.contains("local.yaml"), "{printed}");
+    assert!(
+        printed.contains("Apply to the management cluster (local):"),
+        "{printed}"
+    );
+    assert!(!printed.contains("warning:"), "{printed}");
     let yaml = std::fs::read_to_string(&target).unwrap();
     assert!(!yaml.contains('*'), "{yaml}");
     assert!(
@@ -235,7 +239,7 @@ async fn generate_rbac_writes_minimal_files_that_kubectl_applies() {
             && yaml.contains("configmaps"),
         "{yaml}"
     );
-    let local = std::fs::read_to_string(out_dir.join("local.yaml")).unwrap();
+    let local = std::fs::read_to_string(out_dir.join("rbac.yaml")).unwrap();
     assert!(
         local.contains("kind: ClusterRole\n") && local.contains("namespaces"),
         "{local}"
@@ -257,27 +261,8 @@ async fn generate_rbac_writes_minimal_files_that_kubectl_applies() {
         applied.contains("role.rbac.authorization.k8s.io/wardn-target"),
         "{applied}"
     );
-    let admin = sim.cluster.client().await.unwrap();
-    let mut token = None;
-    for _ in 0..100 {
-        let secret = Api::<Secret>::namespaced(admin.clone(), "wardn")
-            .get("wardn-token")
-            .await
-            .unwrap();
-        if let Some(t) = secret.data.and_then(|d| d.get("token").cloned()) {
-            token = Some(String::from_utf8(t.0).unwrap());
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let token = token.expect("the token controller fills the Secret");
-    let config = kube::config::Kubeconfig::from_yaml(&kubeconfig_for_token(&sim, &token)).unwrap();
-    let client = kube::Client::try_from(
-        kube::Config::from_custom_kubeconfig(config, &Default::default())
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let token = sim.service_account_token("wardn").await;
+    let client = sim.client_with_token(&token).await;
     let config_map = |ns: &str| -> ConfigMap {
         serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
                                       "metadata": {"name": "probe", "namespace": ns}}))
@@ -293,6 +278,216 @@ async fn generate_rbac_writes_minimal_files_that_kubectl_applies() {
     assert!(
         matches!(outside, Err(kube::Error::Api(ref s)) if s.code == 403),
         "{outside:?}"
+    );
+}
+
+/// A template-routed App: the seed's routing example, labels choosing the cluster.
+const ROUTED_BY_ENV: &str =
+    r#"'{{ if eq .metadata.labels.env "prod" }}target{{ else }}staging{{ end }}'"#;
+
+/// Writes an App whose destination cluster is `cluster` verbatim (a template) and whose
+/// metadata carries `labels`.
+fn write_templated_app(root: &Path, name: &str, labels: &str, namespace: &str, manifests: &str) {
+    write_app(root, name, "placeholder", namespace, manifests);
+    let file = root.join("apps").join(format!("{name}.yaml"));
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(
+            "cluster: \"placeholder\"",
+            &format!("cluster: {ROUTED_BY_ENV}"),
+        )
+        .replace(
+            &format!("  name: {name}\n"),
+            &format!("  name: {name}\n  labels: {labels}\n"),
+        );
+    std::fs::write(&file, text).unwrap();
+}
+
+const SERVICE: &str =
+    "apiVersion: v1\nkind: Service\nmetadata:\n  name: api\nspec:\n  ports:\n  - port: 80\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_rbac_grants_template_routed_apps_on_every_cluster() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Api, PostParams};
+
+    let sim = common::start(&["team-a", "team-b"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    write_app(&root, "web", "staging", "team-a", WEB);
+    write_templated_app(&root, "api", "{env: prod}", "team-b", SERVICE);
+    let clusters = root.join("clusters.yaml");
+    let declared = |name: &str| {
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\n\
+             spec:\n  server: https://{name}.internal:6443\n  secretRef: {{name: {name}-credentials}}\n"
+        )
+    };
+    std::fs::write(
+        &clusters,
+        format!("{}---\n{}", declared("target"), declared("eu")),
+    )
+    .unwrap();
+    let out = root.join("out");
+    let args = [
+        "generate",
+        "rbac",
+        "--apps",
+        root.join("apps").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--clusters",
+        clusters.to_str().unwrap(),
+    ]
+    .map(str::to_string);
+    let run = {
+        let (root, args) = (root.clone(), args.clone());
+        move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let output = wardn(&root, &args);
+            assert!(output.status.success(), "{}", text(&output));
+            output
+        }
+    };
+    let output = blocking(run.clone()).await;
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        stderr.contains(
+            "warning: template-routed App(s) added to all cluster RBAC files: default/api\n  \
+             Remove rules for clusters that should not have access.\n"
+        ),
+        "{stderr}"
+    );
+    let file = |cluster: &str| out.join(format!("wardn-{cluster}-rbac.yaml"));
+    assert!(
+        stdout.contains(&format!(
+            "Apply to cluster \"target\" (https://target.internal:6443):\n  kubectl apply -f {}\n",
+            file("target").display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Apply to cluster \"staging\":\n"),
+        "{stdout}"
+    );
+    let read = |cluster: &str| std::fs::read_to_string(file(cluster)).unwrap();
+    // Every cluster's file grants the template-routed App's Services in its namespace; only
+    // staging's grants the statically routed Deployment; `eu` has a file though no App names it.
+    for cluster in ["target", "staging", "eu"] {
+        let yaml = read(cluster);
+        assert!(
+            yaml.contains("services") && yaml.contains("namespace: team-b"),
+            "{cluster}: {yaml}"
+        );
+        assert_eq!(
+            yaml.contains("deployments"),
+            cluster == "staging",
+            "{cluster}: {yaml}"
+        );
+    }
+    assert!(!out.join("rbac.yaml").exists());
+
+    // The 2nd run writes the same bytes (the files are meant to be kept in Git).
+    let first: Vec<String> = ["target", "staging", "eu"].map(read).to_vec();
+    blocking(run).await;
+    assert_eq!(first, ["target", "staging", "eu"].map(read).to_vec());
+
+    // On the cluster the template resolves to, the file is exactly enough for the App.
+    sim.kubectl(&["apply", "-f", file("target").to_str().unwrap()], None);
+    let client = sim
+        .client_with_token(&sim.service_account_token("wardn").await)
+        .await;
+    let service: Service = serde_json::from_str(
+        &serde_json::to_string(&serde_saphyr::from_str::<Value>(SERVICE).unwrap()).unwrap(),
+    )
+    .unwrap();
+    Api::<Service>::namespaced(client.clone(), "team-b")
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+    let deployment: Deployment = serde_json::from_value(
+        serde_json::to_value(serde_saphyr::from_multiple::<Value>(WEB).unwrap()[1].clone())
+            .unwrap(),
+    )
+    .unwrap();
+    let refused = Api::<Deployment>::namespaced(client, "team-b")
+        .create(&PostParams::default(), &deployment)
+        .await;
+    assert!(
+        matches!(refused, Err(kube::Error::Api(ref s)) if s.code == 403),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_refuses_bad_destinations_and_writes_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    write_app(&root, "web", "staging", "team-a", WEB);
+    // A clusters file with an http:// server is refused naming the field; `--out` that is a
+    // file is an error naming it; neither leaves a file behind.
+    let clusters = root.join("clusters.yaml");
+    std::fs::write(
+        &clusters,
+        "apiVersion: cd.wardn.space/v1alpha1\nkind: Cluster\nmetadata: {name: x}\n\
+         spec:\n  server: http://x.internal\n  secretRef: {name: x}\n",
+    )
+    .unwrap();
+    let blocker = root.join("blocker");
+    std::fs::write(&blocker, "").unwrap();
+    let out = root.join("out");
+    let apps = root.join("apps");
+    let (r, a, c, o, b) = (
+        root.clone(),
+        apps.clone(),
+        clusters.clone(),
+        out.clone(),
+        blocker.clone(),
+    );
+    let (bad_clusters, bad_out) = blocking(move || {
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let bad_clusters = wardn(
+            &r,
+            &[
+                "generate",
+                "rbac",
+                "--apps",
+                &s(&a),
+                "--out",
+                &s(&o),
+                "--clusters",
+                &s(&c),
+            ],
+        );
+        let bad_out = wardn(
+            &r,
+            &[
+                "generate",
+                "bundle",
+                "--apps",
+                &s(&a),
+                "--out",
+                &s(&b.join("sub")),
+            ],
+        );
+        (bad_clusters, bad_out)
+    })
+    .await;
+    assert!(!bad_clusters.status.success());
+    assert!(
+        text(&bad_clusters).contains("spec.server"),
+        "{}",
+        text(&bad_clusters)
+    );
+    assert!(!out.exists());
+    assert!(!bad_out.status.success());
+    assert!(text(&bad_out).contains("blocker"), "{}", text(&bad_out));
+    assert!(
+        !text(&bad_out).contains("panicked") && !text(&bad_out).contains("stack backtrace"),
+        "{}",
+        text(&bad_out)
     );
 }
 

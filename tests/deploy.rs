@@ -63,6 +63,51 @@ fn wardn_renders_its_install_as_kubectl_kustomize_does() {
 }
 
 #[test]
+fn generate_bundle_writes_the_install_as_kubectl_kustomize_renders_it() {
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(apps.join("src")).unwrap();
+    std::fs::write(
+        apps.join("src/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+    )
+    .unwrap();
+    std::fs::write(
+        apps.join("local.yaml"),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: cm\nspec:\n  \
+             source:\n    type: Directory\n    directory:\n      path: {}\n  destination:\n    \
+             namespace: team-a\n",
+            apps.join("src").display()
+        ),
+    )
+    .unwrap();
+    for (variant, install) in [("default", "default"), ("split-postgres", "split-postgres")] {
+        let out = work.path().join(variant);
+        let printed = stdout_of(
+            Command::new(WARDN)
+                .args(["generate", "bundle", "--variant", variant, "--apps"])
+                .arg(&apps)
+                .arg("--out")
+                .arg(&out),
+        );
+        let reference = stdout_of(
+            Command::new(common::KUBECTL)
+                .arg("kustomize")
+                .arg(deploy_dir(install)),
+        );
+        let bundle = std::fs::read_to_string(out.join("wardn.yaml")).unwrap();
+        assert_eq!(bundle, reference, "deploy/{install}");
+        let rbac = std::fs::read_to_string(out.join("rbac.yaml")).unwrap();
+        assert!(rbac.contains("configmaps"), "{rbac}");
+        assert!(
+            printed.find("wardn.yaml") < printed.find("rbac.yaml"),
+            "the install comes first: {printed}"
+        );
+    }
+}
+
+#[test]
 fn the_installed_crd_is_the_one_wardn_prints() {
     let printed = stdout_of(Command::new(WARDN).arg("crd"));
     let installed = std::fs::read_to_string(deploy_dir("core").join("crd.yaml")).unwrap();
@@ -183,7 +228,7 @@ async fn the_install_rbac_is_enough_to_run_wardn_and_no_more() {
              \x20 annotations:\n    kubernetes.io/service-account.name: wardn\ntype: kubernetes.io/service-account-token\n",
         ),
     );
-    let token = service_account_token(&sim).await;
+    let token = sim.service_account_token("wardn").await;
     let work = tempfile::tempdir().unwrap();
     let kubeconfig = work.path().join("wardn-sa.kubeconfig");
     std::fs::write(&kubeconfig, sim.cluster.kubeconfig_with_token(&token)).unwrap();
@@ -261,22 +306,4 @@ async fn the_install_rbac_is_enough_to_run_wardn_and_no_more() {
     .await;
     let _ = stop.send(());
     task.await.unwrap().unwrap();
-}
-
-/// The token kubesim's token controller writes into the `wardn-token` Secret.
-async fn service_account_token(sim: &common::Sim) -> String {
-    use k8s_openapi::api::core::v1::Secret;
-    use kube::api::Api;
-    let admin = sim.cluster.client().await.unwrap();
-    for _ in 0..100 {
-        let secret = Api::<Secret>::namespaced(admin.clone(), "wardn")
-            .get("wardn-token")
-            .await
-            .unwrap();
-        if let Some(token) = secret.data.and_then(|d| d.get("token").cloned()) {
-            return String::from_utf8(token.0).unwrap();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the token controller did not fill wardn-token");
 }

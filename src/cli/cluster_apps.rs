@@ -1,20 +1,19 @@
 //! The client commands that look at Apps from the clusters' side: `wardn clusters validate`
-//! (App destinations against the registered clusters), `wardn clusters check` (access reviews
-//! through the server) and `wardn generate rbac` (one least-privilege RBAC file per cluster).
+//! (App destinations against the registered clusters) and `wardn clusters check` (access
+//! reviews through the server).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use reqwest::Method;
 use serde_json::Value;
 
 use super::client::{ApiClient, CliError};
-use crate::app::LOCAL_CLUSTER;
 use crate::cli::offline::targets::{self, ClusterNeeds, RenderedApp};
 use crate::cli::offline::validate;
 use crate::clusters::access::{CheckReport, CheckRequest, ResourceCheck};
 use crate::clusters::connect::Connectivity;
-use crate::clusters::rbac::{self, IdentityPlan, VERBS};
+use crate::clusters::rbac::VERBS;
 use crate::clusters::registry::ClusterView;
 
 /// Loads and renders the Apps of `dir` off the async runtime; Git sources are fetched into a
@@ -191,86 +190,4 @@ pub fn check_table(reports: &[CheckReport]) -> String {
         }
     }
     lines.join("\n")
-}
-
-/// `wardn generate` subcommands.
-#[derive(Debug, clap::Subcommand)]
-pub enum GenerateCommand {
-    /// Write one least-privilege RBAC file per destination cluster of the Apps
-    /// (`<cluster>.yaml`; `local.yaml` for the management cluster): a ServiceAccount, Roles
-    /// and RoleBindings in the namespaces the Apps deploy to, a ClusterRole for cluster-scoped
-    /// kinds, and a token Secret. No wildcards.
-    Rbac {
-        /// Directory of App YAML files.
-        #[arg(long, env = "WARDN_APPS_DIR")]
-        apps: PathBuf,
-        /// Directory to write the files to (created if missing).
-        #[arg(long)]
-        out: PathBuf,
-        /// Namespace for wardn's ServiceAccount and token Secret.
-        #[arg(long, default_value = "wardn")]
-        sa_namespace: String,
-    },
-}
-
-/// Runs a `wardn generate` subcommand.
-pub async fn generate(command: GenerateCommand) -> Result<(), CliError> {
-    match command {
-        GenerateCommand::Rbac {
-            apps,
-            out,
-            sa_namespace,
-        } => generate_rbac(&apps, &out, &sa_namespace).await,
-    }
-}
-
-async fn generate_rbac(apps_dir: &Path, out: &Path, sa_namespace: &str) -> Result<(), CliError> {
-    let needs = targets::needs_by_cluster(&rendered_apps(apps_dir).await?);
-    let errors: Vec<String> = needs
-        .iter()
-        .flat_map(|(cluster, n)| n.errors.iter().map(move |e| format!("{cluster}: {e}")))
-        .collect();
-    if !errors.is_empty() {
-        for error in &errors {
-            eprintln!("{error}");
-        }
-        return Err(CliError::Failed(format!(
-            "{} App(s) cannot be turned into rules; nothing written",
-            errors.len()
-        )));
-    }
-    let file_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| CliError::File { path, source }
-    };
-    std::fs::create_dir_all(out).map_err(file_error(out))?;
-    for (cluster, cluster_needs) in &needs {
-        let name = if cluster.is_empty() {
-            LOCAL_CLUSTER
-        } else {
-            cluster.as_str()
-        };
-        let plan = IdentityPlan {
-            cluster: name.to_string(),
-            sa_namespace: sa_namespace.to_string(),
-            grants: cluster_needs.grants.clone(),
-            namespaces: cluster_needs.namespaces.clone(),
-        };
-        let path = out.join(format!("{name}.yaml"));
-        std::fs::write(&path, rbac::to_yaml(&rbac::identity_objects(&plan)))
-            .map_err(file_error(&path))?;
-        if cluster.is_empty() {
-            println!(
-                "{}: apply to the management cluster: kubectl apply -f {}",
-                name,
-                path.display()
-            );
-        } else {
-            println!(
-                "{name}: kubectl --context {name} apply -f {}",
-                path.display()
-            );
-        }
-    }
-    Ok(())
 }

@@ -10,10 +10,9 @@ use serde_json::{Value, json};
 use super::client::{
     ApiClient, CliError, ConnectionArgs, SavedCredentials, save_credentials, send,
 };
-use super::cluster_apps;
+use super::{cluster_apps, generate};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::cli::offline::targets;
 use crate::clusters::bootstrap::{self, BootstrapPlan};
 use crate::clusters::connect::Connectivity;
 use crate::clusters::registry::{ClusterView, Status};
@@ -359,14 +358,7 @@ pub async fn clusters(
         } => {
             let mut grants = Vec::new();
             if let Some(dir) = apps {
-                let needs = targets::needs_by_cluster(&cluster_apps::rendered_apps(&dir).await?)
-                    .remove(&name)
-                    .ok_or_else(|| {
-                        CliError::Failed(format!(
-                            "no App in {} has destination.cluster {name:?}",
-                            dir.display()
-                        ))
-                    })?;
+                let needs = generate::bootstrap_needs(&dir, &name).await?;
                 if let Some(error) = needs.errors.first() {
                     return Err(CliError::Failed(error.clone()));
                 }

@@ -194,6 +194,8 @@ fn declaration(document: &Value) -> Result<Declaration, String> {
     let spec: ClusterSpec =
         serde_json::from_value(document.get("spec").cloned().unwrap_or(Value::Null))
             .map_err(|e| format!("spec: {e}"))?;
+    super::kubeconfig::check_server_url(&spec.server)
+        .map_err(|e| format!("spec.server: {}", e.reason))?;
     let credentials = match (&spec.secret_ref, &spec.token_ref, &spec.ca_ref) {
         (Some(kubeconfig), None, None) => Credentials::Kubeconfig(kubeconfig.clone()),
         (None, Some(token), Some(ca)) => Credentials::TokenAndCa {

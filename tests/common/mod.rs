@@ -65,4 +65,36 @@ impl Sim {
         );
         String::from_utf8(out.stdout).unwrap()
     }
+
+    /// The token kubesim's token controller writes into the `wardn-token` Secret of
+    /// `namespace` (the Secret the generated RBAC files and `deploy/` create).
+    pub async fn service_account_token(&self, namespace: &str) -> String {
+        use k8s_openapi::api::core::v1::Secret;
+        use kube::api::Api;
+        let admin = self.cluster.client().await.unwrap();
+        for _ in 0..100 {
+            let secret = Api::<Secret>::namespaced(admin.clone(), namespace)
+                .get("wardn-token")
+                .await
+                .unwrap();
+            if let Some(token) = secret.data.and_then(|d| d.get("token").cloned()) {
+                return String::from_utf8(token.0).unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the token controller did not fill {namespace}/wardn-token");
+    }
+
+    /// A client of this cluster that authenticates with `token`.
+    pub async fn client_with_token(&self, token: &str) -> kube::Client {
+        let config =
+            kube::config::Kubeconfig::from_yaml(&self.cluster.kubeconfig_with_token(token))
+                .unwrap();
+        kube::Client::try_from(
+            kube::Config::from_custom_kubeconfig(config, &Default::default())
+                .await
+                .unwrap(),
+        )
+        .unwrap()
+    }
 }

@@ -127,17 +127,59 @@ pub struct ClusterNeeds {
     pub errors: Vec<String>,
 }
 
-/// Per cluster while collecting: every grant, and the grants per namespace.
-type GrantSets = (BTreeSet<Grant>, BTreeMap<String, BTreeSet<Grant>>);
-
 /// Groups the Apps by destination cluster and derives what each cluster needs.
 pub fn needs_by_cluster(apps: &[RenderedApp]) -> BTreeMap<String, ClusterNeeds> {
-    let mut out: BTreeMap<String, ClusterNeeds> = BTreeMap::new();
-    let mut sets: BTreeMap<String, GrantSets> = BTreeMap::new();
+    let mut by_cluster: BTreeMap<String, Vec<&RenderedApp>> = BTreeMap::new();
     for app in apps {
-        let cluster = app.cluster().to_string();
-        let needs = out.entry(cluster.clone()).or_default();
-        let (grants, by_namespace) = sets.entry(cluster).or_default();
+        by_cluster
+            .entry(app.cluster().to_string())
+            .or_default()
+            .push(app);
+    }
+    by_cluster
+        .into_iter()
+        .map(|(cluster, apps)| (cluster, needs_of(apps)))
+        .collect()
+}
+
+/// What RBAC files must grant, per cluster: the needs of the Apps statically routed there,
+/// plus those of every template-routed App on every cluster (`clusters`: the clusters the
+/// Apps route to and `also` names). A template resolves from the App's own fields, so a
+/// change to the App in Git can move it; the files must not have to follow. The second value
+/// names the template-routed Apps.
+pub fn rbac_needs(
+    apps: &[RenderedApp],
+    also: &[String],
+) -> (BTreeMap<String, ClusterNeeds>, Vec<String>) {
+    let (templated, fixed): (Vec<&RenderedApp>, Vec<&RenderedApp>) = apps
+        .iter()
+        .partition(|app| app.app.spec.destination.cluster_template.is_some());
+    let clusters: BTreeSet<String> = apps
+        .iter()
+        .map(|app| app.cluster().to_string())
+        .chain(also.iter().cloned())
+        .collect();
+    let needs = clusters
+        .into_iter()
+        .map(|cluster| {
+            let routed = fixed
+                .iter()
+                .filter(|app| app.cluster() == cluster)
+                .chain(templated.iter())
+                .copied();
+            let needs = needs_of(routed);
+            (cluster, needs)
+        })
+        .collect();
+    (needs, templated.iter().map(|app| app.key()).collect())
+}
+
+/// What `apps`, all routed to one cluster, need there.
+pub fn needs_of<'a>(apps: impl IntoIterator<Item = &'a RenderedApp>) -> ClusterNeeds {
+    let mut needs = ClusterNeeds::default();
+    let mut grants: BTreeSet<Grant> = BTreeSet::new();
+    let mut by_namespace: BTreeMap<String, BTreeSet<Grant>> = BTreeMap::new();
+    for app in apps {
         by_namespace
             .entry(app.app.spec.destination.namespace.clone())
             .or_default();
@@ -174,15 +216,11 @@ pub fn needs_by_cluster(apps: &[RenderedApp]) -> BTreeMap<String, ClusterNeeds> 
             grants.insert(grant);
         }
     }
-    for (cluster, (grants, by_namespace)) in sets {
-        if let Some(needs) = out.get_mut(&cluster) {
-            needs.grants = grants.into_iter().collect();
-            needs.namespaces = by_namespace.keys().cloned().collect();
-            needs.by_namespace = by_namespace
-                .into_iter()
-                .map(|(ns, g)| (ns, g.into_iter().collect()))
-                .collect();
-        }
-    }
-    out
+    needs.grants = grants.into_iter().collect();
+    needs.namespaces = by_namespace.keys().cloned().collect();
+    needs.by_namespace = by_namespace
+        .into_iter()
+        .map(|(ns, g)| (ns, g.into_iter().collect()))
+        .collect();
+    needs
 }
