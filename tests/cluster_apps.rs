@@ -675,6 +675,127 @@ async fn check_reviews_access_through_the_server() {
     );
 }
 
+const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+metadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names:\n    \
+plural: widgets\n    singular: widget\n    kind: Widget\n  versions:\n  - name: v1\n    served: true\n    \
+storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+x-kubernetes-preserve-unknown-fields: true\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_finds_the_crds_routed_apps_need_in_the_clusters_discovery() {
+    let sim = common::start(&["team-a"]).await;
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    register(
+        &server,
+        "crd-c",
+        sim.cluster.kubeconfig(),
+        sim.cluster.url(),
+        &[],
+    )
+    .await;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    // A Widget whose CRD no App renders: the cluster must serve it already.
+    write_app(
+        &root,
+        "widgets",
+        "crd-c",
+        "team-a",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
+    );
+
+    // The API: a kind needs group/version; a core kind is refused naming the field.
+    let http = reqwest::Client::new();
+    let bad = http
+        .post(server.url("/api/v1/clusters/crd-c/check"))
+        .bearer_auth(&token)
+        .json(&json!({"kinds": [{"apiVersion": "v1", "kind": "ConfigMap"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    assert!(bad.text().await.unwrap().contains("kinds[0].apiVersion"));
+
+    let (base, cli_token) = (server.base.clone(), token.clone());
+    let check = move || {
+        let apps = root.join("apps");
+        wardn(
+            &root,
+            &[
+                "clusters",
+                "check",
+                "--clusters",
+                "crd-c",
+                "--apps",
+                apps.to_str().unwrap(),
+                "--server",
+                &base,
+                "--token",
+                &cli_token,
+            ],
+        )
+    };
+    let missing = blocking(check.clone()).await;
+    assert!(!missing.status.success(), "{}", text(&missing));
+    let missing = text(&missing);
+    assert!(
+        missing.contains("  missing: example.com/v1 Widget: example.com/v1 is not served")
+            && missing.contains("crd-c: 1 kind(s) not served (CRDs not installed)"),
+        "{missing}"
+    );
+
+    // Once the CRD is installed the Widget is placed with the discovered scope and reviewed
+    // as `widgets` in team-a like any built-in kind.
+    sim.kubectl(&["apply", "-f", "-"], Some(WIDGET_CRD));
+    let mut served = String::new();
+    for _ in 0..50 {
+        let output = blocking(check.clone()).await;
+        served = text(&output);
+        if output.status.success() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        served.contains("crd-c") && !served.contains("missing:") && !served.contains("denied:"),
+        "{served}"
+    );
+    let report: Value = http
+        .post(server.url("/api/v1/clusters/crd-c/check"))
+        .bearer_auth(&token)
+        .json(
+            &json!({"kinds": [{"apiVersion": "example.com/v1", "kind": "Widget"},
+                                {"apiVersion": "example.com/v1", "kind": "Gadget"},
+                                {"apiVersion": "nowhere.io/v9", "kind": "Thing"}]}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let kinds = report["kinds"].as_array().unwrap();
+    assert_eq!(kinds[0]["served"], true, "{report}");
+    assert_eq!(kinds[0]["resource"], "widgets", "{report}");
+    assert_eq!(kinds[0]["namespaced"], true, "{report}");
+    assert_eq!(kinds[1]["served"], false, "{report}");
+    assert!(
+        kinds[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("serves no kind Gadget"),
+        "{report}"
+    );
+    assert!(
+        kinds[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nowhere.io/v9 is not served"),
+        "{report}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bootstrap_derives_kinds_and_namespaces_from_the_apps() {
     use k8s_openapi::api::rbac::v1::Role;

@@ -2,16 +2,16 @@
 //! (App destinations against the registered clusters) and `wardn clusters check` (access
 //! reviews through the server).
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use reqwest::Method;
 use serde_json::Value;
 
 use super::client::{ApiClient, CliError};
-use crate::cli::offline::targets::{self, ClusterNeeds, RenderedApp};
+use crate::cli::offline::targets::{self, ClusterNeeds, RenderedApp, ServedKind, ServedKinds};
 use crate::cli::offline::validate;
-use crate::clusters::access::{CheckReport, CheckRequest, ResourceCheck};
+use crate::clusters::access::{CheckReport, CheckRequest, KindCheck, KindResult, ResourceCheck};
 use crate::clusters::connect::Connectivity;
 use crate::clusters::rbac::VERBS;
 use crate::clusters::registry::ClusterView;
@@ -83,19 +83,23 @@ pub fn reviews(needs: &ClusterNeeds) -> CheckRequest {
             .filter(|g| !g.namespaced)
             .map(|g| ResourceCheck::of(g, None, VERBS)),
     );
-    CheckRequest { resources }
+    CheckRequest {
+        resources,
+        kinds: Vec::new(),
+    }
 }
 
-/// `wardn clusters check`: reviews through the server, prints a table, fails on a denial or
-/// an unreachable cluster.
+/// `wardn clusters check`: through the server, finds the custom kinds the Apps routed to each
+/// cluster need (CRDs no App installs) in its discovery, then reviews every resource; prints a
+/// table, fails on a missing kind, a denial or an unreachable cluster.
 pub async fn check(
     client: &ApiClient,
     only: &[String],
     apps_dir: Option<&Path>,
 ) -> Result<(), CliError> {
-    let needs: BTreeMap<String, ClusterNeeds> = match apps_dir {
-        Some(dir) => targets::needs_by_cluster(&rendered_apps(dir).await?),
-        None => BTreeMap::new(),
+    let apps = match apps_dir {
+        Some(dir) => rendered_apps(dir).await?,
+        None => Vec::new(),
     };
     let mut names: Vec<String> = if only.is_empty() {
         registered(client)
@@ -111,26 +115,38 @@ pub async fn check(
     let mut reports = Vec::new();
     let mut problems = Vec::new();
     for name in &names {
-        let cluster_needs = needs.get(name).cloned().unwrap_or_default();
+        let routed: Vec<&RenderedApp> = apps.iter().filter(|a| a.cluster() == name).collect();
+        let kinds = discover_kinds(client, name, &routed).await?;
+        let served: ServedKinds = kinds
+            .iter()
+            .filter_map(|k| {
+                Some((
+                    (k.api_version.clone(), k.kind.clone()),
+                    ServedKind {
+                        resource: k.resource.clone()?,
+                        namespaced: k.namespaced?,
+                    },
+                ))
+            })
+            .collect();
+        let placed: Vec<RenderedApp> = routed.iter().map(|a| a.placed_with(&served)).collect();
+        let cluster_needs = targets::needs_of(&placed, &served);
         problems.extend(cluster_needs.errors.iter().map(|e| format!("{name}: {e}")));
-        let body =
-            serde_json::to_value(reviews(&cluster_needs)).map_err(|err| CliError::Decode {
-                what: "check request".into(),
-                reason: err.to_string(),
-            })?;
-        let report: CheckReport = client
-            .call(
-                Method::POST,
-                &format!("/api/v1/clusters/{name}/check"),
-                Some(&body),
-            )
-            .await?;
+        let mut report: CheckReport = call_check(client, name, &reviews(&cluster_needs)).await?;
+        report.kinds = kinds;
         reports.push(report);
     }
     println!("{}", check_table(&reports));
     for report in &reports {
         if let Some(error) = &report.error {
             problems.push(format!("{}: unreachable: {error}", report.name));
+        }
+        let missing = report.missing_kinds().count();
+        if missing > 0 {
+            problems.push(format!(
+                "{}: {missing} kind(s) not served (CRDs not installed)",
+                report.name
+            ));
         }
         let denied = report.denied().count();
         if denied > 0 {
@@ -148,6 +164,47 @@ pub async fn check(
             problems.len()
         )))
     }
+}
+
+/// Asks the cluster's discovery, through the server, for the custom kinds `apps` render that
+/// no rendered CRD defines (none asked: no request).
+async fn discover_kinds(
+    client: &ApiClient,
+    cluster: &str,
+    apps: &[&RenderedApp],
+) -> Result<Vec<KindResult>, CliError> {
+    let kinds: BTreeSet<(String, String)> =
+        apps.iter().flat_map(|app| app.external_kinds()).collect();
+    if kinds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let request = CheckRequest {
+        resources: Vec::new(),
+        kinds: kinds
+            .into_iter()
+            .map(|(api_version, kind)| KindCheck { api_version, kind })
+            .collect(),
+    };
+    Ok(call_check(client, cluster, &request).await?.kinds)
+}
+
+/// `POST /api/v1/clusters/{cluster}/check` with `request`.
+async fn call_check(
+    client: &ApiClient,
+    cluster: &str,
+    request: &CheckRequest,
+) -> Result<CheckReport, CliError> {
+    let body = serde_json::to_value(request).map_err(|err| CliError::Decode {
+        what: "check request".into(),
+        reason: err.to_string(),
+    })?;
+    client
+        .call(
+            Method::POST,
+            &format!("/api/v1/clusters/{cluster}/check"),
+            Some(&body),
+        )
+        .await
 }
 
 /// The `wardn clusters check` table: one line per cluster, then one per denied review.
@@ -169,6 +226,18 @@ pub fn check_table(reports: &[CheckReport]) -> String {
             report.checks.len(),
             report.denied().count()
         ));
+        for missing in report.missing_kinds() {
+            lines.push(format!(
+                "  missing: {} {}{}",
+                missing.api_version,
+                missing.kind,
+                missing
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ));
+        }
         for denied in report.denied() {
             let group = if denied.group.is_empty() {
                 "core"

@@ -1,12 +1,15 @@
 //! `POST /api/v1/clusters/{name}/check`: what wardn's stored credentials may do on a cluster.
 //! The server connects with the registered kubeconfig (the CLI never holds it), reads the
-//! version and asks one SelfSubjectAccessReview per resource, namespace and verb.
+//! version, asks one SelfSubjectAccessReview per resource, namespace and verb, and looks the
+//! requested custom kinds up in the cluster's discovery (are their CRDs installed?).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::api::{Api, PostParams};
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +48,38 @@ impl ResourceCheck {
     }
 }
 
+/// A kind some App renders that the cluster must already serve (a custom resource whose CRD
+/// no App installs): looked up in the cluster's discovery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KindCheck {
+    /// `group/version`, e.g. `example.com/v1`.
+    pub api_version: String,
+    /// The kind, e.g. `Widget`.
+    pub kind: String,
+}
+
+/// Whether the cluster serves a [`KindCheck`]'s kind, and as which resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KindResult {
+    /// `group/version`.
+    pub api_version: String,
+    /// The kind.
+    pub kind: String,
+    /// Whether the cluster's discovery lists it.
+    pub served: bool,
+    /// The resource plural, when served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// Whether its objects live in namespaces, when served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaced: Option<bool>,
+    /// Why it is not served (or why discovery failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// `POST /api/v1/clusters/{name}/check` body.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +87,9 @@ pub struct CheckRequest {
     /// The resources to review (none: only connect and read the version).
     #[serde(default)]
     pub resources: Vec<ResourceCheck>,
+    /// Kinds to find in the cluster's discovery (CRDs that must be installed).
+    #[serde(default)]
+    pub kinds: Vec<KindCheck>,
 }
 
 impl CheckRequest {
@@ -61,12 +99,25 @@ impl CheckRequest {
             field,
             reason: reason.to_string(),
         };
-        let total: usize = self.resources.iter().map(|r| r.verbs.len()).sum();
+        let total: usize =
+            self.resources.iter().map(|r| r.verbs.len()).sum::<usize>() + self.kinds.len();
         if total > MAX_REVIEWS {
             return Err(invalid(
                 "resources".into(),
                 &format!("asks for {total} reviews; at most {MAX_REVIEWS} per request"),
             ));
+        }
+        for (i, check) in self.kinds.iter().enumerate() {
+            let (group, version) = check.api_version.split_once('/').unwrap_or(("", ""));
+            if group.is_empty() || version.is_empty() || version.contains('/') {
+                return Err(invalid(
+                    format!("kinds[{i}].apiVersion"),
+                    "must be group/version (core kinds need no check)",
+                ));
+            }
+            if check.kind.trim().is_empty() {
+                return Err(invalid(format!("kinds[{i}].kind"), "must not be empty"));
+            }
         }
         for (i, check) in self.resources.iter().enumerate() {
             if check.resource.trim().is_empty() {
@@ -121,6 +172,9 @@ pub struct CheckReport {
     /// One entry per resource and verb (empty when disconnected).
     #[serde(default)]
     pub checks: Vec<CheckResult>,
+    /// One entry per requested kind (empty when disconnected).
+    #[serde(default)]
+    pub kinds: Vec<KindResult>,
 }
 
 impl CheckReport {
@@ -132,12 +186,65 @@ impl CheckReport {
             version: None,
             error: Some(error.to_string()),
             checks: Vec::new(),
+            kinds: Vec::new(),
         }
     }
 
     /// The reviews that were denied.
     pub fn denied(&self) -> impl Iterator<Item = &CheckResult> {
         self.checks.iter().filter(|c| !c.allowed)
+    }
+
+    /// The kinds the cluster does not serve.
+    pub fn missing_kinds(&self) -> impl Iterator<Item = &KindResult> {
+        self.kinds.iter().filter(|k| !k.served)
+    }
+}
+
+/// Looks `check`'s kind up in the discovery document of its group/version (`lists` caches one
+/// answer per group/version for the request).
+async fn discover(
+    client: &kube::Client,
+    check: &KindCheck,
+    lists: &mut BTreeMap<String, Result<APIResourceList, String>>,
+) -> KindResult {
+    if !lists.contains_key(&check.api_version) {
+        let answer = match client.list_api_group_resources(&check.api_version).await {
+            Ok(list) => Ok(list),
+            Err(kube::Error::Api(status)) if status.code == 404 => Err(format!(
+                "{} is not served (is the CRD that defines {} installed?)",
+                check.api_version, check.kind
+            )),
+            Err(err) => Err(format!("discovery failed: {}", classify(&err))),
+        };
+        lists.insert(check.api_version.clone(), answer);
+    }
+    let found = match lists.get(&check.api_version) {
+        Some(Ok(list)) => list
+            .resources
+            .iter()
+            .find(|r| r.kind == check.kind && !r.name.contains('/'))
+            .map(|r| (r.name.clone(), r.namespaced))
+            .ok_or_else(|| {
+                format!(
+                    "{} serves no kind {} (is its CRD installed?)",
+                    check.api_version, check.kind
+                )
+            }),
+        Some(Err(reason)) => Err(reason.clone()),
+        None => Err("discovery answer missing".to_string()),
+    };
+    let (served, resource, namespaced, reason) = match found {
+        Ok((resource, namespaced)) => (true, Some(resource), Some(namespaced), None),
+        Err(reason) => (false, None, None, Some(reason)),
+    };
+    KindResult {
+        api_version: check.api_version.clone(),
+        kind: check.kind.clone(),
+        served,
+        resource,
+        namespaced,
+        reason,
     }
 }
 
@@ -205,12 +312,18 @@ pub async fn check(
             checks.push(review(client, resource, verb).await);
         }
     }
+    let mut lists = BTreeMap::new();
+    let mut kinds = Vec::new();
+    for kind in &request.kinds {
+        kinds.push(discover(client, kind, &mut lists).await);
+    }
     CheckReport {
         name: name.to_string(),
         status: Connectivity::Connected,
         version: Some(version),
         error: None,
         checks,
+        kinds,
     }
 }
 
@@ -240,6 +353,7 @@ mod tests {
                 };
                 21
             ],
+            kinds: Vec::new(),
         };
         assert_eq!(huge.validate().unwrap_err().field, "resources");
     }

@@ -34,7 +34,22 @@ pub struct RenderedApp {
     /// The rendered CRDs refused offline (in a built-in group, or without a valid scope), one
     /// message naming each.
     pub refused_crds: Vec<String>,
+    /// The rendered objects as they came out of the renderer (empty when rendering failed),
+    /// kept to place them again once a cluster's discovery is known.
+    pub rendered: Vec<Value>,
 }
+
+/// A kind a cluster's discovery serves: its resource plural and scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedKind {
+    /// The resource plural, e.g. `widgets`.
+    pub resource: String,
+    /// Whether its objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// Kinds unknown offline that a cluster serves, by `(apiVersion, kind)`.
+pub type ServedKinds = BTreeMap<(String, String), ServedKind>;
 
 impl RenderedApp {
     /// `namespace/name` of the App.
@@ -45,6 +60,34 @@ impl RenderedApp {
     /// The destination cluster's name (empty: the management cluster).
     pub fn cluster(&self) -> &str {
         &self.app.spec.destination.cluster
+    }
+
+    /// The `(apiVersion, kind)` of rendered objects in groups outside Kubernetes' own that no
+    /// CRD among the rendered objects defines: the cluster must already serve them.
+    pub fn external_kinds(&self) -> BTreeSet<(String, String)> {
+        let crds = scope::rendered_crds(&self.rendered);
+        self.rendered
+            .iter()
+            .filter_map(|object| {
+                let api_version = object.get("apiVersion")?.as_str()?;
+                let kind = object.get("kind")?.as_str()?;
+                let group = crate::object::group_of(api_version);
+                let external = !group.is_empty()
+                    && !scope::is_builtin_group(group)
+                    && scope::crd_scope(api_version, kind, &crds).is_none();
+                external.then(|| (api_version.to_string(), kind.to_string()))
+            })
+            .collect()
+    }
+
+    /// The App placed again, the scope of kinds unknown offline taken from `served` (a
+    /// cluster's discovery). Unchanged when rendering failed.
+    pub fn placed_with(&self, served: &ServedKinds) -> RenderedApp {
+        let mut again = self.clone();
+        if self.placed.is_err() && !self.rendered.is_empty() {
+            again.placed = place_with(&self.rendered, &self.app.spec.destination.namespace, served);
+        }
+        again
     }
 }
 
@@ -79,9 +122,22 @@ pub fn render_app(app: &App, work_dir: &Path) -> Result<Vec<Value>, String> {
 /// (kinds of built-in groups missing from the table, custom kinds without a rendered CRD) are an
 /// error naming them, and a rendered CRD never decides the scope of a built-in group's kind.
 pub fn place(objects: &[Value], namespace: &str) -> Result<Vec<(ObjectRef, Value)>, String> {
+    place_with(objects, namespace, &ServedKinds::new())
+}
+
+/// [`place`], with `served` deciding the scope of the kinds unknown offline.
+pub fn place_with(
+    objects: &[Value],
+    namespace: &str,
+    served: &ServedKinds,
+) -> Result<Vec<(ObjectRef, Value)>, String> {
     let crds = scope::rendered_crds(objects);
     allowlist::place(objects, namespace, |av, kind| {
-        scope::offline_scope(av, kind, &crds)
+        scope::offline_scope(av, kind, &crds).or_else(|| {
+            served
+                .get(&(av.to_string(), kind.to_string()))
+                .map(|s| s.namespaced)
+        })
     })
     .map_err(|e| e.to_string())
 }
@@ -102,13 +158,16 @@ pub fn load_and_render(dir: &Path, work_dir: &Path) -> Result<Vec<RenderedApp>, 
         .map(|(file, app)| {
             let rendered = render_app(&app, work_dir);
             let refused_crds = rendered.as_deref().map(refused_crds).unwrap_or_default();
-            let placed =
-                rendered.and_then(|objects| place(&objects, &app.spec.destination.namespace));
+            let placed = rendered
+                .as_deref()
+                .map_err(Clone::clone)
+                .and_then(|objects| place(objects, &app.spec.destination.namespace));
             RenderedApp {
                 file,
                 app,
                 placed,
                 refused_crds,
+                rendered: rendered.unwrap_or_default(),
             }
         })
         .collect())
@@ -138,7 +197,7 @@ pub fn needs_by_cluster(apps: &[RenderedApp]) -> BTreeMap<String, ClusterNeeds> 
     }
     by_cluster
         .into_iter()
-        .map(|(cluster, apps)| (cluster, needs_of(apps)))
+        .map(|(cluster, apps)| (cluster, needs_of(apps, &ServedKinds::new())))
         .collect()
 }
 
@@ -167,15 +226,19 @@ pub fn rbac_needs(
                 .filter(|app| app.cluster() == cluster)
                 .chain(templated.iter())
                 .copied();
-            let needs = needs_of(routed);
+            let needs = needs_of(routed, &ServedKinds::new());
             (cluster, needs)
         })
         .collect();
     (needs, templated.iter().map(|app| app.key()).collect())
 }
 
-/// What `apps`, all routed to one cluster, need there.
-pub fn needs_of<'a>(apps: impl IntoIterator<Item = &'a RenderedApp>) -> ClusterNeeds {
+/// What `apps`, all routed to one cluster, need there; `served` (the cluster's discovery)
+/// resolves kinds unknown offline.
+pub fn needs_of<'a>(
+    apps: impl IntoIterator<Item = &'a RenderedApp>,
+    served: &ServedKinds,
+) -> ClusterNeeds {
     let mut needs = ClusterNeeds::default();
     let mut grants: BTreeSet<Grant> = BTreeSet::new();
     let mut by_namespace: BTreeMap<String, BTreeSet<Grant>> = BTreeMap::new();
@@ -198,7 +261,18 @@ pub fn needs_of<'a>(apps: impl IntoIterator<Item = &'a RenderedApp>) -> ClusterN
         };
         let objects: Vec<Value> = placed.iter().map(|(_, o)| o.clone()).collect();
         for (id, _) in placed {
-            let Some(grant) = rbac::offline_grant(&id.api_version, &id.kind, &objects) else {
+            let discovered = || {
+                served
+                    .get(&(id.api_version.clone(), id.kind.clone()))
+                    .map(|s| Grant {
+                        group: crate::object::group_of(&id.api_version).to_string(),
+                        resource: s.resource.clone(),
+                        namespaced: s.namespaced,
+                    })
+            };
+            let Some(grant) =
+                rbac::offline_grant(&id.api_version, &id.kind, &objects).or_else(discovered)
+            else {
                 needs.errors.push(format!(
                     "App {}: {id}: unknown kind (no CRD among the rendered objects defines {} in {})",
                     app.key(),
