@@ -206,7 +206,7 @@ fn wants_upgrade(headers: &HeaderMap) -> bool {
 fn forwarded_path(raw: &str) -> &str {
     // "", api, v1, clusters, NAME, proxy, SESSION, then the rest.
     raw.match_indices('/')
-        .nth(7)
+        .nth(6)
         .map_or("", |(at, _)| &raw[at..])
 }
 
