@@ -132,7 +132,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         Command::Clusters {
             connection,
             command,
-        } => runtime()?.block_on(commands::clusters(&connection, command))?,
+        } => return Ok(runtime()?.block_on(commands::clusters(&connection, command))?),
         Command::Audit {
             connection,
             command,

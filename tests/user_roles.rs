@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use support::Upstream;
 use support::server::{TestServer, login_as};
 use wardn::app::Phase;
-use wardn::server::{Access, route_table};
+use wardn::server::{Access, ErrorShape, route_table};
 use wardn::store::users::Role;
 
 const PASSWORD: &str = "a long enough password";
@@ -89,6 +89,22 @@ fn reviewed_roles() -> Vec<(Method, &'static str, Role)> {
         (Method::PUT, "/api/v1/clusters/{name}", Admin),
         (Method::DELETE, "/api/v1/clusters/{name}", Admin),
         (Method::POST, "/api/v1/clusters/{name}/check", Admin),
+        (Method::POST, "/api/v1/clusters/{name}/shell", Viewer),
+        (
+            Method::DELETE,
+            "/api/v1/clusters/{name}/shell/{session}",
+            Viewer,
+        ),
+        (
+            Method::POST,
+            "/api/v1/clusters/{name}/shell/commands",
+            Viewer,
+        ),
+        (Method::GET, wardn::server::SHELL_PROXY_PATH, Viewer),
+        (Method::POST, wardn::server::SHELL_PROXY_PATH, Admin),
+        (Method::PUT, wardn::server::SHELL_PROXY_PATH, Admin),
+        (Method::PATCH, wardn::server::SHELL_PROXY_PATH, Admin),
+        (Method::DELETE, wardn::server::SHELL_PROXY_PATH, Admin),
         (Method::GET, "/api/v1/audit", Admin),
         (Method::GET, "/api/v1/audit/verify", Admin),
         (Method::GET, "/api/v1/repositories", Viewer),
@@ -177,7 +193,9 @@ async fn every_route_enforces_its_role_for_every_role() {
             .path
             .replace("{name}", "nothing-here")
             .replace("{cluster}", "local")
-            .replace("{id}", "nothing-here");
+            .replace("{id}", "nothing-here")
+            .replace("{session}", "nothing-here")
+            .replace("{*path}", "api/v1/namespaces/default/pods");
         for (role, token) in &callers {
             let mut request = Client::new()
                 .request(route.method.clone(), server.url(&path))
@@ -192,8 +210,13 @@ async fn every_route_enforces_its_role_for_every_role() {
                 None => assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}"),
                 Some(role) if *role < needed => {
                     assert_eq!(status, StatusCode::FORBIDDEN, "{what}");
+                    // The cluster shell's proxy answers a Kubernetes Status (for kubectl).
+                    let message = match route.errors {
+                        ErrorShape::Json => &body["error"],
+                        ErrorShape::KubernetesStatus => &body["message"],
+                    };
                     assert_eq!(
-                        body["error"],
+                        *message,
                         format!("route needs role {needed}; you are {role}"),
                         "{what}"
                     );
@@ -210,7 +233,7 @@ async fn every_route_enforces_its_role_for_every_role() {
         reviewed.is_empty(),
         "reviewed routes missing from route_table(): {reviewed:?}"
     );
-    assert_eq!(tried, 37 * 5);
+    assert_eq!(tried, 45 * 5);
 }
 
 #[tokio::test]

@@ -178,6 +178,35 @@ impl ApiClient {
         }
     }
 
+    /// The server URL (no trailing `/`).
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The API token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// This client, also trusting the CA certificates of the PEM bundle `pem` (a server whose
+    /// certificate the system does not trust).
+    pub fn trusting(self, pem: &[u8]) -> Result<ApiClient, CliError> {
+        let decode = |reason: String| CliError::Decode {
+            what: "CA file".into(),
+            reason,
+        };
+        let certs =
+            reqwest::Certificate::from_pem_bundle(pem).map_err(|e| decode(e.to_string()))?;
+        if certs.is_empty() {
+            return Err(decode("no PEM certificate in it".into()));
+        }
+        let http = reqwest::Client::builder()
+            .tls_certs_merge(certs)
+            .build()
+            .map_err(|e| decode(e.to_string()))?;
+        Ok(ApiClient { http, ..self })
+    }
+
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
         self.http
             .request(method, format!("{}{path}", self.server))

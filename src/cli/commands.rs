@@ -228,6 +228,10 @@ pub enum ClustersCommand {
     },
     /// Rewrite every sealed kubeconfig under the server's current key (after a key rotation).
     Reseal,
+    /// Open a shell whose kubectl reaches the cluster through wardn (audited as
+    /// `cluster.shell`): your own token, the cluster's sealed credentials, its namespace
+    /// allowlist; writes need the admin role. `-- COMMAND` runs one command instead.
+    Shell(super::shell::ShellArgs),
     /// Check App files against the registered clusters: every destination cluster is
     /// registered, its namespace allowed, and every rendered object lands in an allowed
     /// namespace. Prints each violation (file, App, field, reason); fails if there is any.
@@ -292,9 +296,10 @@ fn pretty(value: &impl serde::Serialize) -> String {
 pub async fn clusters(
     connection: &ConnectionArgs,
     command: ClustersCommand,
-) -> Result<(), CliError> {
+) -> Result<std::process::ExitCode, CliError> {
     let client = ApiClient::from_args(connection)?;
     match command {
+        ClustersCommand::Shell(args) => return super::shell::run(client, args).await,
         ClustersCommand::Add {
             name,
             server_url,
@@ -390,7 +395,7 @@ pub async fn clusters(
             }
         }
     }
-    Ok(())
+    Ok(std::process::ExitCode::SUCCESS)
 }
 
 async fn run_bootstrap(

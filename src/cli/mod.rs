@@ -10,6 +10,7 @@ pub mod offline;
 pub mod promotions;
 pub mod repos;
 pub mod serve;
+pub mod shell;
 pub mod table;
 pub mod users;
 pub mod validate;

@@ -46,10 +46,17 @@ impl ApiError {
     }
 }
 
+/// The message of an [`ApiError`] answer, kept in the response's extensions so a route can
+/// answer its errors in another shape (the cluster shell's proxy answers Kubernetes `Status`).
+#[derive(Debug, Clone)]
+pub struct ErrorMessage(pub String);
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": self.message });
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        response.extensions_mut().insert(ErrorMessage(self.message));
+        response
     }
 }
 

@@ -16,6 +16,7 @@ pub mod login_limit;
 pub mod metrics;
 pub mod promotions;
 pub mod repositories;
+pub mod shell;
 pub mod tls;
 pub mod tokens;
 pub mod users;
@@ -57,6 +58,8 @@ pub struct AppState {
     password_checks: Arc<login_limit::PasswordChecks>,
     /// Whether session cookies carry `Secure` (the API is reached over https).
     secure_cookies: bool,
+    /// The open cluster shell sessions.
+    shell_sessions: Arc<crate::shell::sessions::Sessions>,
 }
 
 impl AppState {
@@ -81,6 +84,7 @@ impl AppState {
             login_limiter: Arc::default(),
             password_checks: Arc::default(),
             secure_cookies: false,
+            shell_sessions: Arc::default(),
         }
     }
 
@@ -116,6 +120,11 @@ impl AppState {
     /// The Git poller (commit authors for four-eyes approval).
     pub fn poller(&self) -> &crate::sources::poller::Poller {
         &self.webhook.poller
+    }
+
+    /// The open cluster shell sessions.
+    pub fn shell_sessions(&self) -> &Arc<crate::shell::sessions::Sessions> {
+        &self.shell_sessions
     }
 
     /// The App runner.
@@ -159,14 +168,25 @@ pub enum Access {
     Webhook,
 }
 
+/// How a route answers its errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorShape {
+    /// `{"error": MESSAGE}` (every route but the cluster shell's proxy).
+    Json,
+    /// A Kubernetes `Status` (the cluster shell's proxy, whose client is kubectl).
+    KubernetesStatus,
+}
+
 /// One API route: method, path, access level and handler.
 pub struct RouteSpec {
     /// HTTP method.
     pub method: Method,
-    /// Path pattern (axum syntax, `{param}`).
+    /// Path pattern (axum syntax, `{param}`, `{*rest}`).
     pub path: &'static str,
     /// Who may call it.
     pub access: Access,
+    /// How its errors are answered, authentication's and the role check's included.
+    pub errors: ErrorShape,
     handler: MethodRouter<AppState>,
 }
 
@@ -180,6 +200,22 @@ fn route(
         method,
         path,
         access,
+        errors: ErrorShape::Json,
+        handler,
+    }
+}
+
+/// The cluster shell's proxy path.
+pub const SHELL_PROXY_PATH: &str = "/api/v1/clusters/{name}/proxy/{session}/{*path}";
+
+/// A route of the cluster shell's proxy for `method`: reads need a viewer, writes an admin;
+/// errors are Kubernetes `Status` answers.
+fn proxy_route(method: Method, access: Access, handler: MethodRouter<AppState>) -> RouteSpec {
+    RouteSpec {
+        method,
+        path: SHELL_PROXY_PATH,
+        access,
+        errors: ErrorShape::KubernetesStatus,
         handler,
     }
 }
@@ -268,6 +304,29 @@ pub fn route_table() -> Vec<RouteSpec> {
             ADMIN,
             post(clusters::check),
         ),
+        route(
+            Method::POST,
+            "/api/v1/clusters/{name}/shell",
+            VIEWER,
+            post(shell::open),
+        ),
+        route(
+            Method::DELETE,
+            "/api/v1/clusters/{name}/shell/{session}",
+            VIEWER,
+            delete(shell::close),
+        ),
+        route(
+            Method::POST,
+            "/api/v1/clusters/{name}/shell/commands",
+            VIEWER,
+            post(shell::command),
+        ),
+        proxy_route(Method::GET, VIEWER, get(shell::proxy)),
+        proxy_route(Method::POST, ADMIN, post(shell::proxy)),
+        proxy_route(Method::PUT, ADMIN, put(shell::proxy)),
+        proxy_route(Method::PATCH, ADMIN, patch(shell::proxy)),
+        proxy_route(Method::DELETE, ADMIN, delete(shell::proxy)),
         route(Method::GET, "/api/v1/audit", ADMIN, get(audit::list)),
         route(
             Method::GET,
@@ -416,6 +475,12 @@ pub fn router(state: AppState) -> Router {
             Access::Internal => spec
                 .handler
                 .route_layer(from_fn_with_state(state.clone(), auth::require_internal)),
+        };
+        let handler = match spec.errors {
+            ErrorShape::Json => handler,
+            ErrorShape::KubernetesStatus => {
+                handler.route_layer(axum::middleware::from_fn(shell::as_kubernetes_status))
+            }
         };
         router = router.route(spec.path, handler);
     }

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests. Each test binary uses a subset of them.
 #![allow(dead_code)]
 
+pub mod certs;
 mod git_repo;
 pub mod https_git;
 pub mod postgres;

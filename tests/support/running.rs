@@ -86,7 +86,17 @@ pub async fn login(base: &str, password: &str) -> String {
 
 /// Logs in as `username` with `password` at the server `base` and returns the session cookie.
 pub async fn login_as(base: &str, username: &str, password: &str) -> String {
-    let response = reqwest::Client::new()
+    login_with(&reqwest::Client::new(), base, username, password).await
+}
+
+/// [`login_as`] through `http` (e.g. a client trusting a test CA).
+pub async fn login_with(
+    http: &reqwest::Client,
+    base: &str,
+    username: &str,
+    password: &str,
+) -> String {
+    let response = http
         .post(format!("{base}/api/v1/auth/login"))
         .json(&serde_json::json!({"username": username, "password": password}))
         .send()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[allow(unused_imports)]
-pub use super::running::{login, login_as};
+pub use super::running::{login, login_as, login_with};
 
 use wardn::clusters::registry::Registry;
 use wardn::daemon::ServeOptions;
@@ -31,6 +31,8 @@ pub struct TestServer {
     pub state: wardn::server::AppState,
     /// The data directory (SQLite file lives here unless a database URL was given).
     pub data: tempfile::TempDir,
+    /// The PEM of the CA that signed the server's certificate, when it serves https.
+    pub ca: Option<String>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -91,8 +93,12 @@ impl TestServer {
             ..ServeOptions::default()
         };
         configure(&mut options);
+        let ca = options
+            .tls_cert
+            .as_ref()
+            .and_then(|cert| std::fs::read_to_string(cert.with_file_name("ca.pem")).ok());
         let server = Server::bind(options, sealer).await.unwrap();
-        let base = format!("http://{}", server.addr);
+        let base = format!("{}://{}", server.scheme(), server.addr);
         let registry = Arc::clone(server.registry());
         let state = server.state().clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -109,6 +115,7 @@ impl TestServer {
             registry,
             state,
             data,
+            ca,
             shutdown: Some(tx),
             task: Some(task),
         }
@@ -131,18 +138,70 @@ impl TestServer {
         format!("{}{path}", self.base)
     }
 
+    /// Starts a server on SQLite serving https with a certificate of a fresh CA (written to
+    /// `ca.pem` in `certs`, next to `cert.pem` and `key.pem`).
+    pub async fn start_https(certs: &std::path::Path) -> TestServer {
+        super::certs::issue(certs, "ca");
+        TestServer::start_with_options(|options| {
+            options.tls_cert = Some(certs.join("cert.pem"));
+            options.tls_key = Some(certs.join("key.pem"));
+        })
+        .await
+    }
+
+    /// An HTTP client for this server (trusting its CA when it serves https).
+    pub fn http(&self) -> reqwest::Client {
+        match &self.ca {
+            Some(pem) => reqwest::Client::builder()
+                .tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem.as_bytes()).unwrap())
+                .build()
+                .unwrap(),
+            None => reqwest::Client::new(),
+        }
+    }
+
     /// Logs in as admin and returns the session cookie (`wardn_session=…`).
     pub async fn login(&self) -> String {
-        login(&self.base, ADMIN_PASSWORD).await
+        login_with(&self.http(), &self.base, "admin", ADMIN_PASSWORD).await
     }
 
     /// Creates an API token (through a login session) and returns it.
     pub async fn token(&self) -> String {
         let cookie = self.login().await;
-        let response = reqwest::Client::new()
+        let response = self
+            .http()
             .post(self.url("/api/v1/tokens"))
             .header("cookie", cookie)
             .json(&serde_json::json!({"name": "tests"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        let body: serde_json::Value = response.json().await.unwrap();
+        body["token"].as_str().unwrap().to_string()
+    }
+}
+
+impl TestServer {
+    /// Creates the user `name` with `role` (through the admin token `admin`), logs in as it
+    /// and returns an API token created through that session.
+    pub async fn user_token(&self, admin: &str, name: &str, role: &str) -> String {
+        let password = "a long enough password";
+        let response = self
+            .http()
+            .post(self.url("/api/v1/users"))
+            .bearer_auth(admin)
+            .json(&serde_json::json!({"username": name, "password": password, "role": role}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        let cookie = login_with(&self.http(), &self.base, name, password).await;
+        let response = self
+            .http()
+            .post(self.url("/api/v1/tokens"))
+            .header("cookie", cookie)
+            .json(&serde_json::json!({"name": "t"}))
             .send()
             .await
             .unwrap();
