@@ -326,8 +326,11 @@ async fn an_operator_registers_a_cluster_approves_a_held_app_and_reads_the_audit
         .unwrap();
     let bound = browser.find("#bound-hash").await.text().await.unwrap();
     assert!(bound.contains(&held_hash[..16]), "{bound} vs {held_hash}");
-    browser.wait_text("#tree-slot", "ConfigMap").await;
-    browser.wait_text("#tree-slot", "Secret").await;
+    const CONFIG_ITEM: &str = "li[data-object='ConfigMap/staging/shop-config']";
+    browser.wait_text(CONFIG_ITEM, "not applied").await;
+    browser
+        .wait_text("li[data-object='Secret/staging/shop-secret']", "new")
+        .await;
     browser.screenshot("09-app-held", WIDTH, HEIGHT).await;
     browser.click("#approve").await;
     browser.wait_text("#messages", "Approval: done").await;
@@ -341,7 +344,16 @@ async fn an_operator_registers_a_cluster_approves_a_held_app_and_reads_the_audit
             .is_some(),
         "the approved plan was applied"
     );
+    browser.wait_text(CONFIG_ITEM, "Healthy").await;
+    browser.wait_text(CONFIG_ITEM, "in sync").await;
     browser.screenshot("10-app-synced", WIDTH, HEIGHT).await;
+    // The health shown is the cluster's: deleted with kubectl, the object shows Missing.
+    stage.sim.kubectl(
+        &["delete", "configmap", "shop-config", "-n", "staging"],
+        None,
+    );
+    browser.goto(&stage.url("/ui/apps/local/shop")).await;
+    browser.wait_text(CONFIG_ITEM, "Missing").await;
 
     // The audit log: the approval with its plan hash, the cluster's lifecycle; filters.
     browser.goto(&stage.url("/ui/audit")).await;

@@ -108,6 +108,11 @@ fn reviewed_roles() -> Vec<(Method, &'static str, Role)> {
         (Method::GET, "/api/v1/apps/{cluster}/{name}/diff", Viewer),
         (Method::GET, "/api/v1/apps/{cluster}/{name}/events", Viewer),
         (
+            Method::GET,
+            "/api/v1/apps/{cluster}/{name}/resources",
+            Viewer,
+        ),
+        (
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/approve",
             Approver,
@@ -212,7 +217,7 @@ async fn every_route_enforces_its_role_for_every_role() {
         reviewed.is_empty(),
         "reviewed routes missing from route_table(): {reviewed:?}"
     );
-    assert_eq!(tried, 39 * 5);
+    assert_eq!(tried, 40 * 5);
 }
 
 #[tokio::test]

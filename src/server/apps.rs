@@ -1,7 +1,7 @@
 //! The Apps API: list and show the in-memory status of the Apps `wardn serve --apps` runs,
 //! show a fresh plan, approve or reject a Held plan (audited), and ask for a manual sync
 //! (audited; it may override a closed sync window when asked to explicitly), and list the
-//! App's events (its audit entries).
+//! App's events (its audit entries) and the live health of its objects.
 //! Apps are addressed as `{cluster}/{name}`, `local` being the management cluster, with
 //! `?namespace=` (the App's own namespace) when the name alone is ambiguous.
 
@@ -183,6 +183,20 @@ pub async fn events(
         .map(|e| json!({"at": e.at, "actor": e.actor, "action": e.action, "outcome": e.outcome}))
         .collect();
     Ok(Json(json!({ "events": events })))
+}
+
+/// `GET /api/v1/apps/{cluster}/{name}/resources` → `{"resources": [{"object", "health",
+/// "message"}]}`: each object the App manages (its inventory) with its health read from the
+/// cluster now (`Healthy`, `Progressing`, `Degraded`, or `Missing`); 502 when the cluster
+/// cannot be read.
+pub async fn resources(
+    State(state): State<AppState>,
+    Path((cluster, name)): Path<(String, String)>,
+    Query(at): Query<AppAt>,
+) -> Result<Json<Value>, ApiError> {
+    let key = key(&state, &cluster, &name, &at)?;
+    let resources = state.runner().object_health(&key).await?;
+    Ok(Json(json!({ "resources": resources })))
 }
 
 /// `POST /api/v1/apps/{cluster}/{name}/refresh`: a hard refresh. The App's source is fetched

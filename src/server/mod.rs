@@ -349,6 +349,12 @@ pub fn route_table() -> Vec<RouteSpec> {
             get(apps::events),
         ),
         route(
+            Method::GET,
+            "/api/v1/apps/{cluster}/{name}/resources",
+            VIEWER,
+            get(apps::resources),
+        ),
+        route(
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/approve",
             APPROVER,

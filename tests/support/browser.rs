@@ -184,15 +184,20 @@ impl Browser {
     /// Saves a PNG of the whole page as `target/ui-screenshots/NAME.png` (the window grows to
     /// the page's height for the shot, then returns to `width` x `height`). Returns its path.
     pub async fn screenshot(&self, name: &str, width: u32, height: u32) -> PathBuf {
+        // The window's outer size is set: the page's height plus the window's own chrome.
         let full = self
-            .script("return document.documentElement.scrollHeight;", vec![])
+            .script(
+                "window.scrollTo(0, 0); return Math.ceil(Math.max(document.documentElement.scrollHeight, \
+                 document.body.scrollHeight) + (window.outerHeight - window.innerHeight));",
+                vec![],
+            )
             .await
             .as_u64()
             .and_then(|h| u32::try_from(h).ok())
             .unwrap_or(height)
-            .clamp(height, 6000);
+            .clamp(height, 8000);
         self.client.set_window_size(width, full).await.unwrap();
-        // One frame for the layout of the taller window.
+        // Two frames for the layout of the taller window.
         self.script(
             "return new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));",
             vec![],

@@ -29,7 +29,14 @@ function objectName(o) {
   return o.namespace ? `${o.namespace}/${o.name}` : o.name;
 }
 
-/** The plan's objects (and prunes) grouped by kind, each with what the plan does to it. */
+function objectKey(o) {
+  return `${o.kind}/${o.namespace || ''}/${o.name}`;
+}
+
+/**
+ * The plan's objects (and prunes) grouped by kind, each with what the plan does to it and its
+ * live health (`health`: objectKey → {health, message}, or an error message).
+ */
 function objectTree(plan, health) {
   const kinds = new Map();
   const add = (object, action) => {
@@ -39,17 +46,25 @@ function objectTree(plan, health) {
   for (const d of plan.objects) add(d.object, d.action);
   for (const p of plan.prunes) add(p.object, 'prune');
   if (kinds.size === 0) return h('p', { class: 'muted' }, 'The App renders no object.');
-  return h('div', { class: 'tree', role: 'tree', 'aria-label': 'Objects by kind' },
+  const healthOf = (object) => {
+    if (typeof health === 'string') return h('span', { class: 'hint', title: health }, 'health unknown');
+    const found = health.get(objectKey(object));
+    if (!found) return h('span', { class: 'badge small', title: 'not applied by wardn yet' }, 'not applied');
+    const el = badge(found.health, `health of ${object.kind} ${object.name}`);
+    if (found.message) el.title = found.message;
+    return el;
+  };
+  return h('div', { class: 'tree', 'aria-label': 'Objects by kind' },
     [...kinds.keys()].sort().map((kind) => {
       const items = kinds.get(kind);
       return h('details', { open: true },
         h('summary', {}, kind, h('span', { class: 'count' }, String(items.length))),
-        h('ul', { role: 'group' }, items.map(({ object, action }) =>
-          h('li', { role: 'treeitem' },
+        h('ul', { 'aria-label': `${kind} objects` }, items.map(({ object, action }) =>
+          h('li', { 'data-object': objectKey(object) },
             h('span', { class: 'name' }, objectName(object)),
             h('span', { class: 'muted mono' }, object.apiVersion),
             actionBadge(action),
-            action === 'create' || action === 'prune' ? null : badge(health, `App health (last apply), ${kind} ${object.name}`)))));
+            healthOf(object)))));
     }));
 }
 
@@ -75,7 +90,7 @@ function facts(app) {
     h('div', {}, h('dt', {}, 'Revision'), h('dd', {}, short(s.revision, 12))),
     h('div', {}, h('dt', {}, 'Synced revision'), h('dd', {}, short(s.syncedRevision, 12))),
     h('div', {}, h('dt', {}, 'Last sync'), h('dd', {}, ago(s.lastSyncedAt))),
-    h('div', {}, h('dt', {}, 'Plan'), h('dd', {}, plan ? `${plan.creates} new, ${plan.updates} changed, ${plan.prunes} pruned, ${plan.unchanged} in sync` : '—')),
+    h('div', {}, h('dt', {}, 'Last plan'), h('dd', {}, plan ? `${plan.creates} new, ${plan.updates} changed, ${plan.prunes} pruned, ${plan.unchanged} in sync` : '—')),
     s.message ? h('div', {}, h('dt', {}, 'Message'), h('dd', { id: 'app-message', title: s.message }, abbreviate(s.message))) : null,
     s.promotedFrom ? h('div', {}, h('dt', {}, 'Pinned by'), h('dd', {}, `promotion from ${s.promotedFrom.cluster}/${s.promotedFrom.app}`)) : null);
 }
@@ -212,7 +227,10 @@ start(async (page, me) => {
       const answer = await api('GET', appPath(app, '/diff'));
       shownHash = answer.plan.plan_hash;
       fill(diffSlot, h('p', { class: 'hint' }, 'Plan ', short(shownHash, 16), ` of revision ${(answer.plan.revision || '').slice(0, 12)}; Secret values are masked.`), diffView(answer.text));
-      fill(treeSlot, objectTree(answer.plan, current && current.status.health));
+      const health = await api('GET', appPath(app, '/resources'))
+        .then((data) => new Map(data.resources.map((r) => [objectKey(r.object), r])))
+        .catch((err) => err.message);
+      fill(treeSlot, objectTree(answer.plan, health));
     } catch (err) {
       shownHash = null;
       fill(diffSlot, notice('error', 'No plan can be shown', err.message));

@@ -49,7 +49,7 @@ export function notice(kind, title, detail) {
 const BADGES = {
   Synced: 'ok', Healthy: 'ok', Connected: 'ok', connected: 'ok', success: 'ok',
   Held: 'warn', Waiting: 'warn', OutOfSync: 'warn', Progressing: 'info', probing: 'info',
-  Degraded: 'bad', Failed: 'bad', disconnected: 'bad', Disconnected: 'bad',
+  Degraded: 'bad', Failed: 'bad', disconnected: 'bad', Disconnected: 'bad', Missing: 'bad',
 };
 
 /** A status badge for `word` (a phase, health or connectivity); `label` names what it is. */
