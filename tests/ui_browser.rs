@@ -3,9 +3,9 @@
 //! scenario (log in; add a cluster, seeing the errors for an http:// URL and an exec-plugin
 //! kubeconfig; test connections to a live and a stopped kubesim cluster; save, edit, remove;
 //! watch an App become Held, open its diff, approve it, see it Synced; read the audit log),
-//! the hostile cases (markup in data shown as text and never run; pages without a session
-//! lead to the login and show nothing; no redirect off-site after login), a narrow 390-px
-//! screen, and the pages' answers without a browser (CSP, redirects, 1,000 requests).
+//! the hostile cases (markup in data shown as text and never run; no redirect off-site after
+//! login), a viewer offered no action it may not take, and a narrow 390-px screen (the pages'
+//! answers without a browser are in `tests/ui_pages.rs`).
 //! Screenshots of every page are saved under `target/ui-screenshots/`.
 
 #[path = "support/browser.rs"]
@@ -464,6 +464,67 @@ async fn markup_in_data_is_shown_as_text_and_never_run() {
         .await;
     assert_eq!(injected, json!("undefined"));
 
+    browser.close().await;
+    stage.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_is_offered_only_what_a_viewer_may_do() {
+    let stage = Stage::start("viewer").await;
+    let http = reqwest::Client::new();
+    let admin = support::server::login(&stage.running.base, PASSWORD).await;
+    let created = http
+        .post(stage.url("/api/v1/users"))
+        .header("cookie", &admin)
+        .json(&json!({"username": "vera", "password": "a long enough password", "role": "viewer"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let browser = Browser::start(WIDTH, HEIGHT).await;
+    browser.goto(&stage.url("/ui/login")).await;
+    browser.type_into("#username", "vera").await;
+    browser
+        .type_into("#password", "a long enough password")
+        .await;
+    browser.click("form.login-card button[type=submit]").await;
+    browser.wait_text(".who", "vera").await;
+    browser.wait_text(".who", "viewer").await;
+    let nav = browser
+        .find("nav[aria-label=Main]")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(nav.contains("Clusters") && !nav.contains("Audit"), "{nav}");
+    browser
+        .wait_exact("tr[data-app='local/shop'] td:nth-child(2)", "Held")
+        .await;
+    browser.goto(&stage.url("/ui/apps/local/shop")).await;
+    browser.wait_text("#diff", "shop-config").await;
+    browser.wait_text("#held", "Waiting for approval").await;
+    let offered = browser
+        .script(
+            "return ['#approve', '#reject', '#sync', '#refresh', '#promote']
+               .filter((css) => document.querySelector(css));",
+            vec![],
+        )
+        .await;
+    assert_eq!(offered, json!([]), "a viewer is offered no action");
+    browser.goto(&stage.url("/ui/clusters")).await;
+    browser.find("#page:not([aria-busy])").await;
+    let add = browser
+        .script(
+            "return document.querySelector('#add-cluster').hidden;",
+            vec![],
+        )
+        .await;
+    assert_eq!(add, json!(true));
+    // Typed in by hand, the audit page shows the API's refusal, nothing of the log.
+    browser.goto(&stage.url("/ui/audit")).await;
+    browser
+        .wait_text("#page", "route needs role admin; you are viewer")
+        .await;
     browser.close().await;
     stage.stop().await;
 }

@@ -124,7 +124,8 @@ function eventsView(data) {
   const list = data.events || [];
   if (!list.length) return h('p', { class: 'muted' }, 'No event recorded for this App yet.');
   return h('ul', { class: 'events' }, list.map((e) =>
-    h('li', {}, ago(e.at), h('span', {}, h('strong', {}, e.action), ' ', h('span', { class: 'muted' }, `by ${e.actor}`)), h('span', { class: 'outcome' }, e.outcome))));
+    h('li', {}, ago(e.at), h('span', {}, h('strong', {}, e.action), ' ', h('span', { class: 'muted' }, `by ${e.actor}`)),
+      h('span', { class: 'outcome', title: e.outcome }, abbreviate(e.outcome)))));
 }
 
 start(async (page, me) => {
