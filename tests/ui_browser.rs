@@ -100,9 +100,10 @@ impl Stage {
     }
 }
 
-/// Logs in through the login page and waits for the Apps page.
-async fn log_in(browser: &Browser, stage: &Stage) {
-    browser.goto(&stage.url("/")).await;
+/// Logs in as admin through the login page of the server at `base` and waits for the Apps
+/// page.
+async fn log_in(browser: &Browser, base: &str) {
+    browser.goto(&format!("{base}/")).await;
     browser.find("form.login-card").await;
     assert!(browser.path().await.starts_with("/ui/login"));
     browser.type_into("#username", "admin").await;
@@ -134,7 +135,7 @@ async fn an_operator_registers_a_cluster_approves_a_held_app_and_reads_the_audit
     browser.goto(&stage.url("/ui/clusters")).await;
     browser.find("#password").await;
     browser.screenshot("01-login", WIDTH, HEIGHT).await;
-    log_in(&browser, &stage).await;
+    log_in(&browser, &stage.running.base).await;
 
     // Watch an App become Held on the Apps page (polled, updated in place).
     browser
@@ -529,11 +530,82 @@ async fn a_viewer_is_offered_only_what_a_viewer_may_do() {
     stage.stop().await;
 }
 
+/// The sequence numbers of the audit entries shown, top to bottom.
+async fn audit_page(browser: &Browser) -> Vec<i64> {
+    let shown = browser
+        .script(
+            "return [...document.querySelectorAll('#audit-list tr[data-seq]')]
+               .map((row) => Number(row.getAttribute('data-seq')));",
+            vec![],
+        )
+        .await;
+    serde_json::from_value(shown).unwrap()
+}
+
+/// Clicks the pager's `button` and returns the page shown once it is no longer `from`.
+async fn turn_page(browser: &Browser, button: &str, from: &[i64]) -> Vec<i64> {
+    browser.click(button).await;
+    for _ in 0..600 {
+        let page = audit_page(browser).await;
+        if !page.is_empty() && page != from {
+            return page;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{button} did not turn the page");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_pages_back_and_forth_under_a_filter() {
+    let server = support::server::TestServer::start(None).await;
+    let cookie = server.login().await;
+    let http = reqwest::Client::new();
+    for i in 0..120 {
+        let created = http
+            .post(server.url("/api/v1/tokens"))
+            .header("cookie", &cookie)
+            .json(&json!({"name": format!("t{i}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status(), 201);
+    }
+    let browser = Browser::start(WIDTH, HEIGHT).await;
+    log_in(&browser, &server.base).await;
+    browser
+        .goto(&server.url("/ui/audit?action=token.create"))
+        .await;
+    browser.wait_text("#audit-list", "token.create").await;
+    let first = audit_page(&browser).await;
+    assert_eq!(first.len(), 50);
+    assert!(
+        first.windows(2).all(|w| w[0] > w[1]),
+        "newest first: {first:?}"
+    );
+    let second = turn_page(&browser, "#older", &first).await;
+    let third = turn_page(&browser, "#older", &second).await;
+    assert_eq!((second.len(), third.len()), (50, 20));
+    // 120 token creations, each once, newest first, and nothing but them.
+    let all: Vec<i64> = [&first[..], &second[..], &third[..]].concat();
+    assert!(all.windows(2).all(|w| w[0] > w[1]), "{all:?}");
+    let text = browser.find("#audit-list").await.text().await.unwrap();
+    assert!(!text.contains("auth.login"), "{text}");
+    let older = browser.find("#older").await;
+    assert!(
+        older.attr("disabled").await.unwrap().is_some(),
+        "no page after the last"
+    );
+    assert_eq!(turn_page(&browser, "#newer", &third).await, second);
+    assert_eq!(turn_page(&browser, "#newer", &second).await, first);
+    browser.close().await;
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_390_px_screen_shows_every_page_without_sideways_scrolling() {
     let stage = Stage::start("narrow").await;
     let browser = Browser::start(NARROW, 844).await;
-    log_in(&browser, &stage).await;
+    log_in(&browser, &stage.running.base).await;
     browser
         .wait_exact("tr[data-app='local/shop'] td:nth-child(2)", "Held")
         .await;

@@ -1,6 +1,6 @@
 //! Health: whether an applied object has rolled out (Deployment, StatefulSet, DaemonSet),
-//! completed (Job), or reports a `Ready` condition; and the wait for all of them, with a
-//! timeout.
+//! completed (Job), or reports a `Ready` condition; the wait for all of them, with a
+//! timeout; and each object's health as read now (the API's `…/resources`).
 
 use std::collections::HashMap;
 use std::time::Duration;
