@@ -145,6 +145,39 @@ async fn an_operator_registers_a_cluster_approves_a_held_app_and_reads_the_audit
         .wait_exact("tr[data-app='local/web'] td:nth-child(2)", "Synced")
         .await;
     browser.screenshot("02-apps", WIDTH, HEIGHT).await;
+    // Live updates rewrite the rows in place: the same elements, at the same place, after
+    // two more polls.
+    let layout = "return [...document.querySelectorAll('#app-groups tr')].map((row) => {
+                    const box = row.getBoundingClientRect();
+                    return [row.dataset.app || 'head', box.top, box.height, box.width, row.__seen === true];
+                  });";
+    browser
+        .script(
+            "document.querySelectorAll('#app-groups tr').forEach((row) => { row.__seen = true; });",
+            vec![],
+        )
+        .await;
+    let before = browser.script(layout, vec![]).await;
+    for _ in 0..2 {
+        let stamp = browser.find("#updated").await.text().await.unwrap();
+        for _ in 0..600 {
+            let now = browser.find("#updated").await.text().await.unwrap();
+            if now != stamp {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    let after = browser.script(layout, vec![]).await;
+    assert_eq!(before, after, "rows moved or were replaced by a poll");
+    assert!(
+        after
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|row| row[4] == json!(true)),
+        "{after}"
+    );
 
     // Add a cluster: an http:// URL is refused in the form, an exec plugin by the API.
     browser.goto(&stage.url("/ui/clusters")).await;
@@ -355,6 +388,30 @@ async fn an_operator_registers_a_cluster_approves_a_held_app_and_reads_the_audit
     );
     browser.goto(&stage.url("/ui/apps/local/shop")).await;
     browser.wait_text(CONFIG_ITEM, "Missing").await;
+    // Refresh and Sync from the page: the App requires approval, so the sync holds a new
+    // plan that puts the object back once approved.
+    browser.click("#refresh").await;
+    browser.wait_text("#messages", "Refresh: done").await;
+    browser.click("#sync").await;
+    browser.wait_text("#messages", "Sync: done").await;
+    browser.wait_text("#held", "Waiting for approval").await;
+    browser.click("#approve").await;
+    browser.wait_text("#messages", "Approval: done").await;
+    browser.wait_text(CONFIG_ITEM, "Healthy").await;
+    let back = stage.sim.kubectl(
+        &[
+            "get",
+            "configmap",
+            "shop-config",
+            "-n",
+            "staging",
+            "-o",
+            "name",
+        ],
+        None,
+    );
+    assert_eq!(back.trim(), "configmap/shop-config");
+    browser.wait_text("#events-slot", "app.sync").await;
 
     // The audit log: the approval with its plan hash, the cluster's lifecycle; filters.
     browser.goto(&stage.url("/ui/audit")).await;
