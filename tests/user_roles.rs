@@ -76,6 +76,7 @@ async fn user_with_token(server: &TestServer, admin_token: &str, name: &str, rol
 fn reviewed_roles() -> Vec<(Method, &'static str, Role)> {
     use Role::{Admin, Approver, Deployer, Viewer};
     vec![
+        (Method::GET, "/api/v1/auth/me", Viewer),
         (Method::POST, "/api/v1/auth/logout", Viewer),
         (Method::POST, "/api/v1/auth/password", Viewer),
         (Method::GET, "/api/v1/tokens", Viewer),
@@ -121,6 +122,12 @@ fn reviewed_roles() -> Vec<(Method, &'static str, Role)> {
         (Method::GET, "/api/v1/apps", Viewer),
         (Method::GET, "/api/v1/apps/{cluster}/{name}", Viewer),
         (Method::GET, "/api/v1/apps/{cluster}/{name}/diff", Viewer),
+        (Method::GET, "/api/v1/apps/{cluster}/{name}/events", Viewer),
+        (
+            Method::GET,
+            "/api/v1/apps/{cluster}/{name}/resources",
+            Viewer,
+        ),
         (
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/approve",
@@ -233,7 +240,7 @@ async fn every_route_enforces_its_role_for_every_role() {
         reviewed.is_empty(),
         "reviewed routes missing from route_table(): {reviewed:?}"
     );
-    assert_eq!(tried, 45 * 5);
+    assert_eq!(tried, 48 * 5);
 }
 
 #[tokio::test]

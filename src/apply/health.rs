@@ -1,6 +1,6 @@
 //! Health: whether an applied object has rolled out (Deployment, StatefulSet, DaemonSet),
-//! completed (Job), or reports a `Ready` condition; and the wait for all of them, with a
-//! timeout.
+//! completed (Job), or reports a `Ready` condition; the wait for all of them, with a
+//! timeout; and each object's health as read now (the API's `…/resources`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -123,6 +123,52 @@ pub fn assess(object: &Value) -> Health {
     }
 }
 
+/// One object as read from its cluster.
+enum Live {
+    /// The live object.
+    Found(Value),
+    /// The cluster does not serve its kind: nothing to assess (counted healthy).
+    NoHealth,
+    /// The cluster has no such object.
+    Missing,
+}
+
+/// Reads `id` from the cluster.
+async fn read(resolver: &mut Resolver, id: &ObjectRef) -> Result<Live, ApplyError> {
+    let failed = ApplyError::about(id);
+    let Some(resolved) = resolver
+        .resolve(&id.api_version, &id.kind)
+        .await
+        .map_err(&failed)?
+    else {
+        return Ok(Live::NoHealth);
+    };
+    let api = resolver.api(&resolved, id.namespace.as_deref());
+    let Some(live) = api.get_opt(&id.name).await.map_err(&failed)? else {
+        return Ok(Live::Missing);
+    };
+    serde_json::to_value(live)
+        .map(Live::Found)
+        .map_err(|e| failed(kube::Error::SerdeError(e)))
+}
+
+/// The health of each of `objects` as read now, in order: `None` for an object the cluster
+/// does not have (the UI's object tree shows each object's health).
+pub async fn current(
+    resolver: &mut Resolver,
+    objects: &[ObjectRef],
+) -> Result<Vec<Option<Health>>, ApplyError> {
+    let mut found = Vec::with_capacity(objects.len());
+    for id in objects {
+        found.push(match read(resolver, id).await? {
+            Live::Found(live) => Some(assess(&live)),
+            Live::NoHealth => Some(Health::Healthy),
+            Live::Missing => None,
+        });
+    }
+    Ok(found)
+}
+
 /// The outcome of waiting for health.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthReport {
@@ -163,25 +209,18 @@ pub async fn wait(
             let fetched;
             let live = match seen.get(id).filter(|_| first) {
                 Some(live) => live,
-                None => {
-                    let failed = ApplyError::about(id);
-                    let Some(resolved) = resolver
-                        .resolve(&id.api_version, &id.kind)
-                        .await
-                        .map_err(&failed)?
-                    else {
-                        continue;
-                    };
-                    let api = resolver.api(&resolved, id.namespace.as_deref());
-                    let Some(live) = api.get_opt(&id.name).await.map_err(&failed)? else {
+                None => match read(resolver, id).await? {
+                    Live::Found(live) => {
+                        fetched = live;
+                        &fetched
+                    }
+                    Live::NoHealth => continue,
+                    Live::Missing => {
                         waiting.push(format!("{id}: not found"));
                         still.push(id);
                         continue;
-                    };
-                    fetched = serde_json::to_value(live)
-                        .map_err(|e| failed(kube::Error::SerdeError(e)))?;
-                    &fetched
-                }
+                    }
+                },
             };
             match assess(live) {
                 Health::Healthy => {}

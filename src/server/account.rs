@@ -1,5 +1,6 @@
-//! The caller's own sign-in: changing the password (which ends every other session of that
-//! user) and logging out (which ends the caller's session).
+//! The caller's own sign-in: who the caller is (the UI's header), changing the password
+//! (which ends every other session of that user) and logging out (which ends the caller's
+//! session).
 
 use std::time::Duration;
 
@@ -98,6 +99,19 @@ pub async fn change_password(
         )
         .await;
     Ok(axum::Json(serde_json::json!({ "sessions_ended": ended })).into_response())
+}
+
+/// `GET /api/v1/auth/me` → `{"username", "role", "clusters", "via"}`: who the caller is, the
+/// role the request acts with, the clusters an approver may decide on (`null`: all) and
+/// whether a `session` or a `token` authenticated it. The UI shows the user and offers only
+/// the actions the role allows (the API enforces them regardless).
+pub async fn me(Extension(caller): Extension<Caller>) -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({
+        "username": caller.user.username,
+        "role": caller.role,
+        "clusters": caller.user.clusters,
+        "via": if caller.token_id.is_some() { "token" } else { "session" },
+    }))
 }
 
 /// `POST /api/v1/auth/logout`: ends the caller's session and clears the cookie. A request

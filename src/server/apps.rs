@@ -1,6 +1,7 @@
 //! The Apps API: list and show the in-memory status of the Apps `wardn serve --apps` runs,
 //! show a fresh plan, approve or reject a Held plan (audited), and ask for a manual sync
-//! (audited; it may override a closed sync window when asked to explicitly).
+//! (audited; it may override a closed sync window when asked to explicitly), and list the
+//! App's events (its audit entries) and the live health of its objects.
 //! Apps are addressed as `{cluster}/{name}`, `local` being the management cluster, with
 //! `?namespace=` (the App's own namespace) when the name alone is ambiguous.
 
@@ -19,6 +20,7 @@ use super::four_eyes;
 use crate::app::{App, AppStatus, Phase};
 use crate::daemon::runner::{Completed, FindError, Operation};
 use crate::reconcile::decide::Trigger;
+use crate::store::audit::PageQuery;
 use crate::time::now_rfc3339;
 
 /// Filters of `GET /api/v1/apps`.
@@ -154,6 +156,47 @@ pub async fn diff(
     let key = key(&state, &cluster, &name, &at)?;
     let done = state.runner().operate(&key, Operation::Plan).await?;
     Ok(Json(completed(done)))
+}
+
+/// How many of an App's events `GET …/events` answers.
+pub const EVENTS_LIMIT: i64 = 50;
+
+/// `GET /api/v1/apps/{cluster}/{name}/events` → `{"events": [...]}`: the newest audit entries
+/// about the App (syncs, refreshes, approvals, rejections, promotions, rollbacks, unpins),
+/// newest first, at most [`EVENTS_LIMIT`]. Viewers read them here; the whole audit log is
+/// the admins'.
+pub async fn events(
+    State(state): State<AppState>,
+    Path((cluster, name)): Path<(String, String)>,
+    Query(at): Query<AppAt>,
+) -> Result<Json<Value>, ApiError> {
+    key(&state, &cluster, &name, &at)?;
+    let query = PageQuery {
+        limit: Some(EVENTS_LIMIT),
+        target: Some(format!("{cluster}/{name}")),
+        ..PageQuery::default()
+    };
+    let mut entries = state.store().audit_page(&query).await?.entries;
+    entries.reverse();
+    let events: Vec<Value> = entries
+        .into_iter()
+        .map(|e| json!({"at": e.at, "actor": e.actor, "action": e.action, "outcome": e.outcome}))
+        .collect();
+    Ok(Json(json!({ "events": events })))
+}
+
+/// `GET /api/v1/apps/{cluster}/{name}/resources` → `{"resources": [{"object", "health",
+/// "message"}]}`: each object the App manages (its inventory) with its health read from the
+/// cluster now (`Healthy`, `Progressing`, `Degraded`, or `Missing`); 502 when the cluster
+/// cannot be read.
+pub async fn resources(
+    State(state): State<AppState>,
+    Path((cluster, name)): Path<(String, String)>,
+    Query(at): Query<AppAt>,
+) -> Result<Json<Value>, ApiError> {
+    let key = key(&state, &cluster, &name, &at)?;
+    let resources = state.runner().object_health(&key).await?;
+    Ok(Json(json!({ "resources": resources })))
 }
 
 /// `POST /api/v1/apps/{cluster}/{name}/refresh`: a hard refresh. The App's source is fetched

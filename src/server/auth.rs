@@ -225,6 +225,26 @@ async fn authenticate(
     }
 }
 
+/// Whether `headers` carry the session cookie of a live session of an existing user (the UI's
+/// pages redirect to the login page otherwise). A store failure counts as not signed in.
+pub async fn signed_in(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(session) = session_cookie(headers) else {
+        return false;
+    };
+    match state
+        .store()
+        .session_user(&token_hash(session), now_secs())
+        .await
+    {
+        Ok(Some(username)) => matches!(state.store().user(&username).await, Ok(Some(_))),
+        Ok(None) => false,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot check a UI session");
+            false
+        }
+    }
+}
+
 /// Middleware for the routes of [`super::Access::Role`]: a bearer API token or a session
 /// cookie is required (401), acting with at least the route's role (403 naming both roles);
 /// writes authenticated by cookie must be JSON (CSRF protection). Hands the handlers the

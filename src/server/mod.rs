@@ -1,7 +1,8 @@
 //! `wardn serve`: the HTTP API (axum). Every route is declared once in [`route_table`] with its
 //! access level (for user routes, the least role that may call it), and the router is built
 //! from that table, so the authentication and role requirement of each route is visible in one
-//! place, enforced by one middleware and checked by a test that walks the table.
+//! place, enforced by one middleware and checked by a test that walks the table. The web UI
+//! ([`ui`]) is served beside the API and reads everything through it.
 
 pub mod account;
 pub mod apps;
@@ -19,6 +20,7 @@ pub mod repositories;
 pub mod shell;
 pub mod tls;
 pub mod tokens;
+pub mod ui;
 pub mod users;
 pub mod webhook;
 
@@ -225,7 +227,7 @@ pub async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
-/// Every route the server answers.
+/// Every API route the server answers (the web UI's HTML pages are in [`ui::router`]).
 pub fn route_table() -> Vec<RouteSpec> {
     use Access::{Internal, Public, Webhook};
     const VIEWER: Access = Access::Role(Role::Viewer);
@@ -247,6 +249,7 @@ pub fn route_table() -> Vec<RouteSpec> {
             VIEWER,
             post(account::logout),
         ),
+        route(Method::GET, "/api/v1/auth/me", VIEWER, get(account::me)),
         route(
             Method::POST,
             "/api/v1/auth/password",
@@ -399,6 +402,18 @@ pub fn route_table() -> Vec<RouteSpec> {
             get(apps::diff),
         ),
         route(
+            Method::GET,
+            "/api/v1/apps/{cluster}/{name}/events",
+            VIEWER,
+            get(apps::events),
+        ),
+        route(
+            Method::GET,
+            "/api/v1/apps/{cluster}/{name}/resources",
+            VIEWER,
+            get(apps::resources),
+        ),
+        route(
             Method::POST,
             "/api/v1/apps/{cluster}/{name}/approve",
             APPROVER,
@@ -462,7 +477,8 @@ pub fn route_table() -> Vec<RouteSpec> {
     ]
 }
 
-/// The router for [`route_table`], each route behind the middleware its access level needs.
+/// The router for [`route_table`], each route behind the middleware its access level needs,
+/// and the web UI's pages ([`ui::router`]).
 pub fn router(state: AppState) -> Router {
     let mut router = Router::new();
     for spec in route_table() {
@@ -485,6 +501,7 @@ pub fn router(state: AppState) -> Router {
         router = router.route(spec.path, handler);
     }
     router
+        .merge(ui::router())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }

@@ -11,6 +11,7 @@
 //! - [`files`] and [`resources`]: where Apps come from (`--apps DIR`, App custom resources);
 //! - [`intake`]: source updates, rendered through the render cache;
 //! - [`operations`]: passes, plans, refreshes, approvals and rejections;
+//! - [`objects`]: the live health of each object an App manages;
 //! - [`promotion`]: promotions (digests read from a source App's Pods, pinned on a target),
 //!   rollbacks, unpins, their records and automatic promotions; [`pins`]: the pinned images
 //!   applied to an App's rendered manifests;
@@ -19,6 +20,7 @@
 mod app_set;
 mod files;
 mod intake;
+mod objects;
 mod operations;
 mod pins;
 mod promotion;
@@ -48,6 +50,7 @@ use crate::sources::status::SourceUpdate;
 use crate::sources::url::SourceKey;
 use crate::store::{Store, StoreError};
 pub use app_set::{FindError, RunnerError, Upserted};
+pub use objects::ObjectHealth;
 pub use operations::{Completed, Operation, OperationError};
 pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
