@@ -322,6 +322,52 @@ async fn an_operator_registers_a_cluster_approves_a_held_app_and_reads_the_audit
     browser
         .wait_exact("tr[data-cluster='remote'] td:nth-child(2)", "connected")
         .await;
+
+    // The command box reads through wardn: what kubectl shows in an allowed namespace, the
+    // allowlist's refusal outside it, and a write verb refused by name.
+    remote.kubectl(
+        &["apply", "-f", "-"],
+        Some(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe-cm\n  namespace: staging\n",
+        ),
+    );
+    let run_command = |command: &'static str| {
+        let browser = &browser;
+        async move {
+            browser
+                .script(
+                    "document.querySelector('#command-cluster').value = 'remote';
+                     document.querySelector('#command-line').value = '';",
+                    vec![],
+                )
+                .await;
+            browser.type_into("#command-line", command).await;
+            browser.click("#command-run").await;
+        }
+    };
+    run_command("get configmaps -n staging").await;
+    let listed = browser.wait_text("#command-output", "probe-cm").await;
+    assert!(listed.contains("NAME"), "{listed}");
+    browser
+        .screenshot("07b-cluster-command", WIDTH, HEIGHT)
+        .await;
+    run_command("get configmaps -n kube-system").await;
+    browser
+        .wait_text(
+            "#command-output",
+            "is not in the namespaces allowlist of cluster \"remote\"",
+        )
+        .await;
+    run_command("delete configmap probe-cm -n staging").await;
+    browser
+        .wait_text("#command-output", "verb \"delete\" is not offered")
+        .await;
+    assert!(
+        remote
+            .kubectl(&["get", "configmaps", "-n", "staging"], None)
+            .contains("probe-cm"),
+        "a refused command touches nothing"
+    );
     browser.screenshot("07-clusters", WIDTH, HEIGHT).await;
 
     // Remove, after confirming.

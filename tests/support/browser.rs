@@ -171,9 +171,21 @@ impl Browser {
         .await;
     }
 
-    /// Clicks the element at `css`.
+    /// Clicks the element at `css`. Pages re-render as they poll, so an element found just
+    /// before a re-render is stale by the click: found again and clicked (a minute at most).
     pub async fn click(&self, css: &str) {
-        self.find(css).await.click().await.unwrap();
+        for _ in 0..600 {
+            match self.find(css).await.click().await {
+                Ok(()) => return,
+                Err(fantoccini::error::CmdError::Standard(err))
+                    if err.error == fantoccini::error::ErrorStatus::StaleElementReference =>
+                {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(err) => panic!("clicking {css}: {err}"),
+            }
+        }
+        panic!("{css} went stale at every click for a minute");
     }
 
     /// Runs `script` in the page with `args`; returns its value.

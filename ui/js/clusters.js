@@ -1,5 +1,7 @@
 // Clusters: the registry with each cluster's cached status; admins add (Test Connection,
-// Save), edit (rotate the kubeconfig, change namespaces) and remove (after confirming).
+// Save), edit (rotate the kubeconfig, change namespaces) and remove (after confirming); anyone
+// signed in may run a read command (get, describe, logs) on a cluster through the shell's
+// command box, inside its namespace allowlist.
 import { api } from './api.js';
 import { h, fill, notice, badge, table, td, busy, ago, announce } from './dom.js';
 import { start, may } from './layout.js';
@@ -158,6 +160,48 @@ function namespacesCell(cluster) {
   return cluster.namespaces.join(', ');
 }
 
+/**
+ * The command box: `get|describe|logs …` on the chosen cluster, run by the server with the
+ * cluster's sealed credentials (`POST /api/v1/clusters/NAME/shell/commands`); the answer is
+ * shown as text. Returns the panel and a function that refreshes the cluster choices.
+ */
+function commandBox() {
+  const cluster = h('select', { id: 'command-cluster', 'aria-label': 'Cluster to run the command on' });
+  const line = h('input', {
+    id: 'command-line', type: 'text', autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'get pods -n staging', 'aria-label': 'Read command (get, describe or logs)',
+  });
+  const run = h('button', { type: 'submit', id: 'command-run' }, 'Run');
+  const output = h('pre', { id: 'command-output', class: 'command-output', 'aria-live': 'polite', tabindex: '0' });
+  const form = h('form', { class: 'command-form', 'aria-label': 'Cluster command' },
+    cluster, line, run);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    busy(run, async () => {
+      const name = cluster.value;
+      const command = line.value.trim();
+      if (!name || !command) return;
+      try {
+        const answer = await api('POST', `/api/v1/clusters/${encodeURIComponent(name)}/shell/commands`, { command });
+        fill(output, answer.text);
+      } catch (err) {
+        fill(output, notice('error', `${name}: ${command}`, err.message));
+      }
+    });
+  });
+  const panel = h('section', { class: 'panel command-panel', 'aria-labelledby': 'command-title' },
+    h('h2', { id: 'command-title' }, 'Run a read command'),
+    h('p', { class: 'muted' }, 'get, describe or logs, through wardn with the cluster\'s own credentials, in its allowed namespaces; every command is audited. For a full kubectl, run wardn clusters shell NAME.'),
+    form, output);
+  const setClusters = (names) => {
+    const chosen = cluster.value;
+    fill(cluster, ...names.map((name) => h('option', { value: name }, name)));
+    if (names.includes(chosen)) cluster.value = chosen;
+    panel.hidden = names.length === 0;
+  };
+  return { panel, setClusters };
+}
+
 start(async (page, me) => {
   const admin = may(me, 'admin');
   const messages = h('div', { id: 'messages' });
@@ -165,6 +209,7 @@ start(async (page, me) => {
   const listSlot = h('div', { id: 'cluster-list' });
   const addButton = h('button', { type: 'button', class: 'primary', id: 'add-cluster' }, 'Add cluster');
   const refreshButton = h('button', { type: 'button', id: 'reload-clusters' }, 'Reload');
+  const commands = commandBox();
 
   const closeForm = (changed, message) => {
     fill(formSlot);
@@ -209,6 +254,7 @@ start(async (page, me) => {
   async function load() {
     const data = await api('GET', '/api/v1/clusters');
     const clusters = data.clusters || [];
+    commands.setClusters(clusters.map((cluster) => cluster.name));
     const parts = [];
     if (data.declarationErrors && data.declarationErrors.length) {
       parts.push(notice('warn', 'Some declared clusters could not be applied', data.declarationErrors.join('; ')));
@@ -256,7 +302,7 @@ start(async (page, me) => {
     h('div', { class: 'toolbar' },
       h('p', { class: 'muted', style: null }, 'Clusters wardn deploys to; credentials are sealed at rest and never shown.'),
       h('span', { class: 'spacer' }), refreshButton, addButton),
-    messages, formSlot, listSlot);
+    messages, formSlot, listSlot, commands.panel);
   await load();
   // Follows probes and other admins' changes, unless the operator is confirming a removal.
   setInterval(() => {
