@@ -723,6 +723,7 @@ async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
         }
     };
     eventually("the base set Synced", synced_with(100)).await;
+    let base_revision = runner.status(key).and_then(|s| s.revision);
 
     // The next commit adds 150 ConfigMaps; the cluster fails every write after the 60th.
     sim.cluster.set_faults(kubesim::Faults {
@@ -745,8 +746,14 @@ async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
         failed.message
     );
 
-    // The commit is reverted and the cluster recovers.
+    // The commit is reverted, and seen (a pass of the reverted tree fails on the faulty
+    // cluster too), before the cluster recovers: recovering first would let a retry of the
+    // 250-object revision finish, after which the revert rightly trips the prune guard.
     remove_configmaps(&src, "extra");
+    eventually("the revert seen", || {
+        runner.status(key).and_then(|s| s.revision) == base_revision
+    })
+    .await;
     sim.cluster.set_faults(kubesim::Faults::default());
     let reverted = synced_with(100);
     for _ in 0..300 {
