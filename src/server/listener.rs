@@ -104,19 +104,23 @@ impl Connections {
     /// request head is told to close and no longer counts. `None` when there is no room.
     fn admit(&self) -> Option<Arc<Connection>> {
         let mut order = self.order.lock();
+        let gone = |c: &Arc<Connection>| {
+            c.ended.load(Ordering::SeqCst) || c.evicted.load(Ordering::SeqCst)
+        };
+        while order.front().is_some_and(gone) {
+            order.pop_front();
+        }
         if self.open.load(Ordering::SeqCst) >= self.cap {
-            let victim = order.iter().find(|c| {
-                !c.started.load(Ordering::SeqCst)
-                    && !c.evicted.load(Ordering::SeqCst)
-                    && !c.ended.load(Ordering::SeqCst)
-            })?;
+            let victim = order
+                .iter()
+                .find(|c| !c.started.load(Ordering::SeqCst) && !gone(c))?;
             victim.evicted.store(true, Ordering::SeqCst);
             victim.close.notify_one();
             self.open.fetch_sub(1, Ordering::SeqCst);
         }
         // Forget connections gone or going, once they are as many as the live ones.
         if order.len() > 2 * self.cap {
-            order.retain(|c| !c.ended.load(Ordering::SeqCst) && !c.evicted.load(Ordering::SeqCst));
+            order.retain(|c| !gone(c));
         }
         let connection = Arc::new(Connection::default());
         order.push_back(Arc::clone(&connection));
@@ -126,6 +130,8 @@ impl Connections {
 
     /// `connection`'s task ended.
     fn ended(&self, connection: &Connection) {
+        // Under the same lock as eviction, so a connection is counted out once.
+        let _order = self.order.lock();
         connection.ended.store(true, Ordering::SeqCst);
         if !connection.evicted.load(Ordering::SeqCst) {
             self.open.fetch_sub(1, Ordering::SeqCst);
