@@ -1,5 +1,6 @@
 //! What unauthenticated clients cost the API server: peak RSS growth and database growth (the
-//! SQLite file with its WAL) under parallel bad logins and parallel unsigned 24 MB webhooks, login latency (p99) under parallel attempts,
+//! SQLite file with its WAL and shared-memory index) under parallel bad logins and parallel
+//! forged 24 MB webhooks, login latency (p99) under parallel attempts,
 //! and `/api/v1/health` latency (p99) while partial-header connections (slowloris) are held
 //! open. In-process server on SQLite. Prints figures; asserts nothing about time.
 //!
@@ -61,6 +62,16 @@ fn db_growth_kib(server: &TestServer, before: u64) -> f64 {
     (db_bytes(server) as f64 - before as f64) / 1024.0
 }
 
+/// Entries in the server's audit log.
+async fn audit_entries(server: &TestServer) -> usize {
+    server
+        .registry
+        .store()
+        .audit_log()
+        .await
+        .map_or(0, |(entries, _)| entries.len())
+}
+
 fn client_from(a: u8, b: u8) -> Client {
     Client::builder()
         .local_address(IpAddr::from([127, 0, a, b]))
@@ -97,19 +108,23 @@ async fn login(http: &Client, server: &TestServer, user: &str, password: &str) -
 async fn bad_logins(server: &TestServer, count: usize) {
     let clients: Vec<Client> = (0..50).map(|i| client_from(10, i + 1)).collect();
     let db = db_bytes(server);
+    let entries = audit_entries(server).await;
     let base = reset_peak();
     let start = Instant::now();
     let attempts = (0..count).map(|i| login(&clients[i % clients.len()], server, "admin", "wrong"));
     let statuses = futures_util::future::join_all(attempts).await;
+    let elapsed = start.elapsed();
+    let (peak, db) = (peak_mib() - base, db_growth_kib(server, db));
+    let entries = audit_entries(server).await - entries;
     let checks = server.state.password_checks();
     println!(
-        "{count} parallel bad logins from 50 addresses: peak RSS +{:.1} MiB, DB +{:.0} KiB, \
-         {:.1} s, argon2 checks {} (at most {} at once), statuses {}",
-        peak_mib() - base,
-        db_growth_kib(server, db),
-        start.elapsed().as_secs_f64(),
+        "{count} parallel bad logins from 50 addresses: peak RSS +{peak:.1} MiB, DB +{db:.0} KiB \
+         (+{entries} audit entries, the windows' counts follow), {:.1} s, argon2 checks {} (at \
+         most {} at once, {} refused a slot), statuses {}",
+        elapsed.as_secs_f64(),
         checks.total(),
         checks.peak(),
+        checks.refused(),
         tally(&statuses),
     );
 }

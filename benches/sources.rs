@@ -19,7 +19,7 @@ use wardn::sources::poller::{Poller, PollerConfig};
 use wardn::sources::render_cache::RenderCache;
 use wardn::sources::spec::{GitRef, GitSource};
 use wardn::sources::url::parse_repo_url;
-use wardn::sources::webhook::{WebhookSecrets, handle, sign};
+use wardn::sources::webhook::{WebhookSecrets, handle_request, sign};
 
 const REPOS: usize = 100;
 const APPS: usize = 200;
@@ -221,7 +221,9 @@ fn bench_monorepo(root: &Path) {
             sign(b"s", body.as_bytes()).parse().unwrap(),
         );
         let start = Instant::now();
-        let outcome = handle(&poller, &secrets, &headers, body.as_bytes());
+        let outcome = handle_request(&poller, &secrets, &headers, body.as_bytes())
+            .await
+            .unwrap();
         assert!(matches!(
             outcome,
             wardn::sources::webhook::WebhookOutcome::Triggered { .. }

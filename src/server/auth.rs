@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 use super::AppState;
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::login_audit::{self, Failure};
 use super::login_limit::{CHECK_WAIT, MAX_USERNAME_CHARS, bounded_username};
 use crate::store::auth::LAST_USED_RESOLUTION_SECS;
 use crate::store::users::{Role, User};
@@ -314,8 +315,9 @@ fn too_many(wait: Duration, message: &str) -> Response {
 /// The user name is cut to [`MAX_USERNAME_CHARS`] before any use. The attempt is counted
 /// against the peer address and the (address, user) pair before the password is checked
 /// ([`super::login_limit::LoginLimiter`]); at most a few argon2 checks run at once
-/// ([`super::login_limit::PasswordChecks`]), and a login that finds no free slot within
-/// [`CHECK_WAIT`] gets 429.
+/// ([`super::login_limit::PasswordChecks`]), and a login that finds no free slot at once
+/// (too many waiting already) or within [`CHECK_WAIT`] gets 429. Failures are audited per
+/// source and window ([`super::login_audit`]); successes one entry each.
 pub async fn login(
     State(state): State<AppState>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
@@ -328,17 +330,14 @@ pub async fn login(
     let too_long = body.username.chars().nth(MAX_USERNAME_CHARS).is_some();
     let username = bounded_username(&body.username).to_string();
     drop(body.username);
-    let audit = |outcome: &'static str| {
-        let store = state.store().clone();
-        let username = username.clone();
-        async move {
-            store
-                .record_audit(&username, "auth.login", &username, outcome, &now_rfc3339())
-                .await;
-        }
+    let failed = |kind: Failure| {
+        let rows = state
+            .failed_logins()
+            .failed(ip, &username, kind, Instant::now());
+        login_audit::write(state.store(), rows)
     };
     if let Err(wait) = state.login_limiter().attempt(ip, &username, Instant::now()) {
-        audit("failure: rate limited").await;
+        failed(Failure::RateLimited).await;
         return Ok(too_many(
             wait,
             "too many login attempts for this user from this address",
@@ -352,7 +351,7 @@ pub async fn login(
     let valid = match stored {
         Some(stored) => {
             let Some(_slot) = state.password_checks().acquire(CHECK_WAIT).await else {
-                audit("failure: server busy").await;
+                failed(Failure::Busy).await;
                 return Ok(too_many(CHECK_WAIT, "too many logins in progress"));
             };
             let password = body.password;
@@ -363,10 +362,19 @@ pub async fn login(
         None => false,
     };
     if !valid {
-        audit("failure: invalid credentials").await;
+        failed(Failure::InvalidCredentials).await;
         return Err(ApiError::unauthorized("invalid username or password"));
     }
-    audit("success").await;
+    state
+        .store()
+        .record_audit(
+            &username,
+            login_audit::ACTION,
+            &username,
+            "success",
+            &now_rfc3339(),
+        )
+        .await;
     state.login_limiter().succeeded(ip, &username);
     let session = random_secret(32).map_err(|err| ApiError::internal(&err))?;
     state

@@ -10,7 +10,9 @@
 //! [`MAX_USERNAME_CHARS`] before they reach it, and it tracks at most [`MAX_TRACKED`] keys of
 //! each kind, evicting the least recently used.
 //!
-//! [`PasswordChecks`] caps how many argon2 checks (about 19 MiB each) run at once.
+//! [`PasswordChecks`] caps how many argon2 checks (about 19 MiB each) run at once, and how
+//! many logins may wait for one and for how long: a login beyond them gets 429 at once, so
+//! under a flood attempts are refused quickly instead of queueing for seconds.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
@@ -35,8 +37,10 @@ pub const MAX_TRACKED: usize = 10_000;
 pub const MAX_USERNAME_CHARS: usize = 64;
 /// Password checks that run at once.
 pub const MAX_CONCURRENT_CHECKS: usize = 2;
+/// Logins that may wait for a password-check slot at once; more are refused with 429 at once.
+pub const MAX_WAITING_CHECKS: usize = 4;
 /// How long a login waits for a password-check slot before it is refused with 429.
-pub const CHECK_WAIT: Duration = Duration::from_secs(5);
+pub const CHECK_WAIT: Duration = Duration::from_secs(1);
 
 /// `name` cut to at most [`MAX_USERNAME_CHARS`] characters, at a character boundary.
 pub fn bounded_username(name: &str) -> &str {
@@ -206,18 +210,22 @@ impl LoginLimiter {
     }
 }
 
-/// The password-check slots: at most [`MAX_CONCURRENT_CHECKS`] argon2 checks at once. Counts
-/// checks and the most seen at once (a test hook independent of timing).
+/// The password-check slots: at most [`MAX_CONCURRENT_CHECKS`] argon2 checks at once, at most
+/// [`MAX_WAITING_CHECKS`] logins waiting for one. Counts checks, the most seen at once and the
+/// logins refused for want of a slot (test hooks independent of timing).
 pub struct PasswordChecks {
     slots: Semaphore,
+    max_waiting: usize,
+    waiting: AtomicUsize,
     running: AtomicUsize,
     peak: AtomicUsize,
     total: AtomicUsize,
+    refused: AtomicUsize,
 }
 
 impl Default for PasswordChecks {
     fn default() -> Self {
-        PasswordChecks::new(MAX_CONCURRENT_CHECKS)
+        PasswordChecks::new(MAX_CONCURRENT_CHECKS, MAX_WAITING_CHECKS)
     }
 }
 
@@ -233,23 +241,50 @@ impl Drop for CheckSlot<'_> {
     }
 }
 
+/// A login waiting for a slot; leaves the queue when dropped (served, timed out or
+/// cancelled).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 impl PasswordChecks {
-    /// `slots` checks at once.
-    pub fn new(slots: usize) -> PasswordChecks {
+    /// `slots` checks at once, `max_waiting` logins waiting for one.
+    pub fn new(slots: usize, max_waiting: usize) -> PasswordChecks {
         PasswordChecks {
             slots: Semaphore::new(slots),
+            max_waiting,
+            waiting: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             total: AtomicUsize::new(0),
+            refused: AtomicUsize::new(0),
         }
     }
 
-    /// Waits up to `wait` for a slot; `None` if none freed in time.
+    /// A slot: at once if one is free; else, when fewer than `max_waiting` logins wait
+    /// already, after waiting up to `wait`. `None` (counted as refused) otherwise.
     pub async fn acquire(&self, wait: Duration) -> Option<CheckSlot<'_>> {
-        let permit = tokio::time::timeout(wait, self.slots.acquire())
-            .await
-            .ok()?
-            .ok()?;
+        let permit = match self.slots.try_acquire() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                let queued = Waiting(&self.waiting);
+                if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.max_waiting {
+                    None
+                } else {
+                    let permit = tokio::time::timeout(wait, self.slots.acquire()).await;
+                    drop(queued);
+                    permit.ok().and_then(Result::ok)
+                }
+            }
+        };
+        let Some(permit) = permit else {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return None;
+        };
         let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(running, Ordering::SeqCst);
         self.total.fetch_add(1, Ordering::SeqCst);
@@ -267,6 +302,11 @@ impl PasswordChecks {
     /// Checks started so far.
     pub fn total(&self) -> usize {
         self.total.load(Ordering::SeqCst)
+    }
+
+    /// Logins refused so far for want of a slot (the queue was full or the wait ran out).
+    pub fn refused(&self) -> usize {
+        self.refused.load(Ordering::SeqCst)
     }
 }
 
@@ -336,13 +376,34 @@ mod tests {
 
     #[tokio::test]
     async fn password_checks_are_capped() {
-        let checks = PasswordChecks::new(2);
+        let checks = PasswordChecks::new(2, 4);
         let one = checks.acquire(Duration::from_millis(10)).await;
         let two = checks.acquire(Duration::from_millis(10)).await;
         assert!(one.is_some() && two.is_some());
         assert!(checks.acquire(Duration::from_millis(10)).await.is_none());
         drop(one);
         assert!(checks.acquire(Duration::from_millis(10)).await.is_some());
-        assert_eq!((checks.peak(), checks.total()), (2, 3));
+        assert_eq!((checks.peak(), checks.total(), checks.refused()), (2, 3, 1));
+    }
+
+    #[tokio::test]
+    async fn logins_beyond_the_queue_are_refused_without_waiting() {
+        let checks = PasswordChecks::new(1, 2);
+        let _running = checks.acquire(Duration::ZERO).await.unwrap();
+        // Two wait (for an hour, were the slot never freed); the third is refused at once,
+        // so this test finishes although nothing frees the slot.
+        let long = Duration::from_secs(3600);
+        let waiters = futures_util::future::join(checks.acquire(long), checks.acquire(long));
+        let third = async {
+            tokio::task::yield_now().await;
+            checks.acquire(long).await.is_none()
+        };
+        tokio::select! {
+            _ = waiters => panic!("the slot was never freed"),
+            refused = third => assert!(refused),
+        }
+        // The waiters were cancelled by the select: the queue is empty again.
+        assert_eq!(checks.waiting.load(Ordering::SeqCst), 0);
+        assert_eq!((checks.total(), checks.refused()), (1, 1));
     }
 }

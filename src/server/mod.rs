@@ -13,11 +13,13 @@ pub mod clusters;
 pub mod error;
 pub mod four_eyes;
 pub mod listener;
+pub mod login_audit;
 pub mod login_limit;
 pub mod metrics;
 pub mod promotions;
 pub mod repositories;
 pub mod shell;
+pub mod spool;
 pub mod tls;
 pub mod tokens;
 pub mod ui;
@@ -58,6 +60,7 @@ pub struct AppState {
     repositories: Arc<Repositories>,
     login_limiter: Arc<login_limit::LoginLimiter>,
     password_checks: Arc<login_limit::PasswordChecks>,
+    failed_logins: Arc<login_audit::FailedLogins>,
     /// Whether session cookies carry `Secure` (the API is reached over https).
     secure_cookies: bool,
     /// The open cluster shell sessions.
@@ -85,6 +88,7 @@ impl AppState {
             repositories,
             login_limiter: Arc::default(),
             password_checks: Arc::default(),
+            failed_logins: Arc::default(),
             secure_cookies: false,
             shell_sessions: Arc::default(),
         }
@@ -117,6 +121,11 @@ impl AppState {
     /// The password-check slots (at most a few argon2 checks at once).
     pub fn password_checks(&self) -> &Arc<login_limit::PasswordChecks> {
         &self.password_checks
+    }
+
+    /// Failed logins, audited one entry per source and window.
+    pub fn failed_logins(&self) -> &Arc<login_audit::FailedLogins> {
+        &self.failed_logins
     }
 
     /// The Git poller (commit authors for four-eyes approval).
@@ -659,7 +668,21 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         tracing::info!(addr = %self.addr, "wardn API listening");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let failed = Arc::clone(self.state.failed_logins());
+        let store = self.state.store().clone();
+        let sweeper = tokio::spawn(async move {
+            login_audit::sweep(&failed, &store, async {
+                let _ = stopped.await;
+            })
+            .await;
+        });
         listener::serve(self.listener, router(self.state), self.tls, shutdown).await;
+        // The counts of failed logins still open are written before the store closes.
+        let _ = stop.send(());
+        if let Err(err) = sweeper.await {
+            tracing::error!(%err, "the failed-login audit sweeper ended abnormally");
+        }
         self.daemon.shutdown().await;
         Ok(())
     }

@@ -2,10 +2,14 @@
 //! checked and the poll triggered by `crate::sources::webhook`; this module maps the outcome to
 //! a status code and a JSON answer.
 //!
-//! What an unauthenticated sender can cost is bounded here: a request without a signature
-//! header is refused before its body is read; at most [`MAX_BODIES_IN_FLIGHT`] bodies (each at
-//! most [`MAX_BODY`] bytes) are held at once, and a request that finds no slot within
-//! [`BODY_WAIT`] gets 503 with `Retry-After`.
+//! What an unauthenticated sender can cost is bounded here: a request whose signature header
+//! is missing or malformed, or that no configured secret could accept, is refused before its
+//! body is read ([`refuse_unread`]); at most [`MAX_BODIES_IN_FLIGHT`] bodies (each at most
+//! [`MAX_BODY`] bytes) are received at once, and a request that finds no slot within
+//! [`BODY_WAIT`] gets 503 with `Retry-After`. A body is never held in memory whole: it
+//! streams through the HMAC into a [`super::spool::Spool`] (memory up to
+//! [`super::spool::SPOOL_MEMORY`], a temporary file beyond), refused as soon as it passes
+//! [`MAX_BODY`], and dropped as soon as its answer is known.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,12 +21,13 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
 
+use super::spool::{self, ReceiveError};
 use crate::sources::poller::Poller;
 use crate::sources::webhook::{
-    MAX_BODY, ROUTE, SignatureError, WebhookOutcome, WebhookSecrets, handle_request, has_signature,
+    MAX_BODY, ROUTE, WebhookOutcome, WebhookSecrets, handle_request, refuse_unread,
 };
 
-/// Webhook bodies read and checked at once (each up to [`MAX_BODY`]).
+/// Webhook bodies received and checked at once (each up to [`MAX_BODY`], spooled).
 pub const MAX_BODIES_IN_FLIGHT: usize = 4;
 /// How long a delivery waits for a slot before it is refused with 503.
 pub const BODY_WAIT: Duration = Duration::from_secs(10);
@@ -66,9 +71,9 @@ pub async fn git_webhook(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if !has_signature(&headers) {
-        tracing::warn!("webhook: rejected, no signature header");
-        return error(StatusCode::UNAUTHORIZED, SignatureError::Missing);
+    if let Some(refused) = refuse_unread(&headers, &state.secrets) {
+        tracing::warn!(error = %refused, "webhook: rejected before reading the body");
+        return error(StatusCode::UNAUTHORIZED, refused);
     }
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -91,30 +96,35 @@ pub async fn git_webhook(
         )
             .into_response();
     };
-    let body =
-        match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await {
-            Ok(Ok(body)) => body,
-            Err(_) => {
-                return error(
-                    StatusCode::REQUEST_TIMEOUT,
-                    format!(
-                        "webhook body not received within {} s",
-                        BODY_READ_TIMEOUT.as_secs()
-                    ),
-                );
-            }
-            Ok(Err(e)) => {
-                return error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("webhook body unreadable or larger than {MAX_BODY} bytes: {e}"),
-                );
-            }
-        };
+    let received = spool::receive(body, MAX_BODY, state.secrets.server_secret());
+    let body = match tokio::time::timeout(BODY_READ_TIMEOUT, received).await {
+        Ok(Ok(body)) => body,
+        Err(_) => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "webhook body not received within {} s",
+                    BODY_READ_TIMEOUT.as_secs()
+                ),
+            );
+        }
+        Ok(Err(e @ ReceiveError::Spool(_))) => {
+            tracing::error!(error = %e, "webhook: cannot spool a body");
+            return error(StatusCode::SERVICE_UNAVAILABLE, e);
+        }
+        Ok(Err(e)) => return error(StatusCode::PAYLOAD_TOO_LARGE, e),
+    };
+    tracing::debug!(
+        bytes = body.len(),
+        spilled = body.spilled(),
+        "webhook: body received"
+    );
     let outcome = match handle_request(&state.poller, &state.secrets, &headers, &body).await {
         Ok(outcome) => outcome,
         Err(e) => {
-            // Fail closed: without the registered secret the request cannot be checked.
-            tracing::error!(error = %e, "webhook: cannot read the repository's secret");
+            // Fail closed: without the registered secret (or the spooled body) the request
+            // cannot be checked.
+            tracing::error!(error = %e, "webhook: cannot check a delivery");
             let json = serde_json::json!({"error": e.to_string()});
             return (StatusCode::SERVICE_UNAVAILABLE, Json(json)).into_response();
         }

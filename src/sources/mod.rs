@@ -18,6 +18,7 @@
 //! - [`webhook`] checks the signature of `POST /api/v1/webhooks/git` (served by the `server` module) and
 //!   calls [`poller::Poller::trigger`] for an immediate poll.
 
+pub mod capped_json;
 pub mod credentials;
 pub mod debounce;
 pub mod directory;

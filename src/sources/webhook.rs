@@ -29,6 +29,9 @@ use http::HeaderMap;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
+use futures_util::future::BoxFuture;
+
+use super::capped_json::CappedStrings;
 use super::credentials::{CredentialsProvider, LookupError};
 use super::poller::Poller;
 use super::url::{SourceKey, parse_repo_url};
@@ -79,6 +82,12 @@ impl WebhookSecrets {
         self
     }
 
+    /// The server-wide secret, if any (the server computes the body's MAC under it while
+    /// the body streams in).
+    pub fn server_secret(&self) -> Option<&[u8]> {
+        self.server.as_deref()
+    }
+
     /// Reads the server-wide secret from `WARDN_WEBHOOK_SECRET`.
     pub fn from_env() -> Self {
         Self::new(std::env::var(SECRET_ENV).ok().as_deref())
@@ -96,26 +105,9 @@ impl WebhookSecrets {
         Ok(self)
     }
 
-    /// The secret for a payload naming `urls`: the first named repository's own secret, else
-    /// the server secret.
-    fn for_urls(&self, urls: &[String]) -> Option<&[u8]> {
-        urls.iter()
-            .filter_map(|u| parse_repo_url(u).ok())
-            .find_map(|u| self.per_repository.get(&u.key))
-            .or(self.server.as_ref())
-            .map(Vec::as_slice)
-    }
-
-    /// The secret that authenticates payloads for the repository `key`: its own secret, else
-    /// the server secret (never another repository's).
-    fn for_key(&self, key: &SourceKey) -> Option<&[u8]> {
-        self.per_repository
-            .get(key)
-            .or(self.server.as_ref())
-            .map(Vec::as_slice)
-    }
-
-    /// [`Self::for_key`] including secrets registered with the provider.
+    /// The secret that authenticates payloads for the repository `key`: its own secret
+    /// (configured, then registered with the provider), else the server secret (never another
+    /// repository's).
     pub async fn resolve_key(&self, key: &SourceKey) -> Result<Option<Vec<u8>>, LookupError> {
         if let Some(secret) = self.per_repository.get(key) {
             return Ok(Some(secret.clone()));
@@ -179,56 +171,178 @@ pub enum SignatureError {
     Mismatch(&'static str),
 }
 
+/// The signature a request claims: which convention, its header's name and value.
+struct Claim<'h> {
+    provider: Provider,
+    name: &'static str,
+    value: &'h [u8],
+}
+
+impl Claim<'_> {
+    /// The request's claim; [`SignatureError::Missing`] without a signature header.
+    fn of(headers: &HeaderMap) -> Result<Claim<'_>, SignatureError> {
+        let header = |name: &str| headers.get(name).map(|v| v.as_bytes());
+        let (provider, name, value) = if let Some(v) = header("x-hub-signature-256") {
+            (Provider::GitHub, "X-Hub-Signature-256", v)
+        } else if let Some(v) = header("x-gitlab-token") {
+            (Provider::GitLab, "X-Gitlab-Token", v)
+        } else if let Some(v) = header("x-wardn-signature") {
+            (Provider::Generic, "X-Wardn-Signature", v)
+        } else {
+            return Err(SignatureError::Missing);
+        };
+        Ok(Claim {
+            provider,
+            name,
+            value,
+        })
+    }
+
+    /// The MAC the header claims, for the HMAC conventions; `None` for GitLab's token.
+    fn expected_mac(&self) -> Result<Option<Vec<u8>>, SignatureError> {
+        if self.provider == Provider::GitLab {
+            return Ok(None);
+        }
+        let hex_sig = self
+            .value
+            .strip_prefix(b"sha256=")
+            .ok_or(SignatureError::Malformed(self.name))?;
+        hex::decode(hex_sig)
+            .map(Some)
+            .map_err(|_| SignatureError::Malformed(self.name))
+    }
+
+    /// Whether the claim holds: GitLab's token equals `secret`, or the claimed MAC equals
+    /// `computed` (the body's MAC under `secret`); both compared in constant time.
+    fn settle(
+        &self,
+        secret: &[u8],
+        expected: Option<&[u8]>,
+        computed: Option<&[u8]>,
+    ) -> Result<Provider, SignatureError> {
+        let matches = match (expected, computed) {
+            (Some(expected), Some(computed)) => bool::from(expected.ct_eq(computed)),
+            _ => bool::from(self.value.ct_eq(secret)),
+        };
+        if matches {
+            Ok(self.provider)
+        } else {
+            Err(SignatureError::Mismatch(self.name))
+        }
+    }
+}
+
+/// HMAC-SHA256 of `body` under `secret`.
+fn hmac(secret: &[u8], body: &[u8]) -> Vec<u8> {
+    new_mac(secret)
+        .map(|mut mac| {
+            mac.update(body);
+            mac.finalize().into_bytes().to_vec()
+        })
+        .unwrap_or_default()
+}
+
+/// An HMAC-SHA256 under `secret`, to feed a body to chunk by chunk. HMAC takes keys of any
+/// length, so this is always `Some`; were a key refused, callers use an empty MAC, which
+/// matches no signature.
+pub fn new_mac(secret: &[u8]) -> Option<Hmac<Sha256>> {
+    Hmac::<Sha256>::new_from_slice(secret).ok()
+}
+
 /// Checks the request's signature over the raw `body` with `secret`.
 pub fn verify_signature(
     headers: &HeaderMap,
     body: &[u8],
     secret: Option<&[u8]>,
 ) -> Result<Provider, SignatureError> {
-    let header = |name: &str| headers.get(name).map(|v| v.as_bytes());
-    let (provider, name, value) = if let Some(v) = header("x-hub-signature-256") {
-        (Provider::GitHub, "X-Hub-Signature-256", v)
-    } else if let Some(v) = header("x-gitlab-token") {
-        (Provider::GitLab, "X-Gitlab-Token", v)
-    } else if let Some(v) = header("x-wardn-signature") {
-        (Provider::Generic, "X-Wardn-Signature", v)
-    } else {
-        return Err(SignatureError::Missing);
-    };
+    let claim = Claim::of(headers)?;
     let secret = secret.ok_or(SignatureError::NoSecret)?;
-    match provider {
-        Provider::GitLab => {
-            if bool::from(value.ct_eq(secret)) {
-                Ok(provider)
-            } else {
-                Err(SignatureError::Mismatch(name))
-            }
-        }
-        Provider::GitHub | Provider::Generic => {
-            let hex_sig = value
-                .strip_prefix(b"sha256=")
-                .ok_or(SignatureError::Malformed(name))?;
-            let sig = hex::decode(hex_sig).map_err(|_| SignatureError::Malformed(name))?;
-            let mut mac = Hmac::<Sha256>::new_from_slice(secret)
-                .map_err(|_| SignatureError::Mismatch(name))?;
-            mac.update(body);
-            mac.verify_slice(&sig)
-                .map(|()| provider)
-                .map_err(|_| SignatureError::Mismatch(name))
-        }
+    let expected = claim.expected_mac()?;
+    let computed = expected.as_ref().map(|_| hmac(secret, body));
+    claim.settle(secret, expected.as_deref(), computed.as_deref())
+}
+
+/// [`verify_signature`] over any [`RawBody`]: the MAC is computed only for the HMAC
+/// conventions, and only once the header is well-formed.
+pub async fn verify_body<B: RawBody + ?Sized>(
+    headers: &HeaderMap,
+    body: &B,
+    secret: Option<&[u8]>,
+) -> Result<Result<Provider, SignatureError>, BodyError> {
+    let checked = async {
+        let claim = Claim::of(headers)?;
+        let secret = secret.ok_or(SignatureError::NoSecret)?;
+        let expected = claim.expected_mac()?;
+        Ok((claim, secret, expected))
+    };
+    let (claim, secret, expected) = match checked.await {
+        Ok(found) => found,
+        Err(e) => return Ok(Err(e)),
+    };
+    let computed = match &expected {
+        Some(_) => Some(body.mac(secret).await?),
+        None => None,
+    };
+    Ok(claim.settle(secret, expected.as_deref(), computed.as_deref()))
+}
+
+/// Why a request is refused before its body is read, if it can be: no signature header, a
+/// malformed one, no secret that could check it, or (without per-repository secrets) a
+/// GitLab token that is not the server secret. `None`: the body must be read to decide.
+pub fn refuse_unread(headers: &HeaderMap, secrets: &WebhookSecrets) -> Option<SignatureError> {
+    let claim = match Claim::of(headers) {
+        Ok(claim) => claim,
+        Err(e) => return Some(e),
+    };
+    let expected = match claim.expected_mac() {
+        Ok(expected) => expected,
+        Err(e) => return Some(e),
+    };
+    if has_repository_secrets(secrets) {
+        return None;
+    }
+    let server = match secrets.server.as_deref() {
+        Some(server) => server,
+        None => return Some(SignatureError::NoSecret),
+    };
+    match expected {
+        None => claim.settle(server, None, None).err(),
+        Some(_) => None,
+    }
+}
+
+/// Why a body could not be read back (the temporary file of a spooled body).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the webhook body back: {0}")]
+pub struct BodyError(#[from] pub std::io::Error);
+
+/// A request body as the checks read it: a byte slice, or a body the server spooled while it
+/// streamed in (`crate::server::spool`), read back as a stream. Only the HMAC and the
+/// bounded URL reader ever read it, so no check needs the whole body in memory.
+pub trait RawBody: Sync {
+    /// HMAC-SHA256 of the whole body under `secret`.
+    fn mac<'a>(&'a self, secret: &'a [u8]) -> BoxFuture<'a, Result<Vec<u8>, BodyError>>;
+
+    /// The repository URLs the body names, as [`payload_urls_raw`] reads them (the inner
+    /// error when the body is not JSON).
+    #[allow(clippy::type_complexity)]
+    fn urls(&self) -> BoxFuture<'_, Result<Result<Vec<String>, serde_json::Error>, BodyError>>;
+}
+
+impl RawBody for [u8] {
+    fn mac<'a>(&'a self, secret: &'a [u8]) -> BoxFuture<'a, Result<Vec<u8>, BodyError>> {
+        Box::pin(async move { Ok(hmac(secret, self)) })
+    }
+
+    fn urls(&self) -> BoxFuture<'_, Result<Result<Vec<String>, serde_json::Error>, BodyError>> {
+        Box::pin(async move { Ok(payload_urls_raw(self)) })
     }
 }
 
 /// `sha256=<hex>` HMAC-SHA256 of `body` under `secret`: the value of `X-Hub-Signature-256`
 /// and `X-Wardn-Signature` (for senders and tests).
 pub fn sign(secret: &[u8], body: &[u8]) -> String {
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret) {
-        Ok(mac) => mac,
-        // HMAC accepts keys of any length; this arm is never taken.
-        Err(_) => return String::new(),
-    };
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    format!("sha256={}", hex::encode(hmac(secret, body)))
 }
 
 /// The fields of `repository` and `project` objects that name the repository.
@@ -268,7 +382,20 @@ pub const MAX_URL_CHARS: usize = 2048;
 /// strings): `repository.*` and `project.*` URL fields (GitHub's and GitLab's names), then a
 /// top-level `repoURL`; an error if the body is not JSON.
 pub fn payload_urls_raw(body: &[u8]) -> Result<Vec<String>, serde_json::Error> {
-    let top: raw::Top = serde_json::from_slice(body)?;
+    serde_json::from_slice(body).map(urls_of)
+}
+
+/// [`payload_urls_raw`] over a reader (a body spooled to a file), through
+/// [`CappedStrings`]: the reader's scratch buffer never holds more than one cut string, so
+/// the memory used stays bounded however long the body's strings are. `reader` should be
+/// buffered.
+pub fn payload_urls_reader(reader: impl std::io::Read) -> Result<Vec<String>, serde_json::Error> {
+    let capped = std::io::BufReader::new(CappedStrings::new(reader));
+    serde_json::from_reader(capped).map(urls_of)
+}
+
+/// The URLs a payload's top level names, in the documented order.
+fn urls_of(top: raw::Top) -> Vec<String> {
     let mut urls = Vec::new();
     for (name, fields) in URL_FIELDS {
         let object = match name {
@@ -282,7 +409,7 @@ pub fn payload_urls_raw(body: &[u8]) -> Result<Vec<String>, serde_json::Error> {
         }
     }
     urls.extend(top.repo_url);
-    Ok(urls)
+    urls
 }
 
 /// Minimal, bounded deserialisation of push payloads (see [`payload_urls_raw`]).
@@ -485,55 +612,36 @@ fn has_repository_secrets(secrets: &WebhookSecrets) -> bool {
     !secrets.per_repository.is_empty() || secrets.provider.is_some()
 }
 
-/// Authenticates a webhook request against the configured secrets (not the provider's) and,
-/// when valid for a polled repository, triggers a poll. Same order of checks as
-/// [`handle_request`].
-pub fn handle(
-    poller: &Poller,
-    secrets: &WebhookSecrets,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> WebhookOutcome {
-    let (urls, provider) = match authenticate_server(secrets, headers, body) {
-        Ok(found) => found,
-        Err(outcome) => return outcome,
-    };
-    // The repository to poll is chosen first; only its own secret (or, without one, the
-    // server's) may authenticate the delivery.
-    let target = poller.find_repository(urls.iter().map(String::as_str));
-    let secret = match &target {
-        Some(key) => secrets.for_key(key),
-        None => secrets.for_urls(&urls),
-    };
-    let provider = match provider {
-        Some(provider) if secret == secrets.server.as_deref() => provider,
-        _ => match verify_signature(headers, body, secret) {
-            Ok(provider) => provider,
-            Err(e) => return WebhookOutcome::Unauthorized(e),
-        },
-    };
-    trigger(poller, provider, target)
+/// Why a delivery could not be checked at all (the caller answers 503: fail closed).
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    /// A repository's registered secret could not be read.
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// The spooled body could not be read back.
+    #[error(transparent)]
+    Body(#[from] BodyError),
 }
 
 /// The first steps of every delivery, on the raw body: a signature header must be present;
 /// then the server secret is checked. Only a body the server secret signs, or — when
 /// per-repository secrets may apply — a body that carries a signature header, has its
-/// repository URLs read, by the bounded reader [`payload_urls_raw`] (never the whole
-/// document). Returns the URLs and, when the server secret signed the body, its provider.
-fn authenticate_server(
+/// repository URLs read, by the bounded reader (never the whole document). Returns the URLs
+/// and, when the server secret signed the body, its provider.
+async fn authenticate_server<B: RawBody + ?Sized>(
     secrets: &WebhookSecrets,
     headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(Vec<String>, Option<Provider>), WebhookOutcome> {
+    body: &B,
+) -> Result<Result<(Vec<String>, Option<Provider>), WebhookOutcome>, BodyError> {
     if !has_signature(headers) {
-        return Err(WebhookOutcome::Unauthorized(SignatureError::Missing));
+        return Ok(Err(WebhookOutcome::Unauthorized(SignatureError::Missing)));
     }
-    let server = secrets
-        .server
-        .as_deref()
-        .map(|secret| verify_signature(headers, body, Some(secret)));
-    match server {
-        Some(Ok(provider)) => match payload_urls_raw(body) {
+    let server = match secrets.server.as_deref() {
+        Some(secret) => Some(verify_body(headers, body, Some(secret)).await?),
+        None => None,
+    };
+    Ok(match server {
+        Some(Ok(provider)) => match body.urls().await? {
             Ok(urls) => Ok((urls, Some(provider))),
             Err(e) => Err(WebhookOutcome::BadPayload(format!("body is not JSON: {e}"))),
         },
@@ -543,11 +651,12 @@ fn authenticate_server(
         }
         // Not the server secret: perhaps a repository's own. An unreadable body names no
         // repository, so it is checked against the server secret (and refused).
-        _ => Ok((payload_urls_raw(body).unwrap_or_default(), None)),
-    }
+        _ => Ok((body.urls().await?.unwrap_or_default(), None)),
+    })
 }
 
-/// [`handle`] with every secret source, the provider's registered secrets included.
+/// Authenticates a webhook delivery with every secret source (configured, and registered
+/// with the provider) and, when valid for a polled repository, triggers a poll.
 ///
 /// Order: no signature header → 401; the server secret is checked over the raw body; the
 /// repository URLs are then read with the bounded reader [`payload_urls_raw`] and the secret
@@ -555,16 +664,18 @@ fn authenticate_server(
 /// The full document is never built, and a body is read at all only when it carries a
 /// signature header (and either the server secret signed it or per-repository secrets may
 /// apply). A body that is not JSON is a 400 only once the server secret signed it.
-pub async fn handle_request(
+pub async fn handle_request<B: RawBody + ?Sized>(
     poller: &Poller,
     secrets: &WebhookSecrets,
     headers: &HeaderMap,
-    body: &[u8],
-) -> Result<WebhookOutcome, LookupError> {
-    let (urls, provider) = match authenticate_server(secrets, headers, body) {
+    body: &B,
+) -> Result<WebhookOutcome, WebhookError> {
+    let (urls, provider) = match authenticate_server(secrets, headers, body).await? {
         Ok(found) => found,
         Err(outcome) => return Ok(outcome),
     };
+    // The repository to poll is chosen first; only its own secret (or, without one, the
+    // server's) may authenticate the delivery.
     let target = poller.find_repository(urls.iter().map(String::as_str));
     let secret = match &target {
         Some(key) => secrets.resolve_key(key).await?,
@@ -572,7 +683,7 @@ pub async fn handle_request(
     };
     let provider = match provider {
         Some(provider) if secret.as_deref() == secrets.server.as_deref() => provider,
-        _ => match verify_signature(headers, body, secret.as_deref()) {
+        _ => match verify_body(headers, body, secret.as_deref()).await? {
             Ok(provider) => provider,
             Err(e) => return Ok(WebhookOutcome::Unauthorized(e)),
         },
@@ -760,7 +871,7 @@ mod tests {
         let body = br#"{"repoURL": "https://h/o/reg"}"#;
         let signed = headers("x-wardn-signature", &sign(b"server", body));
         assert!(
-            handle_request(&poller, &failing, &signed, body)
+            handle_request(&poller, &failing, &signed, &body[..])
                 .await
                 .is_err(),
             "without the registered secret nothing is accepted"

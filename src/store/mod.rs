@@ -24,6 +24,25 @@ use sqlx::any::AnyPoolOptions;
 /// Name of the SQLite file created in the data directory when no database URL is given.
 pub const SQLITE_FILE: &str = "wardn.db";
 
+/// The write-ahead log is folded into the database every this many pages (4 KiB each;
+/// SQLite's default is 1,000, about 4 MiB). See [`sqlite_pragmas`].
+pub const SQLITE_WAL_CHECKPOINT_PAGES: u64 = 64;
+/// The write-ahead log is cut back to this size when it restarts after a checkpoint (by
+/// default it keeps its largest size). See [`sqlite_pragmas`].
+pub const SQLITE_WAL_LIMIT_BYTES: u64 = 256 << 10;
+
+/// Run on every SQLite connection. WAL lets readers (the clusters list) proceed while a
+/// writer commits; [`SQLITE_WAL_CHECKPOINT_PAGES`] and [`SQLITE_WAL_LIMIT_BYTES`] keep the log
+/// small, so a burst of small writes (audit entries of a login flood) leaves no megabytes of
+/// log behind.
+fn sqlite_pragmas() -> [String; 3] {
+    [
+        "PRAGMA journal_mode=WAL".to_string(),
+        format!("PRAGMA wal_autocheckpoint={SQLITE_WAL_CHECKPOINT_PAGES}"),
+        format!("PRAGMA journal_size_limit={SQLITE_WAL_LIMIT_BYTES}"),
+    ]
+}
+
 /// Errors from the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -146,20 +165,26 @@ impl Store {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
         };
-        let pool = AnyPoolOptions::new()
-            .max_connections(8)
+        let mut options = AnyPoolOptions::new().max_connections(8);
+        if backend == Backend::Sqlite {
+            options = options.after_connect(|conn, _| {
+                Box::pin(async move {
+                    for pragma in sqlite_pragmas() {
+                        sqlx::query(sqlx::AssertSqlSafe(pragma))
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            });
+        }
+        let pool = options
             .connect(url)
             .await
             .map_err(|source| StoreError::Connect {
                 backend: name,
                 source,
             })?;
-        if backend == Backend::Sqlite {
-            // WAL lets readers (the clusters list) proceed while a writer commits.
-            sqlx::query("PRAGMA journal_mode=WAL")
-                .execute(&pool)
-                .await?;
-        }
         migrate::run(&pool).await?;
         let store = Store {
             pool,
