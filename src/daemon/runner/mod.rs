@@ -18,12 +18,14 @@
 
 mod app_set;
 mod files;
+mod handover;
 mod intake;
 mod operations;
 mod pins;
 mod promotion;
 mod publish;
 mod resources;
+mod shards;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -51,6 +53,7 @@ pub use app_set::{FindError, RunnerError, Upserted};
 pub use operations::{Completed, Operation, OperationError};
 pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
+pub use shards::ShardEntry;
 
 /// Where an App comes from. When a file and a custom resource define the same
 /// `namespace/name`, the custom resource wins.
@@ -131,6 +134,9 @@ pub struct Runner {
     /// The `source@revision` each autoPromote App was last promoted from automatically (each
     /// is tried once).
     auto_attempts: Mutex<HashMap<String, String>>,
+    /// The fleet membership when this process is one replica of several (`--shards auto`):
+    /// only the Apps of the clusters it owns are passed (see [`shards`]).
+    sharding: std::sync::OnceLock<Arc<crate::shard::Membership>>,
 }
 
 impl Runner {
@@ -170,6 +176,7 @@ impl Runner {
             store,
             auto_attempts: Mutex::new(HashMap::new()),
             notifications: std::sync::OnceLock::new(),
+            sharding: std::sync::OnceLock::new(),
         })
     }
 
@@ -230,7 +237,14 @@ impl Runner {
 
     /// The Prometheus text of `/metrics`: passes, retries, drift, queue depth, cluster requests.
     pub fn metrics_text(&self) -> String {
-        self.upkeep.metrics_text()
+        let mut text = self.upkeep.metrics_text();
+        let shard = self.shard_metrics();
+        // The shard gauges go before the OpenMetrics end marker, if there is one.
+        match text.rfind("# EOF") {
+            Some(end) => text.insert_str(end, &shard),
+            None => text.push_str(&shard),
+        }
+        text
     }
 
     /// The problems of the last `--apps` reload (invalid files, duplicates, sources that
@@ -303,6 +317,10 @@ impl Runner {
     fn recorded(&self, key: &str, mut status: AppStatus) -> Option<Change> {
         let mut apps = self.apps.lock();
         let record = apps.get_mut(key)?;
+        // Another replica owns the App: its statuses are that replica's to write.
+        if !self.owns_cluster(record.app.spec.destination.cluster_segment()) {
+            return None;
+        }
         status.observed_generation = match record.origin {
             Origin::Resource => record.app.metadata.generation,
             Origin::File => None,
