@@ -4,6 +4,7 @@
 mod git_repo;
 pub mod https_git;
 pub mod postgres;
+pub mod replica;
 pub mod running;
 pub mod server;
 
