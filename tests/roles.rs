@@ -207,8 +207,7 @@ fn the_binary_refuses_inconsistent_roles() {
             "serve",
             "--shards",
             "auto",
-            "--replica-id",
-            id,
+            &format!("--replica-id={id}"),
             "--database-url",
             "postgres://127.0.0.1:1/none",
         ]);
