@@ -64,7 +64,7 @@ pub(super) async fn run(pool: &AnyPool, backend: super::Backend) -> Result<(), S
             .execute(&mut *conn)
             .await?;
     }
-    let result = apply(&mut conn).await;
+    let result = apply(&mut conn, postgres).await;
     if postgres {
         sqlx::query("SELECT pg_advisory_unlock($1)")
             .bind(MIGRATION_LOCK)
@@ -74,8 +74,13 @@ pub(super) async fn run(pool: &AnyPool, backend: super::Backend) -> Result<(), S
     result
 }
 
-/// [`run`]'s work on one connection.
-async fn apply(conn: &mut sqlx::pool::PoolConnection<sqlx::Any>) -> Result<(), StoreError> {
+/// [`run`]'s work on one connection. Each migration is applied in a transaction that first
+/// checks it is still pending (on SQLite one taking the write lock at once): a second store
+/// opened on the same file at the same moment skips what the first applied.
+async fn apply(
+    conn: &mut sqlx::pool::PoolConnection<sqlx::Any>,
+    postgres: bool,
+) -> Result<(), StoreError> {
     use sqlx::Connection;
     sqlx::query(
         "CREATE TABLE IF NOT EXISTS wardn_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL)",
@@ -89,7 +94,18 @@ async fn apply(conn: &mut sqlx::pool::PoolConnection<sqlx::Any>) -> Result<(), S
         if applied.contains(&version) {
             continue;
         }
-        let mut tx = conn.begin().await?;
+        let mut tx = match postgres {
+            true => conn.begin().await?,
+            false => conn.begin_with("BEGIN IMMEDIATE").await?,
+        };
+        let done: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM wardn_migrations WHERE version = $1")
+                .bind(version)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if done.is_some() {
+            continue;
+        }
         sqlx::raw_sql(sql)
             .execute(&mut *tx)
             .await
