@@ -863,6 +863,31 @@ async fn concurrent_writes(db: TestDb) {
     store.close().await;
 }
 
+/// Replicas follow the statuses their peers write: only those written at or after a time.
+async fn statuses_since(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    for (key, at) in [
+        ("team/old", "2026-01-01T00:00:00Z"),
+        ("team/new", "2026-01-01T00:01:00Z"),
+    ] {
+        let mut record = app_status_record(key, Phase::Synced, "h");
+        record.updated_at = at.to_string();
+        store.put_app_status(&record).await.unwrap();
+    }
+    let since: Vec<_> = store
+        .app_statuses_since::<AppStatus>("2026-01-01T00:00:30Z")
+        .await
+        .unwrap();
+    assert_eq!(since.len(), 1);
+    assert_eq!(since[0].key, "team/new");
+    let all = store
+        .app_statuses_since::<AppStatus>("2026-01-01T00:00:00Z")
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 2, "the bound is inclusive");
+    store.close().await;
+}
+
 /// Decisions handed between replicas: exactly one claim wins, the outcome reads back, and the
 /// row goes when deleted.
 async fn app_requests(db: TestDb) {
@@ -902,6 +927,23 @@ async fn app_requests(db: TestDb) {
     assert_eq!(done.outcome.as_deref(), Some("{\"ok\":true}"));
     store.delete_app_request("r1").await.unwrap();
     assert_eq!(store.app_request("r1").await.unwrap(), None);
+    // The 1,000th hand-over leaves nothing behind: every request is deleted once answered.
+    for i in 0..1000 {
+        let id = format!("long-{i}");
+        store
+            .insert_app_request(&id, "team/app", "approve", None, "2026-01-01T00:00:00Z")
+            .await
+            .unwrap();
+        assert!(other.claim_app_request(&id, "replica-b").await.unwrap());
+        assert!(!store.claim_app_request(&id, "replica-a").await.unwrap());
+        other
+            .finish_app_request(&id, "{}", "2026-01-01T00:00:01Z")
+            .await
+            .unwrap();
+        store.delete_app_request(&id).await.unwrap();
+    }
+    assert!(store.open_app_requests().await.unwrap().is_empty());
+    assert_eq!(store.app_request("long-999").await.unwrap(), None);
     other.close().await;
     store.close().await;
 }
@@ -1013,6 +1055,7 @@ async fn suite(backend: Backend<'_>) {
     audit_pages(backend.database("audit_pages_case")).await;
     concurrent_writes(backend.database("concurrent_case")).await;
     app_requests(backend.database("app_requests_case")).await;
+    statuses_since(backend.database("statuses_since_case")).await;
 }
 
 #[tokio::test]

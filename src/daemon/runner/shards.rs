@@ -13,6 +13,10 @@ use super::Runner;
 use crate::app::AppStatus;
 use crate::shard::Membership;
 
+/// Every how many steps of following the fleet all statuses are reloaded, not only the
+/// recently written ones.
+const FULL_RELOAD_EVERY: u64 = 12;
+
 /// One live replica and the destination clusters of the managed Apps it owns.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ShardEntry {
@@ -44,8 +48,13 @@ impl Runner {
         let this = Arc::clone(self);
         let follow = tokio::spawn(async move {
             let mut owned = BTreeSet::new();
-            loop {
-                owned = this.follow(owned).await;
+            let mut since = None;
+            for step in 0u64.. {
+                // A full reload now and then catches Apps added after their owner last wrote.
+                if step % FULL_RELOAD_EVERY == 0 {
+                    since = None;
+                }
+                (owned, since) = this.follow(owned, since).await;
                 if changes.changed().await.is_err() {
                     return;
                 }
@@ -99,8 +108,15 @@ impl Runner {
 
     /// One step of following the fleet: the owned clusters now, against `before`. Statuses
     /// of the Apps this replica does not own are reloaded from the store (their owner writes
-    /// them), and so are those of the clusters it just took over, whose Apps then pass.
-    async fn follow(&self, before: BTreeSet<String>) -> BTreeSet<String> {
+    /// them): those written since `since` (a minute earlier than the last step began, for
+    /// clock skew and second precision), or all of them on the first step and whenever a
+    /// cluster was just taken over, whose Apps then pass. Returns the owned clusters and the
+    /// next `since` (unchanged when the store could not be read: the step is retried).
+    async fn follow(
+        &self,
+        before: BTreeSet<String>,
+        since: Option<String>,
+    ) -> (BTreeSet<String>, Option<String>) {
         let clusters: BTreeSet<String> = self
             .apps
             .lock()
@@ -115,8 +131,17 @@ impl Runner {
         for lost in before.difference(&owned) {
             tracing::info!(cluster = %lost, "cluster handed over to another replica");
         }
+        let next = crate::time::rfc3339(
+            Timestamp::now()
+                .checked_sub(jiff::SignedDuration::from_secs(60))
+                .unwrap_or(Timestamp::UNIX_EPOCH),
+        );
         if let Some(store) = &self.store {
-            match store.app_statuses::<AppStatus>().await {
+            let records = match (&since, taken.is_empty()) {
+                (Some(since), true) => store.app_statuses_since::<AppStatus>(since).await,
+                _ => store.app_statuses::<AppStatus>().await,
+            };
+            match records {
                 Ok(records) => {
                     let mut apps = self.apps.lock();
                     for record in records {
@@ -131,7 +156,7 @@ impl Runner {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot reload App statuses; clusters taken over wait");
-                    return before;
+                    return (before, since);
                 }
             }
         }
@@ -151,7 +176,7 @@ impl Runner {
         for key in keys {
             self.scheduler.enqueue(key);
         }
-        owned
+        (owned, Some(next))
     }
 
     /// The live replicas with the clusters of the managed Apps each owns (empty unless
