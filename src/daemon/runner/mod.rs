@@ -137,6 +137,9 @@ pub struct Runner {
     /// The fleet membership when this process is one replica of several (`--shards auto`):
     /// only the Apps of the clusters it owns are passed (see [`shards`]).
     sharding: std::sync::OnceLock<Arc<crate::shard::Membership>>,
+    /// Apps whose pass or status was dropped while this replica did not own their cluster:
+    /// passed again once it does (see [`shards`]).
+    parked: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Runner {
@@ -177,6 +180,7 @@ impl Runner {
             auto_attempts: Mutex::new(HashMap::new()),
             notifications: std::sync::OnceLock::new(),
             sharding: std::sync::OnceLock::new(),
+            parked: Mutex::new(std::collections::BTreeSet::new()),
         })
     }
 
@@ -319,6 +323,8 @@ impl Runner {
         let record = apps.get_mut(key)?;
         // Another replica owns the App: its statuses are that replica's to write.
         if !self.owns_cluster(record.app.spec.destination.cluster_segment()) {
+            drop(apps);
+            self.park(key);
             return None;
         }
         status.observed_generation = match record.origin {

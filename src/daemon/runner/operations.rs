@@ -385,6 +385,7 @@ impl Runner {
             // Fenced off: the new owner writes this App's status from now on.
             Err(e @ ReconcileError::Fenced { .. }) => {
                 tracing::warn!(app = %key, error = %e, "pass fenced off");
+                self.park(key);
                 Err(OperationError::Reconcile(e))
             }
             Err(e) => {
@@ -409,6 +410,7 @@ impl Runner {
     pub(super) async fn reconcile(self: Arc<Self>, key: String) {
         // Another replica passes it; this one takes it up when it takes the cluster over.
         if self.elsewhere(&key).is_some() {
+            self.park(&key);
             return;
         }
         if let Err(e) = self

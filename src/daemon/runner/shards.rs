@@ -90,6 +90,13 @@ impl Runner {
         membership.fence(&cluster).map_err(|e| e.to_string())
     }
 
+    /// Remembers that App `key` needs a pass once this replica owns its cluster (again): its
+    /// pass was skipped or fenced off, or a status it produced was dropped, while this replica
+    /// did not own the cluster (or had let its Lease lapse).
+    pub(super) fn park(&self, key: &str) {
+        self.parked.lock().insert(key.to_string());
+    }
+
     /// The owner of App `key`'s cluster when it is another replica (or none is live).
     pub(super) fn elsewhere(&self, key: &str) -> Option<String> {
         let membership = self.sharding.get()?;
@@ -160,16 +167,29 @@ impl Runner {
                 }
             }
         }
-        let keys: Vec<String> = self
-            .apps
-            .lock()
-            .iter()
-            .filter(|(_, r)| {
-                r.manifests.is_some()
-                    && taken.contains(&r.app.spec.destination.cluster_segment().to_string())
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
+        // The Apps of the clusters just taken over, and the parked ones whose cluster this
+        // replica owns now.
+        let keys: BTreeSet<String> = {
+            let apps = self.apps.lock();
+            let mut keys = BTreeSet::new();
+            self.parked.lock().retain(|key| match apps.get(key) {
+                None => false,
+                Some(r) if owned.contains(r.app.spec.destination.cluster_segment()) => {
+                    if r.manifests.is_some() {
+                        keys.insert(key.clone());
+                    }
+                    false
+                }
+                Some(_) => true,
+            });
+            for (key, r) in apps.iter() {
+                let cluster = r.app.spec.destination.cluster_segment();
+                if r.manifests.is_some() && taken.contains(&cluster.to_string()) {
+                    keys.insert(key.clone());
+                }
+            }
+            keys
+        };
         for cluster in &taken {
             tracing::info!(cluster = %cluster, "cluster taken over");
         }
