@@ -15,6 +15,7 @@ pub mod reconcile;
 pub mod render;
 pub mod seal;
 pub mod server;
+pub mod shard;
 pub mod shell;
 pub mod sources;
 pub mod store;

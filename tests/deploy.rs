@@ -19,7 +19,7 @@ use wardn::server::Server;
 const WARDN: &str = env!("CARGO_BIN_EXE_wardn");
 
 /// The installs a user applies (`deploy/core` is only their shared part).
-const INSTALLS: [&str; 2] = ["default", "split-postgres"];
+const INSTALLS: [&str; 3] = ["default", "split-postgres", "ha"];
 
 fn deploy_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -247,6 +247,16 @@ async fn the_install_rbac_is_enough_to_run_wardn_and_no_more() {
             .status
             .success()
     );
+    // Replicas of deploy/ha hold Leases in wardn's namespace, and only there.
+    let can_i = |namespace: &str| {
+        String::from_utf8_lossy(
+            &as_wardn(&["auth", "can-i", "update", "leases", "-n", namespace]).stdout,
+        )
+        .trim()
+        .to_string()
+    };
+    assert_eq!(can_i("wardn"), "yes");
+    assert_eq!(can_i("team"), "no");
     let forbidden = as_wardn(&["get", "secrets", "-n", "team"]);
     assert!(
         String::from_utf8_lossy(&forbidden.stderr).contains("Forbidden"),

@@ -60,6 +60,7 @@ async fn start_operator(
         timeout: Duration::from_secs(5),
         scheduling: Default::default(),
         pipeline: Default::default(),
+        shards: None,
     })
     .await
     .unwrap();
@@ -156,6 +157,7 @@ async fn operator_settings_are_checked() {
         timeout: Duration::from_secs(5),
         scheduling: Default::default(),
         pipeline: Default::default(),
+        shards: None,
     };
     let err = OperatorServer::bind(options.clone()).await.err().unwrap();
     assert!(err.to_string().contains("--server URL"), "{err}");
@@ -189,6 +191,43 @@ fn the_binary_refuses_inconsistent_roles() {
         server.contains("--role server reconciles no Apps"),
         "{server}"
     );
+    let sqlite = run(&["serve", "--shards", "auto", "--listen", "127.0.0.1:0"]);
+    assert!(
+        sqlite.contains("--shards auto needs a store every replica shares"),
+        "{sqlite}"
+    );
+    let server = run(&["serve", "--role", "server", "--shards", "auto"]);
+    assert!(server.contains("drop --shards"), "{server}");
+    for (id, reason) in [
+        ("Wardn-0", "only lowercase letters"),
+        ("-r0", "start and end"),
+        ("", "must not be empty"),
+    ] {
+        let bad = run(&[
+            "serve",
+            "--shards",
+            "auto",
+            &format!("--replica-id={id}"),
+            "--database-url",
+            "postgres://127.0.0.1:1/none",
+        ]);
+        assert!(
+            bad.contains("--replica-id") && bad.contains(reason),
+            "{id}: {bad}"
+        );
+    }
+    let short = run(&[
+        "serve",
+        "--role",
+        "operator",
+        "--shards",
+        "auto",
+        "--replica-id",
+        "r0",
+        "--lease-duration",
+        "1s",
+    ]);
+    assert!(short.contains("--lease-duration"), "{short}");
     let operator = run(&["serve", "--role", "operator", "--listen", "127.0.0.1:0"]);
     assert!(
         operator.contains("--role operator needs --server URL"),

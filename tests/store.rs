@@ -819,21 +819,27 @@ async fn app_statuses(db: TestDb) {
 
 /// Audit appends racing status writes (as a busy daemon does) lose no entry: every append
 /// takes the write lock up front instead of failing to upgrade a read snapshot.
+/// Two stores on one database stand for two server replicas: they migrate a fresh database at
+/// once, then append to one audit chain concurrently (with status writes in between); the
+/// chain stays linear and verifies (on PostgreSQL the appends are serialised by the database).
 async fn concurrent_writes(db: TestDb) {
-    let store = Store::connect(&db.url).await.unwrap();
+    let (first, second) = tokio::join!(Store::connect(&db.url), Store::connect(&db.url));
+    let (store, other) = (first.unwrap(), second.unwrap());
     store.init_audit(keys(1, None)).await.unwrap();
+    other.init_audit(keys(1, None)).await.unwrap();
     let mut tasks = Vec::new();
     for i in 0..30 {
-        let audit = store.clone();
-        tasks.push(tokio::spawn(async move {
-            audit
-                .append_audit(
-                    &entry("app.sync", &format!("local/app-{i}")),
-                    "2026-01-01T00:00:00Z",
-                )
-                .await
-                .map(|_| ())
-        }));
+        for (replica, audit) in [("a", store.clone()), ("b", other.clone())] {
+            tasks.push(tokio::spawn(async move {
+                audit
+                    .append_audit(
+                        &entry("app.sync", &format!("local/app-{i}-{replica}")),
+                        "2026-01-01T00:00:00Z",
+                    )
+                    .await
+                    .map(|_| ())
+            }));
+        }
         let status = store.clone();
         tasks.push(tokio::spawn(async move {
             status
@@ -843,15 +849,102 @@ async fn concurrent_writes(db: TestDb) {
                     "h",
                 ))
                 .await
+                .map(|_| ())
         }));
     }
     for task in tasks {
         task.await.unwrap().unwrap();
     }
     let (entries, _) = store.audit_log().await.unwrap();
-    assert_eq!(entries.len(), 30);
-    let verified = store.verify_audit(&keys(1, None), None).await.unwrap();
-    assert_eq!(verified.map(|v| v.entries), Ok(30));
+    assert_eq!(entries.len(), 60);
+    let verified = other.verify_audit(&keys(1, None), None).await.unwrap();
+    assert_eq!(verified.map(|v| v.entries), Ok(60));
+    other.close().await;
+    store.close().await;
+}
+
+/// Replicas follow the statuses their peers write: only those written at or after a time.
+async fn statuses_since(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    for (key, at) in [
+        ("team/old", "2026-01-01T00:00:00Z"),
+        ("team/new", "2026-01-01T00:01:00Z"),
+    ] {
+        let mut record = app_status_record(key, Phase::Synced, "h");
+        record.updated_at = at.to_string();
+        store.put_app_status(&record).await.unwrap();
+    }
+    let since: Vec<_> = store
+        .app_statuses_since::<AppStatus>("2026-01-01T00:00:30Z")
+        .await
+        .unwrap();
+    assert_eq!(since.len(), 1);
+    assert_eq!(since[0].key, "team/new");
+    let all = store
+        .app_statuses_since::<AppStatus>("2026-01-01T00:00:00Z")
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 2, "the bound is inclusive");
+    store.close().await;
+}
+
+/// Decisions handed between replicas: exactly one claim wins, the outcome reads back, and the
+/// row goes when deleted.
+async fn app_requests(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let other = Store::connect(&db.url).await.unwrap();
+    store
+        .insert_app_request(
+            "r1",
+            "team/app",
+            "approve",
+            Some("sha256:abc"),
+            "2026-01-01T00:00:00Z",
+        )
+        .await
+        .unwrap();
+    let duplicate = store
+        .insert_app_request("r1", "team/app", "reject", None, "2026-01-01T00:00:01Z")
+        .await;
+    assert!(
+        matches!(duplicate, Err(StoreError::Duplicate(_))),
+        "{duplicate:?}"
+    );
+    let open = other.open_app_requests().await.unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].plan_hash.as_deref(), Some("sha256:abc"));
+    let (a, b) = tokio::join!(
+        store.claim_app_request("r1", "replica-a"),
+        other.claim_app_request("r1", "replica-b")
+    );
+    assert!(a.unwrap() ^ b.unwrap(), "exactly one claim wins");
+    assert!(store.open_app_requests().await.unwrap().is_empty());
+    other
+        .finish_app_request("r1", "{\"ok\":true}", "2026-01-01T00:00:02Z")
+        .await
+        .unwrap();
+    let done = store.app_request("r1").await.unwrap().unwrap();
+    assert_eq!(done.outcome.as_deref(), Some("{\"ok\":true}"));
+    store.delete_app_request("r1").await.unwrap();
+    assert_eq!(store.app_request("r1").await.unwrap(), None);
+    // The 1,000th hand-over leaves nothing behind: every request is deleted once answered.
+    for i in 0..1000 {
+        let id = format!("long-{i}");
+        store
+            .insert_app_request(&id, "team/app", "approve", None, "2026-01-01T00:00:00Z")
+            .await
+            .unwrap();
+        assert!(other.claim_app_request(&id, "replica-b").await.unwrap());
+        assert!(!store.claim_app_request(&id, "replica-a").await.unwrap());
+        other
+            .finish_app_request(&id, "{}", "2026-01-01T00:00:01Z")
+            .await
+            .unwrap();
+        store.delete_app_request(&id).await.unwrap();
+    }
+    assert!(store.open_app_requests().await.unwrap().is_empty());
+    assert_eq!(store.app_request("long-999").await.unwrap(), None);
+    other.close().await;
     store.close().await;
 }
 
@@ -961,6 +1054,8 @@ async fn suite(backend: Backend<'_>) {
     audit_rotation(backend.database("audit_rotation_case")).await;
     audit_pages(backend.database("audit_pages_case")).await;
     concurrent_writes(backend.database("concurrent_case")).await;
+    app_requests(backend.database("app_requests_case")).await;
+    statuses_since(backend.database("statuses_since_case")).await;
 }
 
 #[tokio::test]

@@ -119,6 +119,7 @@ fn reviewed_roles() -> Vec<(Method, &'static str, Role)> {
         (Method::GET, "/api/v1/users/{name}", Admin),
         (Method::PATCH, "/api/v1/users/{name}", Admin),
         (Method::DELETE, "/api/v1/users/{name}", Admin),
+        (Method::GET, "/api/v1/shards", Viewer),
         (Method::GET, "/api/v1/apps", Viewer),
         (Method::GET, "/api/v1/apps/{cluster}/{name}", Viewer),
         (Method::GET, "/api/v1/apps/{cluster}/{name}/diff", Viewer),
@@ -240,7 +241,7 @@ async fn every_route_enforces_its_role_for_every_role() {
         reviewed.is_empty(),
         "reviewed routes missing from route_table(): {reviewed:?}"
     );
-    assert_eq!(tried, 48 * 5);
+    assert_eq!(tried, 49 * 5);
 }
 
 #[tokio::test]

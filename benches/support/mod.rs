@@ -2,6 +2,8 @@
 //! process's memory and CPU figures are wardn's alone), and process CPU / peak RSS readings.
 #![allow(dead_code)]
 
+pub mod monorepo;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

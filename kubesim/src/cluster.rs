@@ -227,6 +227,12 @@ impl Cluster {
         Some(crate::handlers::present(&info, &obj))
     }
 
+    /// Every write this cluster served, oldest first, with its caller's User-Agent (see
+    /// [`crate::write_log`]).
+    pub fn writes(&self) -> Vec<crate::WriteRecord> {
+        self.state.write_log.records()
+    }
+
     /// Every stored object of a kind, in all namespaces.
     pub fn list_objects(&self, api_version: &str, kind: &str) -> Vec<Value> {
         let (group, _) = split_api_version(api_version);

@@ -33,6 +33,7 @@ mod tls;
 mod tokens;
 mod util;
 mod validation;
+pub mod write_log;
 
 pub use cluster::Cluster;
 pub use config::ClusterConfig;
@@ -40,3 +41,4 @@ pub use error::Error;
 pub use faults::Faults;
 pub use tls::install_crypto_provider;
 pub use tokens::Tokens;
+pub use write_log::WriteRecord;

@@ -32,6 +32,8 @@ pub struct State {
     pub ip_seq: AtomicU32,
     /// Service node ports allocated so far.
     pub port_seq: AtomicU32,
+    /// Every write served (see [`crate::write_log`]).
+    pub write_log: crate::write_log::WriteLog,
 }
 
 impl State {
@@ -48,6 +50,7 @@ impl State {
             drop_watches: watch::channel(0).0,
             ip_seq: AtomicU32::new(0),
             port_seq: AtomicU32::new(0),
+            write_log: Default::default(),
         }
     }
 

@@ -12,6 +12,7 @@ use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::seal::Sealer;
 use crate::server::{OperatorServer, ServeError, Server};
+use crate::shard::ShardConfig;
 
 /// Which parts of wardn a process runs (`--role`):
 /// - `all` (default): API, store, probing and App reconciliation in one process.
@@ -29,6 +30,17 @@ pub enum Role {
     Server,
     /// Reconciliation only, with clusters resolved through a server.
     Operator,
+}
+
+/// Whether this process shares the fleet with other replicas (`--shards`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Shards {
+    /// One process reconciles every App.
+    #[default]
+    Off,
+    /// Several replicas each hold a Lease in the management cluster and reconcile the Apps of
+    /// the destination clusters rendezvous hashing gives them.
+    Auto,
 }
 
 /// Arguments of `wardn serve`.
@@ -120,6 +132,37 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = crate::clusters::throttle::DEFAULT_BURST,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub cluster_burst: u32,
+    /// `auto`: run as one of several replicas sharing the destination clusters through Leases
+    /// in the management cluster (`--role operator`, or `--role all` with PostgreSQL).
+    #[arg(long, value_enum, default_value_t = Shards::Off, env = "WARDN_SHARDS")]
+    pub shards: Shards,
+    /// With `--shards auto`: this replica's id, naming its Lease `wardn-shard-ID` (default:
+    /// `POD_NAME`, else `<hostname>-<pid>`).
+    #[arg(long, env = "WARDN_REPLICA_ID")]
+    pub replica_id: Option<String>,
+    /// With `--shards auto`: the namespace of the Leases in the management cluster.
+    #[arg(long, default_value = "default", env = "POD_NAMESPACE")]
+    pub lease_namespace: String,
+    /// With `--shards auto`: how long a replica's Lease lasts without renewal (renewed every
+    /// third of it); a dead replica's clusters move within it.
+    #[arg(long, default_value = "15s", value_parser = crate::sources::spec::parse_duration)]
+    pub lease_duration: Duration,
+}
+
+/// The shard settings of `args`: `None` without `--shards auto`.
+fn shard_config(args: &ServeArgs) -> Result<Option<ShardConfig>, DaemonError> {
+    if args.shards == Shards::Off {
+        return Ok(None);
+    }
+    let id = args
+        .replica_id
+        .clone()
+        .unwrap_or_else(crate::shard::membership::default_replica_id);
+    let config = ShardConfig::new(&id, &args.lease_namespace, args.lease_duration)
+        .map_err(|e| DaemonError::Role(e.to_string()))?;
+    // Before any client is built, so every request names the replica.
+    crate::clusters::connect::set_replica(&config.replica_id);
+    Ok(Some(config))
 }
 
 /// `--resync-interval`, `--health-timeout`: a duration of at least one second.
@@ -193,8 +236,19 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
                     .into(),
             )));
         }
+        Role::Server if args.shards == Shards::Auto => {
+            return Err(ServeError::Daemon(DaemonError::Role(
+                "--role server reconciles no Apps, so it has no clusters to share: drop --shards (server replicas share the store, not Leases)".into(),
+            )));
+        }
+        Role::All if args.shards == Shards::Auto && args.database_url.is_none() => {
+            return Err(ServeError::Daemon(DaemonError::Role(
+                "--shards auto needs a store every replica shares: give --database-url postgres://… (the SQLite file belongs to one process)".into(),
+            )));
+        }
         Role::All | Role::Server => {}
     }
+    let shards = shard_config(&args)?;
     let sealer = Sealer::from_env().map_err(DaemonError::from)?;
     let scheduling = scheduling(&args);
     let pipeline = pipeline(&args);
@@ -223,6 +277,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         probe_timeout: Duration::from_secs(args.probe_timeout.max(1)),
         scheduling,
         pipeline,
+        shards,
     };
     let server = Server::bind(options, sealer).await?;
     if let Some(password) = &server.generated_admin_password {
@@ -257,6 +312,7 @@ fn scheduling(args: &ServeArgs) -> Scheduling {
 async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
     let scheduling = scheduling(&args);
     let pipeline = pipeline(&args);
+    let shards = shard_config(&args)?;
     let options = OperatorOptions {
         listen: args.listen,
         data_dir: args.data_dir,
@@ -269,6 +325,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         timeout: Duration::from_secs(args.probe_timeout.max(1)),
         scheduling,
         pipeline,
+        shards,
     };
     let operator = OperatorServer::bind(options).await?;
     println!("wardn operator: health on http://{}", operator.addr);

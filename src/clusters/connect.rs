@@ -101,9 +101,33 @@ async fn config_from_kubeconfig(
 
 /// Turns off kube's built-in retry of 429/503/504 (up to 15 attempts with growing delays):
 /// it would hold a worker on a sick cluster and hide the failure and its `Retry-After` from
-/// the reconcile backoff, which retries per App without blocking others.
+/// the reconcile backoff, which retries per App without blocking others. Also sets the
+/// User-Agent (see [`set_replica`]).
 pub fn no_hidden_retries(config: &mut kube::Config) {
     config.default_retry = false;
+    identify(config);
+}
+
+/// This process's replica id in a sharded fleet, named in every request's User-Agent.
+static REPLICA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names this process as replica `id` in the User-Agent of every client built afterwards
+/// (`wardn/VERSION (replica ID)`), so a cluster's audit log shows which replica wrote what.
+/// Only the first call counts.
+pub fn set_replica(id: &str) {
+    let _ = REPLICA.set(id.to_string());
+}
+
+/// Sets the User-Agent of `config`: `wardn/VERSION`, with the replica id when sharded. The
+/// program name stays `wardn`, which API servers take as the default field manager.
+fn identify(config: &mut kube::Config) {
+    let agent = match REPLICA.get() {
+        Some(id) => format!("wardn/{} (replica {id})", env!("CARGO_PKG_VERSION")),
+        None => format!("wardn/{}", env!("CARGO_PKG_VERSION")),
+    };
+    if let Ok(value) = http::HeaderValue::from_str(&agent) {
+        config.headers.push((http::header::USER_AGENT, value));
+    }
 }
 
 /// Asks the cluster for its version and its Nodes, giving up after `timeout`.

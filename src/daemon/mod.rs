@@ -85,6 +85,8 @@ pub struct ServeOptions {
     pub scheduling: Scheduling,
     /// Health and CRD timeouts of a pass, and how long a Held plan may be approved.
     pub pipeline: Options,
+    /// `--shards auto`: this replica's Lease settings; `None`: one process reconciles all.
+    pub shards: Option<crate::shard::ShardConfig>,
 }
 
 /// Local defaults: 127.0.0.1:8080, `.data`, SQLite, no Apps, no management cluster, probes
@@ -113,6 +115,7 @@ impl Default for ServeOptions {
             probe_timeout: Duration::from_secs(10),
             scheduling: Scheduling::default(),
             pipeline: Options::default(),
+            shards: None,
         }
     }
 }
@@ -169,6 +172,32 @@ pub enum DaemonError {
     /// The `--role` settings are inconsistent (e.g. an operator without `--server`).
     #[error("{0}")]
     Role(String),
+    /// This replica's Lease cannot be taken (`--shards auto`).
+    #[error(transparent)]
+    Shard(#[from] crate::shard::ShardError),
+}
+
+/// Joins the fleet when `config` is given (`--shards auto`): takes this replica's Lease in the
+/// management cluster (required) and makes `runner` pass only the Apps of the clusters this
+/// replica owns. Call before the runner loads Apps.
+pub async fn join_fleet(
+    runner: &Arc<Runner>,
+    config: Option<&crate::shard::ShardConfig>,
+    management: Option<&management::Management>,
+) -> Result<Option<Arc<crate::shard::Membership>>, DaemonError> {
+    let Some(config) = config else {
+        return Ok(None);
+    };
+    let Some(management) = management else {
+        return Err(DaemonError::Role(
+            "--shards auto needs the management cluster, where the replicas' Leases live (--kubeconfig, KUBECONFIG or in-cluster)".into(),
+        ));
+    };
+    crate::clusters::connect::set_replica(&config.replica_id);
+    let membership =
+        crate::shard::Membership::start(management.client.clone(), config.clone()).await?;
+    runner.set_sharding(Arc::clone(&membership));
+    Ok(Some(membership))
 }
 
 /// The running daemon of `--role all|server`: its registries, poller and App runner.
@@ -182,6 +211,8 @@ pub struct Daemon {
     prober: JoinHandle<()>,
     /// Re-reads the `--clusters` file.
     declarer: Option<JoinHandle<()>>,
+    /// This replica's membership of a sharded fleet (`--shards auto`).
+    membership: Option<Arc<crate::shard::Membership>>,
 }
 
 /// The extra Git CA roots of `options`, read once at start.
@@ -235,6 +266,11 @@ impl Daemon {
     /// restores the stored App statuses, loads the Apps (`--role all`) and starts reconciling
     /// them and probing the registered clusters every `probe_interval`.
     pub async fn start(options: &ServeOptions, sealer: Sealer) -> Result<Daemon, DaemonError> {
+        if options.shards.is_some() && options.database_url.is_none() {
+            return Err(DaemonError::Role(
+                "--shards auto needs a store every replica shares: give --database-url postgres://… (the SQLite file belongs to one process)".into(),
+            ));
+        }
         let lock = DataDirLock::acquire(&options.data_dir, options.listen)?;
         let store = Store::open(&options.data_dir, options.database_url.as_deref()).await?;
         start_audit(&store, &sealer).await?;
@@ -289,6 +325,10 @@ impl Daemon {
             options.scheduling.clone(),
         );
         runner.restore().await?;
+        let membership = match options.reconcile_apps {
+            true => join_fleet(&runner, options.shards.as_ref(), management.as_ref()).await?,
+            false => None,
+        };
         runner.set_notifier(
             Notifier::start(options.notify.clone(), options.notify_secret.clone()),
             options.public_url.clone(),
@@ -311,6 +351,7 @@ impl Daemon {
             runner,
             prober,
             declarer,
+            membership,
         })
     }
 
@@ -347,6 +388,9 @@ impl Daemon {
             declarer.abort();
         }
         self.runner.shutdown().await;
+        if let Some(membership) = &self.membership {
+            membership.leave().await;
+        }
         self.registry.store().close().await;
     }
 }

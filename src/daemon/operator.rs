@@ -44,11 +44,14 @@ pub struct OperatorOptions {
     pub scheduling: Scheduling,
     /// Health and CRD timeouts of a pass, and how long a Held plan may be approved.
     pub pipeline: Options,
+    /// `--shards auto`: this replica's Lease settings; `None`: this operator reconciles all.
+    pub shards: Option<crate::shard::ShardConfig>,
 }
 
 /// A running operator: the App runner and the Git poller feeding it.
 pub struct Operator {
     runner: Arc<Runner>,
+    membership: Option<Arc<crate::shard::Membership>>,
     // Held so the poller's update channel lives as long as the operator.
     _poller: Poller,
 }
@@ -95,6 +98,8 @@ impl Operator {
             None,
             options.scheduling.clone(),
         );
+        let membership =
+            super::join_fleet(&runner, options.shards.as_ref(), management.as_ref()).await?;
         if let Some(found) = management {
             runner.watch_resources(found.client, options.app_namespaces.clone());
         }
@@ -104,6 +109,7 @@ impl Operator {
         runner.start(updates);
         Ok(Operator {
             runner,
+            membership,
             _poller: poller,
         })
     }
@@ -116,5 +122,8 @@ impl Operator {
     /// Stops reconciling and waits until every status change is published.
     pub async fn shutdown(&self) {
         self.runner.shutdown().await;
+        if let Some(membership) = &self.membership {
+            membership.leave().await;
+        }
     }
 }

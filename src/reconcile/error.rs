@@ -83,6 +83,15 @@ pub enum ReconcileError {
         /// Why the journal refused.
         error: String,
     },
+    /// This replica may no longer write to the destination (it lost its Lease or the
+    /// cluster); the pass stopped before its next write.
+    #[error("pass of {app} stopped: {reason}")]
+    Fenced {
+        /// The App's `namespace/name`.
+        app: String,
+        /// Why (the fence's words).
+        reason: String,
+    },
 }
 
 /// The kinds of [`ReconcileError`].
@@ -146,7 +155,8 @@ impl ReconcileError {
             ReconcileError::NothingHeld
             | ReconcileError::WrongPlan { .. }
             | ReconcileError::PlanChanged { .. }
-            | ReconcileError::ApprovalExpired { .. } => ErrorClass::Conflict,
+            | ReconcileError::ApprovalExpired { .. }
+            | ReconcileError::Fenced { .. } => ErrorClass::Conflict,
             ReconcileError::Object { .. }
             | ReconcileError::Discovery { .. }
             | ReconcileError::Apply(_)
@@ -160,7 +170,9 @@ impl ReconcileError {
         match self {
             ReconcileError::PlanChanged { outcome, .. }
             | ReconcileError::ApprovalExpired { outcome, .. } => outcome.status.clone(),
-            ReconcileError::NothingHeld | ReconcileError::WrongPlan { .. } => previous.clone(),
+            ReconcileError::NothingHeld
+            | ReconcileError::WrongPlan { .. }
+            | ReconcileError::Fenced { .. } => previous.clone(),
             e => status::failed(previous, &e.to_string(), now),
         }
     }

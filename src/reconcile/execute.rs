@@ -49,6 +49,7 @@ pub(super) async fn execute(
         .cloned()
         .collect();
     let previous = pass.previous;
+    fence(&pass, &owner)?;
     if let (Some(journal), Some(widened)) = (pass.journal, widened(previous, &to_apply)) {
         journal
             .widen(&widened)
@@ -58,6 +59,7 @@ pub(super) async fn execute(
                 error,
             })?;
     }
+    fence(&pass, &owner)?;
     let applied = stage::apply_staged(&mut resolver, &to_apply, options.crd_timeout).await?;
     // wardn's own apply produced these live states from exactly these rendered objects.
     for (id, live) in &applied {
@@ -67,6 +69,9 @@ pub(super) async fn execute(
     }
     let applied: HashMap<ObjectRef, Value> = applied.into_iter().collect();
     let prune_ids: Vec<ObjectRef> = plan.prunes.iter().map(|p| p.object.clone()).collect();
+    if !prune_ids.is_empty() {
+        fence(&pass, &owner)?;
+    }
     let report = prune(&mut resolver, &prune_ids, &owner).await?;
     for claim in &adopted {
         tracing::warn!(app = %owner, object = %claim.object, from = %claim.owner,
@@ -117,6 +122,17 @@ pub(super) async fn execute(
         verified,
         adopted,
     })
+}
+
+/// Stops the pass of App `owner` when its journal says this process may no longer write.
+fn fence(pass: &Pass<'_>, owner: &str) -> Result<(), ReconcileError> {
+    match pass.journal.map(|journal| journal.fence()) {
+        Some(Err(reason)) => Err(ReconcileError::Fenced {
+            app: owner.to_string(),
+            reason,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The previous status with its inventory widened by the objects about to be applied (their

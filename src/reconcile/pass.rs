@@ -101,6 +101,14 @@ pub trait Journal: Sync {
     /// Persists `status` (the previous status with the widened inventory) and returns once
     /// it is durable; an error stops the pass before anything is written to the cluster.
     fn widen<'a>(&'a self, status: &'a AppStatus) -> BoxFuture<'a, Result<(), String>>;
+
+    /// Whether this process may still write to the destination: a replica of a sharded fleet
+    /// refuses (with the reason) once it no longer holds its Lease or owns the cluster. Asked
+    /// before the inventory is widened, before the apply and before the prune. Unsharded:
+    /// always.
+    fn fence(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The result of a pass: the new status, the plan it acted on, and what prune did.

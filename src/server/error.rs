@@ -94,8 +94,10 @@ impl From<OperationError> for ApiError {
         let status = match &err {
             OperationError::NotFound(_) | OperationError::Removed(_) => StatusCode::NOT_FOUND,
             OperationError::Task(_) | OperationError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            OperationError::Stopped => StatusCode::SERVICE_UNAVAILABLE,
-            OperationError::NotRendered(_) => StatusCode::CONFLICT,
+            OperationError::Stopped | OperationError::Elsewhere { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            OperationError::NotRendered(_) | OperationError::Remote { .. } => StatusCode::CONFLICT,
             // The App names a cluster that is not (or no longer) registered: the App and the
             // registry disagree, and the message names the cluster.
             OperationError::Destination(

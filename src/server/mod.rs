@@ -18,6 +18,7 @@ pub mod login_limit;
 pub mod metrics;
 pub mod promotions;
 pub mod repositories;
+pub mod shards;
 pub mod shell;
 pub mod spool;
 pub mod tls;
@@ -397,6 +398,7 @@ pub fn route_table() -> Vec<RouteSpec> {
             ADMIN,
             delete(users::remove),
         ),
+        route(Method::GET, "/api/v1/shards", VIEWER, get(shards::list)),
         route(Method::GET, "/api/v1/apps", VIEWER, get(apps::list)),
         route(
             Method::GET,
@@ -689,7 +691,7 @@ impl Server {
 }
 
 /// `--role operator`: the operator ([`Operator`]) and its listener, which serves
-/// `/api/v1/health` only.
+/// `/api/v1/health` and `/metrics` (this replica's passes and, sharded, its share).
 pub struct OperatorServer {
     listener: tokio::net::TcpListener,
     operator: Operator,
@@ -714,13 +716,29 @@ impl OperatorServer {
         self.operator.runner()
     }
 
-    /// Serves `/api/v1/health` until `shutdown` completes, then stops the operator.
+    /// Serves `/api/v1/health` and `/metrics` until `shutdown` completes, then stops the
+    /// operator.
     pub async fn run(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
-        tracing::info!(addr = %self.addr, "wardn operator listening (health only)");
-        let router = Router::new().route("/api/v1/health", get(health));
+        tracing::info!(addr = %self.addr, "wardn operator listening (health and metrics)");
+        let runner = Arc::clone(self.operator.runner());
+        let scrape = move || {
+            let text = runner.metrics_text();
+            async move {
+                (
+                    [(
+                        http::header::CONTENT_TYPE,
+                        crate::reconcile::metrics::CONTENT_TYPE,
+                    )],
+                    text,
+                )
+            }
+        };
+        let router = Router::new()
+            .route("/api/v1/health", get(health))
+            .route("/metrics", get(scrape));
         listener::serve(self.listener, router, None, shutdown).await;
         self.operator.shutdown().await;
         Ok(())

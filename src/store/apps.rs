@@ -88,6 +88,23 @@ impl Store {
         rows.into_iter().map(AppStatusRow::parse).collect()
     }
 
+    /// The App statuses written at or after `since` (RFC 3339 as [`crate::time::rfc3339`]
+    /// writes it, which orders as text), ordered by key: what changed since a reader last
+    /// looked, for replicas following statuses their peers write.
+    pub async fn app_statuses_since<S: DeserializeOwned>(
+        &self,
+        since: &str,
+    ) -> Result<Vec<AppStatusRecord<S>>, StoreError> {
+        let rows: Vec<AppStatusRow> = sqlx::query_as(
+            "SELECT app_key, cluster, name, status, updated_at FROM app_status \
+             WHERE updated_at >= $1 ORDER BY app_key",
+        )
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(AppStatusRow::parse).collect()
+    }
+
     /// Deletes the status of App `key`; false if none was stored.
     pub async fn delete_app_status(&self, key: &str) -> Result<bool, StoreError> {
         let result = sqlx::query("DELETE FROM app_status WHERE app_key = $1")

@@ -502,6 +502,9 @@ where
         .await
 }
 
+/// The PostgreSQL advisory lock key that serialises audit chain writers ("wardn au" in ASCII).
+const AUDIT_CHAIN_LOCK: i64 = 0x7761_7264_6e20_6175;
+
 impl Store {
     /// Gives the store its audit keys and checks the chain: intact under the current key, under
     /// the previous one (a rotation in progress), a legacy SHA-256 chain (re-chained under the
@@ -655,6 +658,7 @@ impl Store {
         };
         let new = ChainKey::Keyed(&keys.current);
         let mut tx = self.begin_write().await?;
+        self.lock_chain(&mut tx).await?;
         let head = stored_head(&mut *tx).await?;
         let mut verifier = Verifier::new(old, None);
         let mut prev = GENESIS_HASH.to_string();
@@ -700,6 +704,24 @@ impl Store {
         self.audit.read().head.clone()
     }
 
+    /// Serialises writers of the chain across processes for the rest of transaction `tx`: the
+    /// in-process lock orders one process's appends, and on PostgreSQL, where several server
+    /// replicas append to one chain, a transaction-scoped advisory lock orders them all (so
+    /// no two appends read the same head). SQLite's `BEGIN IMMEDIATE` already excludes every
+    /// other writer.
+    async fn lock_chain(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    ) -> Result<(), StoreError> {
+        if self.backend == super::Backend::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(AUDIT_CHAIN_LOCK)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Appends an entry at time `at` (RFC 3339), chaining it to the current head under the
     /// audit key, and logs the new head (`audit_seq`, `audit_mac`). Each field is stored cut
     /// to [`MAX_FIELD_CHARS`] characters (see [`NewEntry::bounded`]). Fails with
@@ -714,6 +736,7 @@ impl Store {
             .cloned()
             .ok_or(StoreError::AuditKeyMissing)?;
         let mut tx = self.begin_write().await?;
+        self.lock_chain(&mut tx).await?;
         let head = stored_head(&mut *tx).await?;
         let (prev_seq, prev_hash) = match head {
             Some(head) => (head.seq, head.hash),

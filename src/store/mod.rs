@@ -13,6 +13,7 @@ pub mod clusters;
 mod migrate;
 pub mod promotions;
 pub mod repositories;
+pub mod requests;
 pub mod users;
 
 use std::path::{Path, PathBuf};
@@ -185,7 +186,7 @@ impl Store {
                 backend: name,
                 source,
             })?;
-        migrate::run(&pool).await?;
+        migrate::run(&pool, backend).await?;
         let store = Store {
             pool,
             backend,

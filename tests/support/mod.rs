@@ -5,6 +5,7 @@ pub mod certs;
 mod git_repo;
 pub mod https_git;
 pub mod postgres;
+pub mod replica;
 pub mod running;
 pub mod server;
 

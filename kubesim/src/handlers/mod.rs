@@ -368,6 +368,29 @@ pub async fn route(
         "deletecollection" => delete::delete_collection(&req).map(reply),
         _ => Err(ApiError::method_not_allowed()),
     };
+    if let Ok(resp) = &response
+        && resp.status().is_success()
+        && matches!(
+            verb,
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+        && !req.query.dry_run()
+    {
+        let info = &req.target.info;
+        let resource = match info.group.as_str() {
+            "" => info.plural.clone(),
+            group => format!("{}.{group}", info.plural),
+        };
+        state.write_log.push(crate::write_log::WriteRecord {
+            seq: 0,
+            verb: verb.to_string(),
+            resource,
+            namespace: req.ns().to_string(),
+            name: req.name().to_string(),
+            subresource: req.target.subresource.clone(),
+            user_agent: header(hyper::header::USER_AGENT),
+        });
+    }
     let warnings = std::mem::take(&mut *req.warnings.lock());
     response.map(|mut resp| {
         crate::reply::add_warnings(&mut resp, &warnings);

@@ -19,6 +19,7 @@
 
 mod app_set;
 mod files;
+mod handover;
 mod intake;
 mod objects;
 mod operations;
@@ -26,6 +27,7 @@ mod pins;
 mod promotion;
 mod publish;
 mod resources;
+mod shards;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -54,6 +56,7 @@ pub use objects::ObjectHealth;
 pub use operations::{Completed, Operation, OperationError};
 pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
+pub use shards::ShardEntry;
 
 /// Where an App comes from. When a file and a custom resource define the same
 /// `namespace/name`, the custom resource wins.
@@ -134,6 +137,12 @@ pub struct Runner {
     /// The `source@revision` each autoPromote App was last promoted from automatically (each
     /// is tried once).
     auto_attempts: Mutex<HashMap<String, String>>,
+    /// The fleet membership when this process is one replica of several (`--shards auto`):
+    /// only the Apps of the clusters it owns are passed (see [`shards`]).
+    sharding: std::sync::OnceLock<Arc<crate::shard::Membership>>,
+    /// Apps whose pass or status was dropped while this replica did not own their cluster:
+    /// passed again once it does (see [`shards`]).
+    parked: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Runner {
@@ -173,6 +182,8 @@ impl Runner {
             store,
             auto_attempts: Mutex::new(HashMap::new()),
             notifications: std::sync::OnceLock::new(),
+            sharding: std::sync::OnceLock::new(),
+            parked: Mutex::new(std::collections::BTreeSet::new()),
         })
     }
 
@@ -233,7 +244,14 @@ impl Runner {
 
     /// The Prometheus text of `/metrics`: passes, retries, drift, queue depth, cluster requests.
     pub fn metrics_text(&self) -> String {
-        self.upkeep.metrics_text()
+        let mut text = self.upkeep.metrics_text();
+        let shard = self.shard_metrics();
+        // The shard gauges go before the OpenMetrics end marker, if there is one.
+        match text.rfind("# EOF") {
+            Some(end) => text.insert_str(end, &shard),
+            None => text.push_str(&shard),
+        }
+        text
     }
 
     /// The problems of the last `--apps` reload (invalid files, duplicates, sources that
@@ -306,6 +324,12 @@ impl Runner {
     fn recorded(&self, key: &str, mut status: AppStatus) -> Option<Change> {
         let mut apps = self.apps.lock();
         let record = apps.get_mut(key)?;
+        // Another replica owns the App: its statuses are that replica's to write.
+        if !self.owns_cluster(record.app.spec.destination.cluster_segment()) {
+            drop(apps);
+            self.park(key);
+            return None;
+        }
         status.observed_generation = match record.origin {
             Origin::Resource => record.app.metadata.generation,
             Origin::File => None,

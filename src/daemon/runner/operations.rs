@@ -106,6 +106,20 @@ impl Runner {
             .get(key)
             .map(|record| record.removed.subscribe())
             .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
+        // Plans only read; everything else is the owning replica's.
+        if !matches!(operation, Operation::Plan)
+            && let Some(owner) = self.elsewhere(key)
+        {
+            if let (Some(store), Operation::Approve(_) | Operation::Reject(_)) =
+                (&self.store, &operation)
+            {
+                return self.hand_over(store, key, &operation).await;
+            }
+            return Err(OperationError::Elsewhere {
+                app: key.to_string(),
+                owner,
+            });
+        }
         let this = Arc::clone(self);
         let key = key.to_string();
         let mut stopping = self.stopping.subscribe();
@@ -368,6 +382,12 @@ impl Runner {
                 self.record(key, status.clone());
                 Ok(status)
             }
+            // Fenced off: the new owner writes this App's status from now on.
+            Err(e @ ReconcileError::Fenced { .. }) => {
+                tracing::warn!(app = %key, error = %e, "pass fenced off");
+                self.park(key);
+                Err(OperationError::Reconcile(e))
+            }
             Err(e) => {
                 let status = e.status(previous, now);
                 let error = match prepared {
@@ -388,6 +408,11 @@ impl Runner {
 
     /// The scheduler's work: an automatic pass (errors are in the recorded status).
     pub(super) async fn reconcile(self: Arc<Self>, key: String) {
+        // Another replica passes it; this one takes it up when it takes the cluster over.
+        if self.elsewhere(&key).is_some() {
+            self.park(&key);
+            return;
+        }
         if let Err(e) = self
             .operate(&key, Operation::Pass(Trigger::Automatic))
             .await
@@ -490,6 +515,10 @@ impl Journal for Journaled<'_> {
                 .map_err(|e| e.to_string())
         })
     }
+
+    fn fence(&self) -> Result<(), String> {
+        self.runner.fence_app(self.key)
+    }
 }
 
 /// Why an operation on an App failed.
@@ -529,6 +558,25 @@ pub enum OperationError {
     /// The runner is stopping; the operation was cancelled.
     #[error("wardn is shutting down")]
     Stopped,
+    /// Another replica of a sharded fleet owns the App's cluster (or no replica does).
+    #[error("App {app} is reconciled by replica {owner}, not this one")]
+    Elsewhere {
+        /// The App's key.
+        app: String,
+        /// The owning replica (`none`: no live replica).
+        owner: String,
+    },
+    /// The replica owning the App performed a handed-over decision and it failed, or no
+    /// replica performed it in time.
+    #[error("App {app}: replica {replica}: {message}")]
+    Remote {
+        /// The App's key.
+        app: String,
+        /// The replica that performed it (`none`: nobody claimed it).
+        replica: String,
+        /// What failed.
+        message: String,
+    },
     /// The App was removed while the operation ran; it was cancelled.
     #[error("App {0} was removed; the operation was cancelled")]
     Removed(String),

@@ -1,0 +1,262 @@
+//! The runner in a sharded fleet (`--shards auto`): it passes only the Apps whose destination
+//! cluster this replica owns, fences every write of a pass ([`Membership::fence`]), publishes
+//! statuses only of owned Apps, and follows the fleet's changes. Apps it does not own show the
+//! statuses their owner stored; when it takes a cluster over, it first reloads its Apps'
+//! statuses from the store (a Held plan stays Held with its hash) and then passes them.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+
+use super::Runner;
+use crate::app::AppStatus;
+use crate::shard::Membership;
+
+/// Every how many steps of following the fleet all statuses are reloaded, not only the
+/// recently written ones.
+const FULL_RELOAD_EVERY: u64 = 12;
+
+/// One live replica and the destination clusters of the managed Apps it owns.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ShardEntry {
+    /// The replica id.
+    pub replica: String,
+    /// When its Lease expires unless renewed.
+    pub lease_expires_at: Timestamp,
+    /// The clusters it owns (segments; `local`: the management cluster), sorted.
+    pub clusters: Vec<String>,
+    /// How many Apps deploy to them.
+    pub apps: usize,
+}
+
+impl Runner {
+    /// Makes this runner one replica of a sharded fleet with `membership`; only the first call
+    /// counts. Starts following the fleet's changes.
+    pub fn set_sharding(self: &Arc<Self>, membership: Arc<Membership>) {
+        let mut changes = membership.subscribe();
+        if self.sharding.set(membership).is_err() {
+            return;
+        }
+        if let (Some(store), Some(membership)) = (&self.store, self.sharding.get()) {
+            let handovers = tokio::spawn(
+                Arc::clone(self)
+                    .serve_handovers(store.clone(), membership.replica_id().to_string()),
+            );
+            self.tasks.lock().push(handovers);
+        }
+        let this = Arc::clone(self);
+        let follow = tokio::spawn(async move {
+            let mut owned = BTreeSet::new();
+            let mut since = None;
+            for step in 0u64.. {
+                // A full reload now and then catches Apps added after their owner last wrote.
+                if step % FULL_RELOAD_EVERY == 0 {
+                    since = None;
+                }
+                (owned, since) = this.follow(owned, since).await;
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+        self.tasks.lock().push(follow);
+    }
+
+    /// The fleet membership, when sharded.
+    pub fn sharding(&self) -> Option<&Arc<Membership>> {
+        self.sharding.get()
+    }
+
+    /// Whether this process passes Apps deploying to `cluster` (a segment): always unless
+    /// sharded.
+    pub(super) fn owns_cluster(&self, cluster: &str) -> bool {
+        self.sharding.get().is_none_or(|m| m.owns(cluster))
+    }
+
+    /// The destination cluster segment of App `key`.
+    pub(super) fn cluster_of(&self, key: &str) -> Option<String> {
+        self.apps
+            .lock()
+            .get(key)
+            .map(|r| r.app.spec.destination.cluster_segment().to_string())
+    }
+
+    /// Whether this process may write for App `key` now (see [`Membership::fence`]).
+    pub(super) fn fence_app(&self, key: &str) -> Result<(), String> {
+        let (Some(membership), Some(cluster)) = (self.sharding.get(), self.cluster_of(key)) else {
+            return Ok(());
+        };
+        membership.fence(&cluster).map_err(|e| e.to_string())
+    }
+
+    /// Remembers that App `key` needs a pass once this replica owns its cluster (again): its
+    /// pass was skipped or fenced off, or a status it produced was dropped, while this replica
+    /// did not own the cluster (or had let its Lease lapse).
+    pub(super) fn park(&self, key: &str) {
+        self.parked.lock().insert(key.to_string());
+    }
+
+    /// The owner of App `key`'s cluster when it is another replica (or none is live).
+    pub(super) fn elsewhere(&self, key: &str) -> Option<String> {
+        let membership = self.sharding.get()?;
+        let cluster = self.cluster_of(key)?;
+        if membership.owns(&cluster) {
+            return None;
+        }
+        Some(
+            membership
+                .view()
+                .owner(&cluster)
+                .unwrap_or("none")
+                .to_string(),
+        )
+    }
+
+    /// One step of following the fleet: the owned clusters now, against `before`. Statuses
+    /// of the Apps this replica does not own are reloaded from the store (their owner writes
+    /// them): those written since `since` (a minute earlier than the last step began, for
+    /// clock skew and second precision), or all of them on the first step and whenever a
+    /// cluster was just taken over, whose Apps then pass. Returns the owned clusters and the
+    /// next `since` (unchanged when the store could not be read: the step is retried).
+    async fn follow(
+        &self,
+        before: BTreeSet<String>,
+        since: Option<String>,
+    ) -> (BTreeSet<String>, Option<String>) {
+        let clusters: BTreeSet<String> = self
+            .apps
+            .lock()
+            .values()
+            .map(|r| r.app.spec.destination.cluster_segment().to_string())
+            .collect();
+        let owned: BTreeSet<String> = clusters
+            .into_iter()
+            .filter(|c| self.owns_cluster(c))
+            .collect();
+        let taken: BTreeSet<&String> = owned.difference(&before).collect();
+        for lost in before.difference(&owned) {
+            tracing::info!(cluster = %lost, "cluster handed over to another replica");
+        }
+        let next = crate::time::rfc3339(
+            Timestamp::now()
+                .checked_sub(jiff::SignedDuration::from_secs(60))
+                .unwrap_or(Timestamp::UNIX_EPOCH),
+        );
+        if let Some(store) = &self.store {
+            let records = match (&since, taken.is_empty()) {
+                (Some(since), true) => store.app_statuses_since::<AppStatus>(since).await,
+                _ => store.app_statuses::<AppStatus>().await,
+            };
+            match records {
+                Ok(records) => {
+                    let mut apps = self.apps.lock();
+                    for record in records {
+                        let Some(app) = apps.get_mut(&record.key) else {
+                            continue;
+                        };
+                        let cluster = app.app.spec.destination.cluster_segment();
+                        if !owned.contains(cluster) || taken.contains(&cluster.to_string()) {
+                            app.status = record.status;
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot reload App statuses; clusters taken over wait");
+                    return (before, since);
+                }
+            }
+        }
+        // The Apps of the clusters just taken over, and the parked ones whose cluster this
+        // replica owns now.
+        let keys: BTreeSet<String> = {
+            let apps = self.apps.lock();
+            let mut keys = BTreeSet::new();
+            self.parked.lock().retain(|key| match apps.get(key) {
+                None => false,
+                Some(r) if owned.contains(r.app.spec.destination.cluster_segment()) => {
+                    if r.manifests.is_some() {
+                        keys.insert(key.clone());
+                    }
+                    false
+                }
+                Some(_) => true,
+            });
+            for (key, r) in apps.iter() {
+                let cluster = r.app.spec.destination.cluster_segment();
+                if r.manifests.is_some() && taken.contains(&cluster.to_string()) {
+                    keys.insert(key.clone());
+                }
+            }
+            keys
+        };
+        for cluster in &taken {
+            tracing::info!(cluster = %cluster, "cluster taken over");
+        }
+        for key in keys {
+            self.scheduler.enqueue(key);
+        }
+        (owned, Some(next))
+    }
+
+    /// The live replicas with the clusters of the managed Apps each owns (empty unless
+    /// sharded), for `GET /api/v1/shards`.
+    pub fn shards(&self) -> Vec<ShardEntry> {
+        let Some(membership) = self.sharding.get() else {
+            return Vec::new();
+        };
+        let view = membership.view();
+        let mut entries: Vec<ShardEntry> = view
+            .replicas
+            .iter()
+            .map(|r| ShardEntry {
+                replica: r.id.clone(),
+                lease_expires_at: r.expires_at,
+                clusters: Vec::new(),
+                apps: 0,
+            })
+            .collect();
+        let mut clusters: std::collections::BTreeMap<String, usize> = Default::default();
+        for record in self.apps.lock().values() {
+            let cluster = record.app.spec.destination.cluster_segment().to_string();
+            *clusters.entry(cluster).or_default() += 1;
+        }
+        for (cluster, apps) in clusters {
+            let Some(owner) = view.owner(&cluster) else {
+                continue;
+            };
+            if let Some(entry) = entries.iter_mut().find(|e| e.replica == owner) {
+                entry.clusters.push(cluster);
+                entry.apps += apps;
+            }
+        }
+        entries
+    }
+
+    /// The Prometheus lines of this replica's share: owned clusters and Apps (absent unless
+    /// sharded).
+    pub(super) fn shard_metrics(&self) -> String {
+        let Some(membership) = self.sharding.get() else {
+            return String::new();
+        };
+        let me = membership.replica_id();
+        let (clusters, apps) = self
+            .shards()
+            .into_iter()
+            .find(|e| e.replica == me)
+            .map(|e| (e.clusters.len(), e.apps))
+            .unwrap_or_default();
+        let live = membership.view().replicas.len();
+        format!(
+            "# HELP wardn_shard_owned_clusters Destination clusters this replica owns.\n\
+             # TYPE wardn_shard_owned_clusters gauge\n\
+             wardn_shard_owned_clusters{{replica=\"{me}\"}} {clusters}\n\
+             # HELP wardn_shard_owned_apps Apps deploying to the clusters this replica owns.\n\
+             # TYPE wardn_shard_owned_apps gauge\n\
+             wardn_shard_owned_apps{{replica=\"{me}\"}} {apps}\n\
+             # HELP wardn_shard_live_replicas Replicas whose Lease this replica sees live.\n\
+             # TYPE wardn_shard_live_replicas gauge\n\
+             wardn_shard_live_replicas{{replica=\"{me}\"}} {live}\n"
+        )
+    }
+}

@@ -1,0 +1,453 @@
+//! Scale-out (`--shards auto`): replicas hold Leases in the management cluster (kubesim) and
+//! share the destination clusters by rendezvous hashing. In-process: membership and fencing
+//! against kubesim's Leases, checked with the real kubectl. As processes: three replicas on
+//! one throwaway PostgreSQL spread the Apps, a Held plan approved through a replica that does
+//! not own it is applied once by its owner, and after one replica is SIGKILLed its clusters
+//! move and every App converges, with no object written by two replicas out of turn (kubesim's
+//! write log names each request's replica).
+
+mod common;
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use kube::api::PostParams;
+use kubesim::{Cluster, ClusterConfig};
+use reqwest::Client;
+use serde_json::{Value, json};
+use support::postgres::Postgres;
+use support::replica::Process;
+use support::running::login;
+use wardn::shard::membership::{LEASE_LABEL, Membership, ShardConfig, ShardError};
+use wardn::shard::rendezvous;
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// Polls the async `check` every 200 ms until it holds (three minutes at most).
+async fn until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..900 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn sim(name: &str, namespaces: &[&str]) -> Cluster {
+    kubesim::install_crypto_provider();
+    Cluster::start(ClusterConfig {
+        name: name.to_string(),
+        namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+        ready_delay: Duration::ZERO,
+        ..ClusterConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// The clusters (of `clusters`) `membership` may write to now.
+fn owned(membership: &Membership, clusters: &[String]) -> BTreeSet<String> {
+    clusters
+        .iter()
+        .filter(|c| membership.fence(c).is_ok())
+        .cloned()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_replica() {
+    let mgmt = common::start(&["wardn"]).await;
+    let client = mgmt.cluster.client().await.unwrap();
+    let config = |id: &str| ShardConfig::new(id, "wardn", Duration::from_secs(3)).unwrap();
+    let a = Membership::start(client.clone(), config("a"))
+        .await
+        .unwrap();
+    let b = Membership::start(client.clone(), config("b"))
+        .await
+        .unwrap();
+    let clusters: Vec<String> = (0..40).map(|i| format!("cluster-{i}")).collect();
+
+    // Both settle and see each other; every cluster has exactly one writer, the one
+    // rendezvous hashing names.
+    until("both replicas own their share", || async {
+        let (mine, theirs) = (owned(&a, &clusters), owned(&b, &clusters));
+        mine.len() + theirs.len() == clusters.len() && mine.is_disjoint(&theirs)
+    })
+    .await;
+    for cluster in &clusters {
+        let owner = rendezvous::owner(["a", "b"], cluster).unwrap();
+        let writer = if a.fence(cluster).is_ok() { "a" } else { "b" };
+        assert_eq!(owner, writer, "{cluster}");
+    }
+    let refused = b.fence(&clusters.iter().find(|c| a.owns(c)).unwrap().clone());
+    assert!(
+        refused
+            .unwrap_err()
+            .to_string()
+            .contains("owned by replica a")
+    );
+
+    // The real kubectl lists the Leases by their label, holders and durations as written.
+    let listed = mgmt.kubectl(
+        &[
+            "get",
+            "leases",
+            "-n",
+            "wardn",
+            "-l",
+            &format!("{LEASE_LABEL}=true"),
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}={.spec.holderIdentity}/{.spec.leaseDurationSeconds} {end}",
+        ],
+        None,
+    );
+    assert_eq!(listed.trim(), "wardn-shard-a=a/3 wardn-shard-b=b/3");
+
+    // Hostile: a second process with the same replica id is refused while the first lives.
+    let err = Membership::start(client.clone(), config("a"))
+        .await
+        .err()
+        .expect("a duplicate replica id is refused");
+    assert!(matches!(err, ShardError::Duplicate { .. }), "{err}");
+    assert!(err.to_string().contains("--replica-id"), "{err}");
+
+    // Optimistic concurrency on Leases, as a real API server: a stale resourceVersion is 409.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "wardn");
+    let stale = leases.get("wardn-shard-b").await.unwrap();
+    until("b renews its Lease", || async {
+        leases
+            .get("wardn-shard-b")
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            != stale.metadata.resource_version
+    })
+    .await;
+    let conflict = leases
+        .replace("wardn-shard-b", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    assert!(
+        conflict.to_string().contains("409") || conflict.to_string().contains("modified"),
+        "{conflict}"
+    );
+
+    // Leaving deletes the Lease: the other takes every cluster without waiting for expiry.
+    b.leave().await;
+    assert!(
+        b.fence(&clusters[0]).is_err(),
+        "a replica that left writes nothing"
+    );
+    until("a owns every cluster", || async {
+        owned(&a, &clusters).len() == clusters.len()
+    })
+    .await;
+    a.leave().await;
+    assert!(leases.get_opt("wardn-shard-a").await.unwrap().is_none());
+}
+
+/// One App file: `name` deploys ConfigMap `name` from `source` to `cluster`'s `team`.
+fn app_file(name: &str, cluster: &str, source: &std::path::Path, approval: bool) -> String {
+    format!(
+        "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n  namespace: fleet\n\
+         spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
+         \x20 destination:\n    cluster: {cluster}\n    namespace: team\n\
+         \x20 syncPolicy:\n    automated: true\n    requiresApproval: {approval}\n",
+        source.display()
+    )
+}
+
+fn write_source(dir: &std::path::Path, name: &str, version: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("configmap.yaml"),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  version: \"{version}\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// The `version` of ConfigMap `name` in `cluster`'s `team`, if it exists.
+fn version(cluster: &Cluster, name: &str) -> Option<String> {
+    cluster
+        .get_object("v1", "ConfigMap", Some("team"), name)
+        .and_then(|cm| cm["data"]["version"].as_str().map(str::to_string))
+}
+
+async fn get(process: &Process, cookie: &str, path: &str) -> Value {
+    Client::new()
+        .get(process.url(path))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Replica id → the clusters it owns, as `/api/v1/shards` on `process` reports.
+async fn shards(process: &Process, cookie: &str) -> BTreeMap<String, Vec<String>> {
+    let body = get(process, cookie, "/api/v1/shards").await;
+    body["replicas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let clusters = r["clusters"].as_array().unwrap();
+            (
+                r["replica"].as_str().unwrap().to_string(),
+                clusters
+                    .iter()
+                    .map(|c| c.as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// The replica each write of `cluster` into namespace `team` came from, in order, with runs of
+/// the same replica collapsed.
+fn writers(cluster: &Cluster) -> Vec<String> {
+    let mut runs: Vec<String> = Vec::new();
+    for write in cluster.writes().iter().filter(|w| w.namespace == "team") {
+        let replica = write
+            .user_agent
+            .split("(replica ")
+            .nth(1)
+            .and_then(|rest| rest.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("a write without a replica: {write:?}"))
+            .to_string();
+        if runs.last() != Some(&replica) {
+            runs.push(replica);
+        }
+    }
+    runs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigkill() {
+    let pg = Postgres::start();
+    let database = pg.create_database("shards");
+    let mgmt = common::start(&["default"]).await;
+    let names: Vec<String> = (0..6).map(|i| format!("east-{i}")).collect();
+    let mut clusters = BTreeMap::new();
+    for name in &names {
+        clusters.insert(name.clone(), sim(name, &["team"]).await);
+    }
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let mut objects: Vec<(String, String)> = Vec::new();
+    for cluster in &names {
+        for n in 0..2 {
+            let name = format!("{cluster}-app-{n}");
+            let source = work.path().join("sources").join(&name);
+            write_source(&source, &name, "1");
+            std::fs::write(
+                apps.join(format!("{name}.yaml")),
+                app_file(&name, cluster, &source, false),
+            )
+            .unwrap();
+            objects.push((cluster.clone(), name));
+        }
+    }
+    let gated_source = work.path().join("sources").join("gated");
+    write_source(&gated_source, "gated", "1");
+    std::fs::write(
+        apps.join("gated.yaml"),
+        app_file("gated", "east-0", &gated_source, true),
+    )
+    .unwrap();
+
+    let replica = |id: &str| {
+        let data = work.path().join(id);
+        let log = work.path().join(format!("{id}.log"));
+        let args = [
+            "--shards",
+            "auto",
+            "--replica-id",
+            id,
+            "--lease-duration",
+            "3s",
+            "--lease-namespace",
+            "default",
+            "--database-url",
+            &database,
+            "--kubeconfig",
+            mgmt.kubeconfig.to_str().unwrap(),
+            "--apps",
+            apps.to_str().unwrap(),
+        ];
+        Process::spawn(&args, &data, PASSWORD, &log)
+    };
+    // r0 first, to register the clusters in the shared store; r1 and r2 join after.
+    let r0 = replica("r0");
+    let cookie = login(&r0.base, PASSWORD).await;
+    for (name, cluster) in &clusters {
+        let response = Client::new()
+            .post(r0.url("/api/v1/clusters"))
+            .header("cookie", &cookie)
+            .json(&json!({"name": name, "server_url": cluster.url(),
+                          "kubeconfig": cluster.kubeconfig(), "namespaces": ["team"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+    }
+    let r1 = replica("r1");
+    let mut r2 = replica("r2");
+    let all = ["r0", "r1", "r2"];
+
+    // Spread: every replica reports the same three live replicas and the assignment
+    // rendezvous hashing gives; each owns at least one cluster.
+    let expected: BTreeMap<String, Vec<String>> = all
+        .iter()
+        .map(|id| {
+            let mine = names
+                .iter()
+                .filter(|c| rendezvous::owner(all, c) == Some(*id))
+                .cloned()
+                .collect();
+            (id.to_string(), mine)
+        })
+        .collect();
+    assert!(expected.values().all(|c| !c.is_empty()), "{expected:?}");
+    for process in [&r0, &r1, &r2] {
+        until("the three replicas agree on the shards", || async {
+            shards(process, &cookie).await == expected
+        })
+        .await;
+    }
+    until("every App converges", || async {
+        objects
+            .iter()
+            .all(|(cluster, name)| version(&clusters[cluster], name).as_deref() == Some("1"))
+    })
+    .await;
+
+    // The Held plan: read through any replica (statuses live in the store), approved through
+    // one that does not own east-0; its owner applies it, once.
+    let owner = rendezvous::owner(all, "east-0").unwrap();
+    let (asked, other) = match owner {
+        "r0" => (&r1, &r2),
+        "r1" => (&r2, &r0),
+        _ => (&r0, &r1),
+    };
+    until("gated is Held, seen through another replica", || async {
+        get(other, &cookie, "/api/v1/apps/east-0/gated").await["phase"] == "Held"
+    })
+    .await;
+    let app = get(other, &cookie, "/api/v1/apps/east-0/gated").await;
+    let hash = app["status"]["planHash"].as_str().unwrap().to_string();
+    assert_eq!(
+        version(&clusters["east-0"], "gated"),
+        None,
+        "Held: not applied"
+    );
+    let approve = || async {
+        Client::new()
+            .post(asked.url("/api/v1/apps/east-0/gated/approve"))
+            .header("cookie", &cookie)
+            .json(&json!({"plan_hash": hash}))
+            .send()
+            .await
+            .unwrap()
+    };
+    let response = approve().await;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"]["phase"], "Synced", "{body}");
+    assert_eq!(version(&clusters["east-0"], "gated").as_deref(), Some("1"));
+    let gated_writes = clusters["east-0"]
+        .writes()
+        .into_iter()
+        .filter(|w| w.name == "gated" && w.resource == "configmaps")
+        .collect::<Vec<_>>();
+    assert_eq!(gated_writes.len(), 1, "applied once: {gated_writes:?}");
+    assert!(
+        gated_writes[0]
+            .user_agent
+            .contains(&format!("(replica {owner})"))
+    );
+    // Approving again: nothing is Held any more, refused by the owner.
+    let again = approve().await;
+    assert_eq!(again.status(), 409, "{}", again.text().await.unwrap());
+
+    // SIGKILL r2: its clusters move to r0 and r1 within the Lease duration (the test waits
+    // longer, for its own polling); then every source changes and every App converges.
+    r2.kill();
+    let survivors = ["r0", "r1"];
+    let after: BTreeMap<String, Vec<String>> = survivors
+        .iter()
+        .map(|id| {
+            let mine = names
+                .iter()
+                .filter(|c| rendezvous::owner(survivors, c) == Some(*id))
+                .cloned()
+                .collect();
+            (id.to_string(), mine)
+        })
+        .collect();
+    for process in [&r0, &r1] {
+        until("the survivors take r2's clusters", || async {
+            shards(process, &cookie).await == after
+        })
+        .await;
+    }
+    for (cluster, name) in &objects {
+        let source = work.path().join("sources").join(name);
+        write_source(&source, name, "2");
+        let _ = cluster;
+    }
+    until("every App converges after the kill", || async {
+        objects
+            .iter()
+            .all(|(cluster, name)| version(&clusters[cluster], name).as_deref() == Some("2"))
+    })
+    .await;
+
+    // Never two writers: on every cluster, each replica's writes form one run (a replica
+    // that lost a cluster never wrote to it again).
+    for (name, cluster) in &clusters {
+        let runs = writers(cluster);
+        let distinct: BTreeSet<&String> = runs.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            runs.len(),
+            "{name}: writers interleaved: {runs:?}"
+        );
+        assert_eq!(
+            runs.last().map(String::as_str),
+            rendezvous::owner(survivors, name),
+            "{name}: {runs:?}"
+        );
+    }
+    let metrics = Client::new()
+        .get(r0.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let owned = after["r0"].len();
+    assert!(
+        metrics.contains(&format!(
+            "wardn_shard_owned_clusters{{replica=\"r0\"}} {owned}"
+        )),
+        "{metrics}"
+    );
+    drop((r0, r1));
+}
