@@ -13,7 +13,7 @@
 //! (d) the three largest trees of the corpus (by output size), whole processes:
 //!     `wardn render TREE` against `kubectl kustomize TREE`.
 //!
-//! Each process's wall time is taken around it, its CPU time and peak RSS from `wait4`.
+//! Each process's wall time is taken around it, its CPU time and peak RSS from GNU time.
 //! `WARDN_BENCH_QUICK=1` (`make bench`): 20 overlays in (b), one kustomize run per tree in
 //! (d); otherwise 200 and three (the median is printed). Set `KUBECTL` to override the
 //! reference binary.
@@ -39,33 +39,41 @@ struct Usage {
     max_rss_kib: u64,
 }
 
-/// Runs `cmd` to completion (stdout and stderr discarded) and returns its figures: wall
-/// time around it, CPU time and peak RSS from `wait4`'s resource usage.
-// The child is reaped by `wait4` below (for its resource usage), not by `Child::wait`.
-#[allow(clippy::zombie_processes)]
+/// GNU time, which reports its child's CPU time and peak RSS (from `wait4`). The child is run
+/// through it, not straight from this process: a child forked from this large process would
+/// count this process's pages, resident when it forked, in its own peak RSS.
+const TIME: &str = "/usr/bin/time";
+
+/// Runs `cmd` to completion (stdout and stderr discarded) under GNU time and returns its
+/// figures: wall time taken around it, CPU time and peak RSS as GNU time reports them.
 fn measure(cmd: &mut Command) -> Usage {
+    let report = tempfile::NamedTempFile::new().expect("temp file");
     let started = Instant::now();
-    let child = cmd
+    let status = Command::new(TIME)
+        .arg("-f")
+        .arg("%U %S %M")
+        .arg("-o")
+        .arg(report.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child, with valid pointers to `status` and `usage`.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+        .status()
+        .expect("run /usr/bin/time");
     let wall = started.elapsed();
-    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{cmd:?} failed: {status}"
-    );
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    assert!(status.success(), "{cmd:?} failed: {status}");
+    let text = fs::read_to_string(report.path()).expect("time report");
+    let fields: Vec<f64> = text
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let [user, sys, rss] = fields[..] else {
+        panic!("unexpected /usr/bin/time output: {text:?}");
+    };
     Usage {
         wall,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        max_rss_kib: usage.ru_maxrss as u64,
+        cpu: Duration::from_secs_f64(user + sys),
+        max_rss_kib: rss as u64,
     }
 }
 
