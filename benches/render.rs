@@ -7,14 +7,26 @@
 //!     kustomization listing the 200 overlays) against 200 `kubectl kustomize` processes (one
 //!     per overlay).
 //!
-//! Each process is measured by GNU time (`/usr/bin/time`: wall time, CPU time, peak RSS).
-//! Set `KUBECTL` to override the reference binary.
+//! (c) the real-world corpus (`fixtures/real-world/`): per vendored repository, trees
+//!     identical / both refuse / differ / wardn-only errors (wardn in-process against the
+//!     stored kustomize outputs, as `make test` checks them);
+//! (d) the three largest trees of the corpus (by output size), whole processes:
+//!     `wardn render TREE` against `kubectl kustomize TREE`.
+//!
+//! Each process's wall time is taken around it, its CPU time and peak RSS from GNU time.
+//! `WARDN_BENCH_QUICK=1` (`make bench`): 20 overlays in (b), one kustomize run per tree in
+//! (d); otherwise 200 and three (the median is printed). Set `KUBECTL` to override the
+//! reference binary.
 
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+#[path = "../tests/support/real_world.rs"]
+mod real_world;
+mod support;
 
 const DEFAULT_KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.32";
 
@@ -27,15 +39,19 @@ struct Usage {
     max_rss_kib: u64,
 }
 
-/// GNU time, which reports a child's wall time, CPU time and peak RSS (from `wait4`).
+/// GNU time, which reports its child's CPU time and peak RSS (from `wait4`). The child is run
+/// through it, not straight from this process: a child forked from this large process would
+/// count this process's pages, resident when it forked, in its own peak RSS.
 const TIME: &str = "/usr/bin/time";
 
-/// Runs `cmd` to completion (stdout discarded) under GNU time and returns its figures.
-fn measure(cmd: &Command) -> Usage {
+/// Runs `cmd` to completion (stdout and stderr discarded) under GNU time and returns its
+/// figures: wall time taken around it, CPU time and peak RSS as GNU time reports them.
+fn measure(cmd: &mut Command) -> Usage {
     let report = tempfile::NamedTempFile::new().expect("temp file");
+    let started = Instant::now();
     let status = Command::new(TIME)
         .arg("-f")
-        .arg("%e %U %S %M")
+        .arg("%U %S %M")
         .arg("-o")
         .arg(report.path())
         .arg(cmd.get_program())
@@ -44,20 +60,28 @@ fn measure(cmd: &Command) -> Usage {
         .stderr(Stdio::null())
         .status()
         .expect("run /usr/bin/time");
+    let wall = started.elapsed();
     assert!(status.success(), "{cmd:?} failed: {status}");
     let text = fs::read_to_string(report.path()).expect("time report");
     let fields: Vec<f64> = text
         .split_whitespace()
         .filter_map(|f| f.parse().ok())
         .collect();
-    let [wall, user, sys, rss] = fields[..] else {
+    let [user, sys, rss] = fields[..] else {
         panic!("unexpected /usr/bin/time output: {text:?}");
     };
     Usage {
-        wall: Duration::from_secs_f64(wall),
+        wall,
         cpu: Duration::from_secs_f64(user + sys),
         max_rss_kib: rss as u64,
     }
+}
+
+/// The median run of `runs` (by wall time) of `cmd`.
+fn median(runs: usize, cmd: &mut Command) -> Usage {
+    let mut all: Vec<Usage> = (0..runs.max(1)).map(|_| measure(cmd)).collect();
+    all.sort_by_key(|u| u.wall);
+    all[all.len() / 2]
 }
 
 fn output_of(cmd: &mut Command) -> Vec<u8> {
@@ -120,10 +144,10 @@ fn generate_big(root: &Path) -> PathBuf {
     root.join("big/overlay")
 }
 
-/// (b): 200 overlays, each over its own small base.
-fn generate_monorepo(root: &Path) -> Vec<PathBuf> {
+/// (b): `count` overlays, each over its own small base.
+fn generate_monorepo(root: &Path, count: usize) -> Vec<PathBuf> {
     let mut overlays = Vec::new();
-    for app in 0..200 {
+    for app in 0..count {
         let dir = root.join(format!("mono/app{app:03}"));
         let name = format!("app{app:03}");
         let base = format!(
@@ -146,7 +170,7 @@ fn generate_monorepo(root: &Path) -> Vec<PathBuf> {
         overlays.push(dir.join("overlays/staging"));
     }
     let mut all = String::from("resources:\n");
-    for app in 0..200 {
+    for app in 0..count {
         let _ = writeln!(all, "- app{app:03}/overlays/staging");
     }
     write(&root.join("mono/kustomization.yaml"), &all);
@@ -175,6 +199,7 @@ fn report(label: &str, wardn: Usage, kustomize: Usage) {
 fn main() {
     let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| DEFAULT_KUBECTL.to_string());
     let wardn = env!("CARGO_BIN_EXE_wardn");
+    let quick = support::quick();
     let tmp = tempfile::tempdir().expect("tempdir");
     // A Git work tree marker so `wardn render` roots its tree at the generated repository.
     fs::create_dir_all(tmp.path().join(".git")).expect("mkdir .git");
@@ -187,7 +212,7 @@ fn main() {
         if ours == theirs { "yes" } else { "NO" },
         theirs.len()
     );
-    let w = measure(Command::new(wardn).arg("render").arg(&big));
+    let w = median(5, Command::new(wardn).arg("render").arg(&big));
     let k = measure(Command::new(&kubectl).arg("kustomize").arg(&big));
     report(
         "(a) one overlay of 2,000 objects (namespace, prefix, labels, 100 images, 1 patch)",
@@ -195,8 +220,10 @@ fn main() {
         k,
     );
 
-    let overlays = generate_monorepo(tmp.path());
-    let w = measure(
+    let count = if quick { 20 } else { 200 };
+    let overlays = generate_monorepo(tmp.path(), count);
+    let w = median(
+        5,
         Command::new(wardn)
             .arg("render")
             .arg(tmp.path().join("mono")),
@@ -217,8 +244,59 @@ fn main() {
         if same { "yes" } else { "NO" }
     );
     report(
-        "(b) 200 small overlays: one wardn process vs 200 kubectl kustomize processes",
+        &format!(
+            "(b) {count} small overlays: one wardn process vs {count} kubectl kustomize processes"
+        ),
         w,
         k,
     );
+
+    real_world_corpus(wardn, &kubectl, if quick { 1 } else { 3 });
+}
+
+/// (c) and (d): the corpus table, then the three largest trees, whole processes. Whether
+/// wardn's output is kustomize's is known from (c) (the stored outputs and digests were
+/// captured from `kubectl kustomize`), so kustomize runs only to be measured.
+fn real_world_corpus(wardn: &str, kubectl: &str, kustomize_runs: usize) {
+    println!("(c) real-world corpus (fixtures/real-world), wardn against kustomize's outputs");
+    let cases = real_world::cases();
+    let mut table = real_world::Table::new();
+    let mut sized = Vec::new();
+    for case in &cases {
+        let (outcome, _, bytes) = real_world::outcome(case);
+        *table
+            .entry(case.slug.clone())
+            .or_default()
+            .entry(outcome)
+            .or_default() += 1;
+        if case.how != "error" {
+            sized.push((bytes, outcome, case));
+        }
+    }
+    real_world::print_table(&table);
+
+    sized.sort_by_key(|s| std::cmp::Reverse(s.0));
+    for (bytes, outcome, case) in sized.into_iter().take(3) {
+        let path = case.root.join(&case.tree);
+        let w = median(5, Command::new(wardn).arg("render").arg(&path));
+        let k = median(
+            kustomize_runs,
+            Command::new(kubectl).arg("kustomize").arg(&path),
+        );
+        report(
+            &format!(
+                "(d) {} {} ({:.1} MB of output; identical to kustomize's: {})",
+                case.slug,
+                case.tree,
+                bytes as f64 / 1e6,
+                if outcome == real_world::Outcome::Identical {
+                    "yes"
+                } else {
+                    "NO"
+                }
+            ),
+            w,
+            k,
+        );
+    }
 }

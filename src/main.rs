@@ -111,7 +111,11 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
     install_crypto_provider();
     match cli.command {
         Command::Version => println!("wardn {}", env!("CARGO_PKG_VERSION")),
-        Command::Render { dir, json } => print!("{}", wardn::render::render_path(&dir, json)?),
+        Command::Render { dir, json } => {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            wardn::render::render_path(&dir, json, &mut out)?;
+            std::io::Write::flush(&mut out)?;
+        }
         Command::Serve(args) => {
             let runtime = runtime()?;
             let result = runtime.block_on(wardn::cli::serve::run(*args));

@@ -204,3 +204,160 @@ fn rendering_vars_and_configurations_is_stable_over_many_runs() {
         assert_eq!(again.inputs, first.inputs);
     }
 }
+
+#[test]
+fn crd_field_specs_are_stable_over_many_runs() {
+    // The CRD definitions' name references (followed through `$ref`s) and the overlay's
+    // strategic merge patch: the 1,000th render is the first one.
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render/crds-name-references");
+    let tree = DirTree::new(&case).unwrap();
+    let first = render(&tree, "overlay").unwrap();
+    assert!(first.yaml.contains("name: prod-x-bee"), "{}", first.yaml);
+    for _ in 0..999 {
+        let again = render(&tree, "overlay").unwrap();
+        assert_eq!(again.digest, first.digest);
+    }
+}
+
+#[test]
+fn hostile_crd_definitions_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "app/kustomization.yaml",
+        "crds:\n- cycle.yaml\nresources:\n- cm.yaml\nnamePrefix: p-\n",
+    );
+    write(
+        root,
+        "app/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+    );
+    // A definition whose `$ref` leads back to itself: kustomize would recurse forever.
+    write(
+        root,
+        "app/cycle.yaml",
+        "a.Loop:\n  Schema:\n    properties:\n      kind: {}\n      apiVersion: {}\n      metadata: {}\n      spec: {$ref: a.Loop}\n",
+    );
+    let tree = DirTree::new(root).unwrap();
+    let err = render(&tree, "app").unwrap_err().to_string();
+    assert!(err.contains("cycle.yaml") && err.contains("$refs"), "{err}");
+    // `$ref`s fanning out (each definition naming the next twice): exponential without a
+    // budget.
+    let mut fan = String::new();
+    for i in 0..40 {
+        let props = if i == 0 {
+            "kind: {}\n      apiVersion: {}\n      metadata: {}\n      ".to_string()
+        } else {
+            String::new()
+        };
+        fan.push_str(&format!(
+            "a.T{i}:\n  Schema:\n    properties:\n      {props}x: {{$ref: a.T{n}}}\n      y: {{$ref: a.T{n}}}\n",
+            n = i + 1
+        ));
+    }
+    write(root, "app/cycle.yaml", &fan);
+    let err = render(&tree, "app").unwrap_err().to_string();
+    assert!(err.contains("cycle.yaml") && err.contains("$refs"), "{err}");
+    // Not a map of definitions.
+    write(root, "app/cycle.yaml", "- a\n- b\n");
+    let err = render(&tree, "app").unwrap_err().to_string();
+    assert!(
+        err.contains("unable to parse open API definition from 'cycle.yaml'"),
+        "{err}"
+    );
+    // Malformed JSON.
+    write(root, "app/cycle.yaml", "{\"a\": ");
+    let err = render(&tree, "app").unwrap_err().to_string();
+    assert!(err.contains("loading CRDs [cycle.yaml]"), "{err}");
+    // A definitions file outside the kustomization's directory.
+    write(root, "outside.yaml", "{}\n");
+    write(
+        root,
+        "app/kustomization.yaml",
+        "crds:\n- ../outside.yaml\nresources:\n- cm.yaml\n",
+    );
+    let err = render(&tree, "app").unwrap_err().to_string();
+    assert!(
+        err.contains("security; file 'outside.yaml' is not in or below 'app'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn custom_openapi_schemas_and_misspelt_helm_charts_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "app/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+    );
+    write(root, "app/schema.json", "{\"definitions\": {}}\n");
+    write(
+        root,
+        "app/kustomization.yaml",
+        "resources:\n- cm.yaml\nopenapi:\n  path: schema.json\n",
+    );
+    let tree = DirTree::new(root).unwrap();
+    let err = render(&tree, "app").unwrap_err().to_string();
+    assert!(
+        err.contains("app/kustomization.yaml: invalid Kustomization: openapi: the custom schema 'schema.json' is not supported"),
+        "{err}"
+    );
+    // Both a version and a schema: kustomize's own refusal.
+    write(
+        root,
+        "app/kustomization.yaml",
+        "resources:\n- cm.yaml\nopenapi:\n  path: schema.json\n  version: v1.21.2\n",
+    );
+    let err = render(&tree, "app").unwrap_err().to_string();
+    assert!(
+        err.contains("builtin version and custom schema provided, cannot use both"),
+        "{err}"
+    );
+    // A misspelt chart field: kustomize's unknown-field message, never a silent skip.
+    write(
+        root,
+        "app/kustomization.yaml",
+        "resources:\n- cm.yaml\nhelmCharts:\n- name: x\n  bogus: 1\n",
+    );
+    let err = render(&tree, "app").unwrap_err().to_string();
+    assert!(err.contains("json: unknown field \"bogus\""), "{err}");
+}
+
+#[test]
+fn files_parsed_side_by_side_keep_entry_order_and_the_first_failure() {
+    // A kustomization's file entries are parsed on several threads: the objects still come
+    // out in entry order (fifo), and of several broken files the first listed is reported.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut kust = String::from("sortOptions:\n  order: fifo\nresources:\n");
+    for i in 0..40 {
+        write(
+            root,
+            &format!("app/cm{i:02}.yaml"),
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm{i:02}\n"),
+        );
+        kust.push_str(&format!("- cm{i:02}.yaml\n"));
+    }
+    write(root, "app/kustomization.yaml", &kust);
+    let tree = DirTree::new(root).unwrap();
+    let first = render(&tree, "app").unwrap();
+    let names: Vec<String> = first
+        .objects
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = (0..40).map(|i| format!("cm{i:02}")).collect();
+    assert_eq!(names, expected);
+    for _ in 0..200 {
+        assert_eq!(render(&tree, "app").unwrap().yaml, first.yaml);
+    }
+    write(root, "app/cm07.yaml", "a: [unclosed\n");
+    write(root, "app/cm31.yaml", "apiVersion: v1\n");
+    for _ in 0..50 {
+        let err = render(&tree, "app").unwrap_err().to_string();
+        assert!(err.contains("app/cm07.yaml"), "{err}");
+    }
+}

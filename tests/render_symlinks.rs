@@ -229,20 +229,25 @@ fn kustomization_file_itself() {
         assert!(!out.status.success());
         let theirs = String::from_utf8_lossy(&out.stderr);
         assert!(theirs.contains("unable to find one of"), "{theirs}");
-        // wardn finds no kustomization either, and never reads the link: rendering the
-        // directory as plain manifests refuses it (a link within the repository) or leaves
-        // it out of the listing (a link out of the repository, as every listing does).
-        match render(&DirTree::new(&repo).unwrap(), "app") {
-            Err(e) => assert!(
-                e.to_string()
-                    .contains("security; file 'app/kustomization.yaml' is not in or below 'app'"),
-                "{e}"
-            ),
-            Ok(rendered) => assert!(
-                !rendered.inputs.contains_key("app/kustomization.yaml"),
-                "{escape:?}: the link was read"
-            ),
-        }
+        // wardn refuses it the same way (never rendering the directory as plain manifests,
+        // which would silently skip the kustomization), and never reads the link.
+        let tree = DirTree::new(&repo).unwrap();
+        let err = render(&tree, "app").unwrap_err().to_string();
+        assert!(
+            err.contains("unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory 'app'"),
+            "{escape:?}: {err}"
+        );
+        // Reached as a resource of another kustomization: refused by both too.
+        write(&repo, "top/kustomization.yaml", "resources:\n- ../app\n");
+        let out = Command::new(KUBECTL)
+            .arg("kustomize")
+            .arg(repo.join("top"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("unable to find one of"));
+        let err = render(&tree, "top").unwrap_err().to_string();
+        assert!(err.contains("unable to find one of"), "{escape:?}: {err}");
     }
 }
 

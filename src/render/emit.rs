@@ -20,18 +20,41 @@ const MAX_SIMPLE_KEY: usize = 128;
 
 /// Serialises one document (an object) as go-yaml v2 would, ending with a newline.
 pub fn to_yaml(value: &Value) -> String {
+    let mut out = String::new();
+    append_yaml(&mut out, value);
+    out
+}
+
+/// Appends one document to `out`, as [`to_yaml`] writes it.
+fn append_yaml(out: &mut String, value: &Value) {
+    let start = out.len();
     let mut e = Emitter {
-        out: String::new(),
+        out: std::mem::take(out),
         column: 0,
         indent: -1,
         whitespace: true,
         indention: true,
     };
     e.node(value, Ctx::default());
-    if e.column != 0 || e.out.is_empty() {
+    if e.column != 0 || e.out.len() == start {
         e.out.push('\n');
     }
-    e.out
+    *out = e.out;
+}
+
+/// Writes [`documents_to_yaml`]'s text to `out` one document at a time, so that the whole
+/// text is never held in memory at once.
+pub fn write_documents(values: &[Value], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut buf = String::new();
+    for (i, v) in values.iter().enumerate() {
+        buf.clear();
+        if i > 0 {
+            buf.push_str("---\n");
+        }
+        append_yaml(&mut buf, v);
+        out.write_all(buf.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// Serialises documents separated by `---` lines, like kustomize's `AsYaml`.
@@ -41,7 +64,7 @@ pub fn documents_to_yaml(values: &[Value]) -> String {
         if i > 0 {
             out.push_str("---\n");
         }
-        out.push_str(&to_yaml(v));
+        append_yaml(&mut out, v);
     }
     out
 }
@@ -84,9 +107,8 @@ impl Emitter {
     }
 
     fn write_str(&mut self, s: &str) {
-        for c in s.chars() {
-            self.put(c);
-        }
+        self.out.push_str(s);
+        self.column += s.chars().count();
     }
 
     fn write_indent(&mut self) {
@@ -147,8 +169,8 @@ impl Emitter {
             let value = &map[key.as_str()];
             self.write_indent();
             if is_simple_key(key) {
-                self.node(
-                    &Value::String(key.clone()),
+                self.string_scalar(
+                    key,
                     Ctx {
                         mapping: true,
                         simple_key: true,
@@ -157,8 +179,8 @@ impl Emitter {
                 self.write_indicator(":", false, false, false);
             } else {
                 self.write_indicator("?", true, false, true);
-                self.node(
-                    &Value::String(key.clone()),
+                self.string_scalar(
+                    key,
                     Ctx {
                         mapping: true,
                         simple_key: false,
@@ -229,21 +251,26 @@ impl Emitter {
         if !self.whitespace {
             self.put(' ');
         }
-        let chars: Vec<char> = s.chars().collect();
-        let mut spaces = false;
-        for (i, &c) in chars.iter().enumerate() {
-            if c == ' ' {
-                let next_space = chars.get(i + 1) == Some(&' ');
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_space {
-                    self.write_indent();
+        if !s.contains(' ') {
+            // Nothing to fold at: the text as it is.
+            self.write_str(s);
+        } else {
+            let mut chars = s.chars().peekable();
+            let mut spaces = false;
+            while let Some(c) = chars.next() {
+                if c == ' ' {
+                    let next_space = chars.peek() == Some(&' ');
+                    if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_space {
+                        self.write_indent();
+                    } else {
+                        self.put(c);
+                    }
+                    spaces = true;
                 } else {
                     self.put(c);
+                    self.indention = false;
+                    spaces = false;
                 }
-                spaces = true;
-            } else {
-                self.put(c);
-                self.indention = false;
-                spaces = false;
             }
         }
         self.whitespace = false;
@@ -252,18 +279,19 @@ impl Emitter {
 
     fn write_single(&mut self, s: &str, allow_breaks: bool) {
         self.write_indicator("'", true, false, false);
-        let chars: Vec<char> = s.chars().collect();
+        let mut chars = s.chars().peekable();
+        let mut first = true;
         let mut spaces = false;
         let mut breaks = false;
-        for (i, &c) in chars.iter().enumerate() {
+        while let Some(c) = chars.next() {
             if c == ' ' {
-                let next_space = chars.get(i + 1) == Some(&' ');
+                let next = chars.peek().copied();
                 if allow_breaks
                     && !spaces
                     && self.column > BEST_WIDTH
-                    && i > 0
-                    && i + 1 < chars.len()
-                    && !next_space
+                    && !first
+                    && next.is_some()
+                    && next != Some(' ')
                 {
                     self.write_indent();
                 } else {
@@ -289,6 +317,7 @@ impl Emitter {
                 spaces = false;
                 breaks = false;
             }
+            first = false;
         }
         self.write_indicator("'", false, false, false);
     }
@@ -305,9 +334,10 @@ impl Emitter {
 
     fn write_double(&mut self, s: &str, allow_breaks: bool) {
         self.write_indicator("\"", true, false, false);
-        let chars: Vec<char> = s.chars().collect();
+        let mut chars = s.chars().peekable();
+        let mut first = true;
         let mut spaces = false;
-        for (i, &c) in chars.iter().enumerate() {
+        while let Some(c) = chars.next() {
             if !scalar::is_printable(c)
                 || c == '\u{FEFF}'
                 || scalar::is_break(c)
@@ -332,14 +362,10 @@ impl Emitter {
                 }
                 spaces = false;
             } else if c == ' ' {
-                if allow_breaks
-                    && !spaces
-                    && self.column > BEST_WIDTH
-                    && i != 0
-                    && i + 1 != chars.len()
-                {
+                let next = chars.peek().copied();
+                if allow_breaks && !spaces && self.column > BEST_WIDTH && !first && next.is_some() {
                     self.write_indent();
-                    if chars.get(i + 1) == Some(&' ') {
+                    if next == Some(' ') {
                         self.put('\\');
                     }
                 } else {
@@ -350,24 +376,25 @@ impl Emitter {
                 self.put(c);
                 spaces = false;
             }
+            first = false;
         }
         self.write_indicator("\"", false, false, false);
     }
 
     fn write_literal(&mut self, s: &str) {
         self.write_indicator("|", true, false, false);
-        let chars: Vec<char> = s.chars().collect();
-        if chars
-            .first()
-            .is_some_and(|&c| c == ' ' || scalar::is_break(c))
+        if s.chars()
+            .next()
+            .is_some_and(|c| c == ' ' || scalar::is_break(c))
         {
             self.write_indicator(&BEST_INDENT.to_string(), false, false, false);
         }
-        let chomp = match chars.as_slice() {
-            [] => Some("-"),
-            [.., last] if !scalar::is_break(*last) => Some("-"),
-            [_] => Some("+"),
-            [.., prev, _] if scalar::is_break(*prev) => Some("+"),
+        let mut from_end = s.chars().rev();
+        let chomp = match (from_end.next(), from_end.next()) {
+            (None, _) => Some("-"),
+            (Some(last), _) if !scalar::is_break(last) => Some("-"),
+            (Some(_), None) => Some("+"),
+            (Some(_), Some(prev)) if scalar::is_break(prev) => Some("+"),
             _ => None,
         };
         if let Some(ch) = chomp {
@@ -377,18 +404,23 @@ impl Emitter {
         self.indention = true;
         self.whitespace = true;
         let mut breaks = true;
-        for &c in &chars {
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
             if scalar::is_break(c) {
                 self.write_break(c);
                 self.indention = true;
                 breaks = true;
+                rest = &rest[c.len_utf8()..];
             } else {
                 if breaks {
                     self.write_indent();
                     breaks = false;
                 }
-                self.put(c);
+                // The rest of the line, up to the next break, as it is.
+                let end = rest.find(scalar::is_break).unwrap_or(rest.len());
+                self.write_str(&rest[..end]);
                 self.indention = false;
+                rest = &rest[end..];
             }
         }
     }
@@ -437,7 +469,6 @@ fn analyze(s: &str) -> Analysis {
             block_allowed: false,
         };
     }
-    let chars: Vec<char> = s.chars().collect();
     let mut block_indicators = s.starts_with("---") || s.starts_with("...");
     let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) =
         (false, false, false, false);
@@ -445,10 +476,13 @@ fn analyze(s: &str) -> Analysis {
         (false, false, false, false);
     let (mut line_breaks, mut special) = (false, false);
     let mut preceded_by_ws = true;
-    let n = chars.len();
-    for (i, &c) in chars.iter().enumerate() {
-        let followed_by_ws = i + 1 >= n || matches!(chars[i + 1], ' ' | '\t');
-        if i == 0 {
+    let mut chars = s.chars().peekable();
+    let mut first = true;
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        let last = next.is_none();
+        let followed_by_ws = matches!(next, None | Some(' ' | '\t'));
+        if first {
             match c {
                 '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
                 | '%' | '@' | '`' => block_indicators = true,
@@ -466,10 +500,10 @@ fn analyze(s: &str) -> Analysis {
             special = true;
         }
         if c == ' ' {
-            if i == 0 {
+            if first {
                 leading_space = true;
             }
-            if i + 1 == n {
+            if last {
                 trailing_space = true;
             }
             if previous_break {
@@ -479,10 +513,10 @@ fn analyze(s: &str) -> Analysis {
             previous_break = false;
         } else if scalar::is_break(c) {
             line_breaks = true;
-            if i == 0 {
+            if first {
                 leading_break = true;
             }
-            if i + 1 == n {
+            if last {
                 trailing_break = true;
             }
             if previous_space {
@@ -495,6 +529,7 @@ fn analyze(s: &str) -> Analysis {
             previous_break = false;
         }
         preceded_by_ws = matches!(c, ' ' | '\t') || scalar::is_break(c);
+        first = false;
     }
     let mut a = Analysis {
         multiline: line_breaks,

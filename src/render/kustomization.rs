@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::labels::FieldSpec;
@@ -96,12 +96,14 @@ pub struct Kustomization {
     /// Vars substituted as `$(NAME)` in var-reference fields.
     #[serde(default, deserialize_with = "null_as_default")]
     pub vars: Vec<Var>,
-    /// Not supported by wardn.
-    #[serde(default)]
-    pub crds: Option<Value>,
-    /// Not supported by wardn.
-    #[serde(default, rename = "openapi")]
-    pub openapi: Option<Value>,
+    /// CRD schema files (OpenAPI definitions) whose `x-kubernetes-*` extensions add field
+    /// specs (name references, labels, annotations, name prefixes), as kustomize's `crds`.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub crds: Vec<String>,
+    /// The OpenAPI schema: kustomize's built-in `version` (only `v1.21.2` is built in), or a
+    /// custom schema `path` (refused: wardn's merge keys are Kubernetes' own).
+    #[serde(default, rename = "openapi", deserialize_with = "null_as_default")]
+    pub openapi: BTreeMap<String, String>,
     /// Transformer configuration files (extra field specs).
     #[serde(default, deserialize_with = "null_as_default")]
     pub configurations: Vec<String>,
@@ -111,31 +113,83 @@ pub struct Kustomization {
     /// Transformer plugin configs (inline documents or paths); only builtins run.
     #[serde(default, deserialize_with = "null_as_default")]
     pub transformers: Vec<String>,
-    /// Not supported by wardn (plugins).
-    #[serde(default)]
-    pub validators: Option<Value>,
-    /// Not supported by wardn (Helm).
-    #[serde(default)]
-    pub helm_charts: Option<Value>,
-    /// Not supported by wardn (Helm).
-    #[serde(default)]
-    pub helm_globals: Option<Value>,
+    /// Validator plugin configs: run like transformers, and refused when they change the
+    /// objects (kustomize's check); external ones are refused as kustomize refuses them.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub validators: Vec<String>,
+    /// Helm charts to inflate: refused with kustomize's message (helm is not enabled, as
+    /// `kubectl kustomize` without `--enable-helm`); an empty list is accepted.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub helm_charts: Vec<HelmChart>,
+    /// Settings shared by the Helm charts (only used with `helmCharts`).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub helm_globals: HelmGlobals,
 }
 
-impl Kustomization {
-    /// The first field wardn refuses to handle, if any.
-    pub fn unsupported_field(&self) -> Option<&'static str> {
-        [
-            ("crds", &self.crds),
-            ("openapi", &self.openapi),
-            ("validators", &self.validators),
-            ("helmCharts", &self.helm_charts),
-            ("helmGlobals", &self.helm_globals),
-        ]
-        .into_iter()
-        .find(|(_, v)| v.as_ref().is_some_and(|v| !v.is_null()))
-        .map(|(name, _)| name)
-    }
+/// `helmGlobals`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmGlobals {
+    /// Where charts are kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub chart_home: String,
+    /// Helm's configuration directory.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub config_home: String,
+}
+
+/// One `helmCharts` entry, with kustomize's fields (so a misspelt one is refused as kustomize
+/// refuses it) and its serialisation (zero values left out), which kustomize's refusal quotes.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmChart {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    repo: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    release_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    namespace: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    additional_values_files: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    values_file: String,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    values_inline: serde_json::Map<String, Value>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    values_merge: String,
+    #[serde(default, rename = "includeCRDs", skip_serializing_if = "is_false")]
+    include_crds: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    skip_hooks: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    api_versions: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    kube_version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    name_template: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    skip_tests: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    debug: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A `helmCharts` entry with the `helmGlobals` kustomize configures its generator with.
+#[derive(Serialize)]
+pub struct HelmConfig<'a> {
+    /// The globals.
+    #[serde(flatten)]
+    pub globals: &'a HelmGlobals,
+    /// The chart.
+    #[serde(flatten)]
+    pub chart: &'a HelmChart,
 }
 
 /// One `labels` entry.

@@ -207,6 +207,23 @@ pub fn template_annotation_specs() -> Vec<FieldSpec> {
 }
 
 impl FieldSpec {
+    /// The kinds it selects as kustomize prints a `Gvk` (`Kind.version.group`, with
+    /// `[noKind]`, `[noVer]` and `[noGrp]` for the unset parts).
+    pub fn gvk_string(&self) -> String {
+        let part = |p: &Option<Cow<'static, str>>, none: &'static str| {
+            p.as_deref()
+                .filter(|p| !p.is_empty())
+                .unwrap_or(none)
+                .to_string()
+        };
+        format!(
+            "{}.{}.{}",
+            part(&self.kind, "[noKind]"),
+            part(&self.version, "[noVer]"),
+            part(&self.group, "[noGrp]")
+        )
+    }
+
     /// Whether the spec applies to `res` (its kind, group and version, where given).
     pub fn applies(&self, res: &Res) -> bool {
         self.kind.as_deref().is_none_or(|k| k == res.kind())

@@ -3,6 +3,7 @@
 //! generators and transformers of each level, in kustomize's order.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -13,7 +14,8 @@ use super::resource::{Origin, Res};
 use super::tree::{EntryKind, Tree, TreeError, normalize};
 use super::vars::{self, Var};
 use super::{
-    RenderError, generators, nameref, parse, patches, plugins, replacements, sort, transform,
+    RenderError, checks, crds, generators, nameref, parse, patches, plugins, replacements, sort,
+    transform,
 };
 
 /// The file names kustomize recognises, in the order it probes them.
@@ -32,11 +34,17 @@ pub fn build_top(tree: &dyn Tree, dir: &str) -> Result<Vec<Value>, RenderError> 
         )));
     }
     let Some(file) = find_kustomization(tree, dir)? else {
+        // A kustomization file that is a symlink out of the directory is refused, as
+        // kustomize refuses it, rather than the directory rendered as plain manifests.
+        if has_refused_kustomization(tree, dir)? {
+            return Err(missing_kustomization(dir));
+        }
         return plain_directory(tree, dir);
     };
     let mut builder = Builder {
         tree,
         stack: Vec::new(),
+        schema_set: false,
     };
     let mut extras = Extras::default();
     let (mut resources, kust) = builder.build(dir, &file, Vec::new(), &mut extras, Level::Top)?;
@@ -107,6 +115,24 @@ pub fn find_kustomization(tree: &dyn Tree, dir: &str) -> Result<Option<String>, 
     Ok(found.pop())
 }
 
+/// Whether `dir` holds an entry with a kustomization file name that [`find_kustomization`]
+/// does not count (a symlink leading out of `dir` or out of the tree).
+fn has_refused_kustomization(tree: &dyn Tree, dir: &str) -> Result<bool, RenderError> {
+    for name in KUSTOMIZATION_FILES {
+        let path = join(dir, name);
+        let refused = match tree.kind(&path) {
+            Ok(Some(_)) => !in_root(tree, dir, &path)?,
+            Ok(None) => false,
+            Err(TreeError::Forbidden { .. }) => true,
+            Err(e) => return Err(e.into()),
+        };
+        if refused {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// How a kustomization is being built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -138,6 +164,9 @@ struct Builder<'a> {
     tree: &'a dyn Tree,
     /// Directories being built, outermost first (cycle detection).
     stack: Vec<String>,
+    /// Whether a kustomization already chose the OpenAPI schema: as in kustomize, the first
+    /// one (in build order) that names one decides, and later `openapi` fields are not read.
+    schema_set: bool,
 }
 
 impl Builder<'_> {
@@ -151,6 +180,10 @@ impl Builder<'_> {
         level: Level,
     ) -> Result<(Vec<Res>, Kustomization), RenderError> {
         let kust = read_kustomization(self.tree, file)?;
+        if !self.schema_set {
+            checks::openapi(self.tree, dir, file, &kust)?;
+            self.schema_set = kust.openapi.get("version").is_some_and(|v| !v.is_empty());
+        }
         let is_component = kust.kind.as_deref() == Some("Component");
         match level {
             Level::Component if !is_component => {
@@ -184,8 +217,14 @@ impl Builder<'_> {
         extras: &mut Extras,
     ) -> Result<(), RenderError> {
         let mut ids: HashSet<String> = acc.iter().map(Res::id).collect();
-        for entry in kust.resources.iter().chain(&kust.bases) {
-            let (loaded, sub) = self.resource_entry(dir, entry).map_err(|e| {
+        let entries: Vec<&String> = kust.resources.iter().chain(&kust.bases).collect();
+        let mut preloaded = preload_files(self.tree, dir, &entries);
+        for (entry, preloaded) in entries.iter().zip(&mut preloaded) {
+            let result = match preloaded.take() {
+                Some(files) => files.map(|objects| (objects, Extras::default())),
+                None => self.resource_entry(dir, entry),
+            };
+            let (loaded, sub) = result.map_err(|e| {
                 e.context(format!("accumulating resources from '{entry}' in {file}"))
             })?;
             append_unique(acc, &mut ids, loaded, entry)?;
@@ -194,6 +233,21 @@ impl Builder<'_> {
         extras
             .config
             .merge(Config::load(self.tree, dir, file, &kust.configurations)?);
+        extras
+            .config
+            .merge(crds::load(self.tree, dir, file, &kust.crds)?);
+        // As kustomize: the generators run before the components, which see (and may patch
+        // or merge into) what they generated.
+        let site = plugins::Site {
+            tree: self.tree,
+            dir,
+            file,
+        };
+        checks::helm(kust)?;
+        generators::run(self.tree, dir, file, kust, acc)?;
+        let configs = self.plugin_configs(dir, file, &kust.generators)?;
+        plugins::generate(&site, &configs, acc)
+            .map_err(|e| e.context(format!("running generators of {file}")))?;
         for entry in &kust.components {
             let path = self.child_dir(dir, entry)?;
             let child = find_kustomization(self.tree, &path)?
@@ -209,15 +263,6 @@ impl Builder<'_> {
                 })?;
             *acc = built;
         }
-        let site = plugins::Site {
-            tree: self.tree,
-            dir,
-            file,
-        };
-        generators::run(self.tree, dir, file, kust, acc)?;
-        let configs = self.plugin_configs(dir, file, &kust.generators)?;
-        plugins::generate(&site, &configs, acc)
-            .map_err(|e| e.context(format!("running generators of {file}")))?;
         patches::strategic_merge_files(self.tree, dir, file, &kust.patches_strategic_merge, acc)?;
         patches::patches(self.tree, dir, file, &kust.patches, acc)?;
         let config = &extras.config;
@@ -229,6 +274,9 @@ impl Builder<'_> {
         let configs = self.plugin_configs(dir, file, &kust.transformers)?;
         plugins::transform(&site, &configs, acc)
             .map_err(|e| e.context(format!("running transformers of {file}")))?;
+        let configs = self.plugin_configs(dir, file, &kust.validators)?;
+        plugins::validate(&site, &configs, acc)
+            .map_err(|e| e.context(format!("running validators of {file}")))?;
         vars::bind(&kust.vars, acc, &mut extras.vars)
             .map_err(|e| e.context(format!("merging vars of {file}")))?;
         Ok(())
@@ -316,6 +364,57 @@ impl Builder<'_> {
     }
 }
 
+/// The result of loading one manifest file.
+type Loaded = Result<Vec<Res>, RenderError>;
+
+/// Most threads parsing the files of one kustomization at once.
+const MAX_PARSE_THREADS: usize = 4;
+
+/// Loads the entries among `entries` (of the kustomization in `dir`) that are plain files,
+/// on several threads when there are several (parsing is most of a large render's time);
+/// `None` for the other entries (directories, remote or missing ones), which the caller
+/// handles in order. Each file is loaded exactly as [`load_file`] loads it in order, and the
+/// caller reports the first failure in entry order, so the outcome is the sequential one.
+fn preload_files(tree: &dyn Tree, dir: &str, entries: &[&String]) -> Vec<Option<Loaded>> {
+    let files: Vec<Option<String>> = entries
+        .iter()
+        .map(|entry| {
+            refuse_remote(entry).ok()?;
+            let path = normalize(dir, entry).ok()?;
+            matches!(tree.kind(&path), Ok(Some(EntryKind::File))).then_some(path)
+        })
+        .collect();
+    let count = files.iter().flatten().count();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(count)
+        .min(MAX_PARSE_THREADS);
+    if threads < 2 {
+        return files.iter().map(|_| None).collect();
+    }
+    let slots: Vec<parking_lot::Mutex<Option<Loaded>>> = files
+        .iter()
+        .map(|_| parking_lot::Mutex::new(None))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(slot) = files.get(i) else {
+                        break;
+                    };
+                    if let Some(path) = slot {
+                        *slots[i].lock() = Some(load_file(tree, dir, path));
+                    }
+                }
+            });
+        }
+    });
+    slots.into_iter().map(|m| m.into_inner()).collect()
+}
+
 /// Reads and parses a kustomization file.
 fn read_kustomization(tree: &dyn Tree, file: &str) -> Result<Kustomization, RenderError> {
     let bytes = tree.read_file(file, parse::MAX_FILE_BYTES)?;
@@ -335,12 +434,6 @@ fn read_kustomization(tree: &dyn Tree, file: &str) -> Result<Kustomization, Rend
             file: file.to_string(),
             message: go_style_json_error(&e.to_string()),
         })?;
-    if let Some(field) = kust.unsupported_field() {
-        return Err(RenderError::Kustomization {
-            file: file.to_string(),
-            message: format!("the `{field}` field is not supported by wardn"),
-        });
-    }
     Ok(kust)
 }
 
@@ -361,23 +454,30 @@ fn go_style_json_error(message: &str) -> String {
 pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, RenderError> {
     let bytes = read_restricted(tree, dir, path)?;
     let docs = parse::documents(path, &bytes)?;
-    let mut empties = parse::text(path, &bytes)
-        .ok()
-        .and_then(parse::empty_values)
-        .filter(|e| e.len() == docs.len())
-        .unwrap_or_default()
-        .into_iter();
+    let count = docs.len();
+    let mut source: Option<Arc<parse::Source>> = None;
     let mut out = Vec::new();
-    for doc in docs {
+    for (index, doc) in docs.into_iter().enumerate() {
+        let nulls = parse::has_null(&doc);
         let before = out.len();
         push_object(path, doc, &mut out)?;
-        let empty = empties.next().unwrap_or_default();
-        // A document that was one object (not a List) knows its empty fields.
-        if out.len() == before + 1
+        // A document that was one object (not a List) and holds nulls keeps its source, to
+        // tell the fields written empty from explicit nulls should a patch touch it.
+        if nulls
+            && out.len() == before + 1
             && let Some(res) = out.last_mut()
             && res.obj.get("items").is_none()
         {
-            res.empty_values = empty;
+            let source = match &source {
+                Some(source) => source.clone(),
+                None => {
+                    let text = parse::text(path, &bytes)?.to_string();
+                    source
+                        .insert(Arc::new(parse::Source::new(text, count)))
+                        .clone()
+                }
+            };
+            res.empty_source = Some((source, index));
         }
     }
     Ok(out)

@@ -6,7 +6,9 @@
 //! each one (resources, components, generators, transformers), then the top level adds
 //! generator hashes, fixes name references, sorts, and [`emit`] prints go-yaml v2 YAML.
 
+mod checks;
 mod config;
+mod crds;
 mod emit;
 mod files;
 mod generators;
@@ -28,6 +30,7 @@ pub mod tree;
 mod vars;
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::Path;
 
 use serde_json::Value;
@@ -125,13 +128,13 @@ pub fn render(tree: &dyn Tree, dir: &str) -> Result<Rendered, RenderError> {
     })
 }
 
-/// Renders a local directory for `wardn render`: YAML, or with `json` a JSON array.
+/// Renders a local directory for `wardn render` to `out`: YAML, or with `json` a JSON array.
 ///
 /// The tree is rooted at the enclosing Git work tree (the nearest ancestor holding `.git`),
 /// so overlays may reach bases elsewhere in the repository but never outside it; without a
 /// Git work tree it is rooted at `/`, like kustomize (the per-kustomization load restrictor
-/// still applies).
-pub fn render_path(path: &Path, json: bool) -> Result<String, RenderError> {
+/// still applies). Nothing is written when rendering fails.
+pub fn render_path(path: &Path, json: bool, out: &mut dyn Write) -> Result<(), RenderError> {
     let abs = path.canonicalize().map_err(|e| TreeError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
@@ -146,12 +149,14 @@ pub fn render_path(path: &Path, json: bool) -> Result<String, RenderError> {
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tree = DirTree::new(&root)?;
-    let rendered = render(&tree, &rel)?;
-    if json {
-        serde_json::to_string_pretty(&rendered.objects)
-            .map(|s| s + "\n")
-            .map_err(|e| RenderError::Invalid(format!("encoding JSON: {e}")))
+    // No inputs recorded and no digest: nothing keeps this render for later.
+    let objects = loader::build_top(&tree, &tree::normalize("", &rel)?)?;
+    let written = if json {
+        serde_json::to_writer_pretty(&mut *out, &objects)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
     } else {
-        Ok(rendered.yaml)
-    }
+        emit::write_documents(&objects, out)
+    };
+    written.map_err(|e| RenderError::Invalid(format!("writing the output: {e}")))
 }

@@ -4,6 +4,8 @@
 //! Scalars are resolved as kustomize's kyaml (go-yaml v3) does: only `true`/`false` are
 //! booleans (`yes`, `on` stay strings) and `012` is octal.
 
+use std::sync::OnceLock;
+
 use serde_json::Value;
 
 use super::RenderError;
@@ -28,6 +30,8 @@ fn options() -> serde_saphyr::Options {
         legacy_octal_numbers: true,
     };
     options.alias_limits.max_total_replayed_events = MAX_ALIAS_REPLAY;
+    // Comments are never rendered: recognised, but their text is not kept.
+    options.emit_comments = false;
     options
 }
 
@@ -175,6 +179,49 @@ pub fn empty_values(text: &str) -> Option<Vec<Vec<String>>> {
         }
     }
     Some(docs)
+}
+
+/// A file's text, kept for its documents holding null values: which of those nulls were
+/// written empty (`key:`, see [`empty_values`]) is worked out once, and only when a strategic
+/// merge patch touches one of them (most objects are never patched, and a second parse of
+/// every file would cost as much as the first).
+#[derive(Debug)]
+pub struct Source {
+    text: String,
+    documents: usize,
+    empties: OnceLock<Option<Vec<Vec<String>>>>,
+}
+
+impl Source {
+    /// Keeps `text`, which [`documents`] parsed into `documents` documents.
+    pub fn new(text: String, documents: usize) -> Self {
+        Self {
+            text,
+            documents,
+            empties: OnceLock::new(),
+        }
+    }
+
+    /// The JSON pointers of the values document `index` wrote empty (none when the file's
+    /// documents cannot be matched up reliably).
+    pub fn empty_values(&self, index: usize) -> Vec<String> {
+        self.empties
+            .get_or_init(|| empty_values(&self.text).filter(|e| e.len() == self.documents))
+            .as_ref()
+            .and_then(|e| e.get(index))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// Whether `value` holds a null anywhere (only then can a field have been written empty).
+pub fn has_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(map) => map.values().any(has_null),
+        Value::Array(items) => items.iter().any(has_null),
+        _ => false,
+    }
 }
 
 /// Parses a single-document file (a kustomization, a patch).

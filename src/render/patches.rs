@@ -206,7 +206,10 @@ fn apply_smp(
 /// kustomize (kyaml's merge) drops the fields a source wrote empty (`key:`, not an explicit
 /// `null`) from an object a strategic merge patch touches; those still null go.
 fn drop_empty_values(res: &mut Res) {
-    for ptr in std::mem::take(&mut res.empty_values).iter().rev() {
+    let Some((source, index)) = res.empty_source.take() else {
+        return;
+    };
+    for ptr in source.empty_values(index).iter().rev() {
         let Some((parent, key)) = ptr.rsplit_once('/') else {
             continue;
         };

@@ -187,13 +187,27 @@ pub fn transform(site: &Site, configs: &[Value], acc: &mut Vec<Res>) -> Result<(
             }
             "ReplicaCountTransformer" => {
                 let c: ReplicaCount = body(site, config)?;
-                let only = Config {
-                    replicas: c.field_specs,
-                    ..Config::default()
-                };
-                transform::replicas(std::slice::from_ref(&c.replica), acc, file, &only)?;
+                transform::replica_count(&c.replica, acc, file, &c.field_specs)?;
             }
             kind => return Err(unknown_builtin(kind)),
+        }
+    }
+    Ok(())
+}
+
+/// Runs the validator `configs` (transformer configs, refused as in [`transform`]) on a copy
+/// of `acc`: as in kustomize, a validator that changes the objects is an error.
+pub fn validate(site: &Site, configs: &[Value], acc: &[Res]) -> Result<(), RenderError> {
+    for config in configs {
+        let mut copy = acc.to_vec();
+        transform(site, std::slice::from_ref(config), &mut copy)?;
+        let changed = copy.len() != acc.len() || copy.iter().zip(acc).any(|(a, b)| a.obj != b.obj);
+        if changed {
+            return Err(RenderError::Invalid(format!(
+                "validator shouldn't modify the resource map: {} '{}' changed the objects",
+                str_at(config, &["kind"]),
+                str_at(config, &["metadata", "name"])
+            )));
         }
     }
     Ok(())

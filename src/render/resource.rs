@@ -1,7 +1,11 @@
 //! One Kubernetes object during a build, with the identity it was declared under (so that
 //! references written against the original name can be fixed after renames).
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
+
+use super::parse::Source;
 
 /// An object being rendered.
 #[derive(Debug, Clone)]
@@ -22,9 +26,10 @@ pub struct Res {
     /// JSON 6902 transformer ran on it (even without changing it). Only then does a
     /// RoleBinding subject or webhook service naming it get its namespace written.
     pub has_previous_id: bool,
-    /// JSON pointers of the fields its source wrote empty (`key:`), which a strategic merge
-    /// patch drops (see [`super::parse::empty_values`]).
-    pub empty_values: Vec<String>,
+    /// The source file and document index, kept when the document holds nulls: the fields
+    /// it wrote empty (`key:`) are dropped by a strategic merge patch (see
+    /// [`super::parse::Source::empty_values`]).
+    pub empty_source: Option<(Arc<Source>, usize)>,
 }
 
 /// Where an object was declared.
@@ -54,7 +59,7 @@ impl Res {
             origin,
             ref_vars: Vec::new(),
             has_previous_id: false,
-            empty_values: Vec::new(),
+            empty_source: None,
         }
     }
 

@@ -285,6 +285,44 @@ fn is_base60_float(s: &str) -> bool {
 /// go-yaml v2's map key order (`keyList.Less` on strings): letters compare by code point,
 /// letters sort after non-letters, and runs of digits compare by numeric value.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    if a == b {
+        return Ordering::Equal;
+    }
+    // Keys are nearly always ASCII: compared byte by byte then, without collecting chars.
+    if a.is_ascii() && b.is_ascii() {
+        return natural_order(a.as_bytes(), b.as_bytes());
+    }
+    let ar: Vec<char> = a.chars().collect();
+    let br: Vec<char> = b.chars().collect();
+    natural_order(&ar, &br)
+}
+
+/// A unit of a string [`natural_cmp`] compares: a byte of an ASCII string, or a char.
+trait Unit: Copy + Ord {
+    fn alphabetic(self) -> bool;
+    /// The value of an ASCII digit.
+    fn digit(self) -> Option<u8>;
+}
+
+impl Unit for u8 {
+    fn alphabetic(self) -> bool {
+        self.is_ascii_alphabetic()
+    }
+    fn digit(self) -> Option<u8> {
+        self.is_ascii_digit().then(|| self - b'0')
+    }
+}
+
+impl Unit for char {
+    fn alphabetic(self) -> bool {
+        self.is_alphabetic()
+    }
+    fn digit(self) -> Option<u8> {
+        self.is_ascii_digit().then(|| self as u8 - b'0')
+    }
+}
+
+fn natural_order<T: Unit>(a: &[T], b: &[T]) -> Ordering {
     if less(a, b) {
         Ordering::Less
     } else if less(b, a) {
@@ -294,16 +332,13 @@ pub fn natural_cmp(a: &str, b: &str) -> Ordering {
     }
 }
 
-fn less(a: &str, b: &str) -> bool {
-    let ar: Vec<char> = a.chars().collect();
-    let br: Vec<char> = b.chars().collect();
-    let digit = |c: char| c.is_ascii_digit();
+fn less<T: Unit>(ar: &[T], br: &[T]) -> bool {
     for i in 0..ar.len().min(br.len()) {
         if ar[i] == br[i] {
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let al = ar[i].alphabetic();
+        let bl = br[i].alphabetic();
         if al && bl {
             return ar[i] < br[i];
         }
@@ -311,11 +346,11 @@ fn less(a: &str, b: &str) -> bool {
             return bl;
         }
         let (mut an, mut bn): (i64, i64) = (0, 0);
-        if ar[i] == '0' || br[i] == '0' {
+        if ar[i].digit() == Some(0) || br[i].digit() == Some(0) {
             let mut j = i;
-            while j > 0 && digit(ar[j - 1]) {
+            while j > 0 && ar[j - 1].digit().is_some() {
                 j -= 1;
-                if ar[j] != '0' {
+                if ar[j].digit() != Some(0) {
                     an = 1;
                     bn = 1;
                     break;
@@ -323,17 +358,13 @@ fn less(a: &str, b: &str) -> bool {
             }
         }
         let mut ai = i;
-        while ai < ar.len() && digit(ar[ai]) {
-            an = an
-                .wrapping_mul(10)
-                .wrapping_add(i64::from(ar[ai] as u8 - b'0'));
+        while let Some(d) = ar.get(ai).and_then(|c| c.digit()) {
+            an = an.wrapping_mul(10).wrapping_add(i64::from(d));
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && digit(br[bi]) {
-            bn = bn
-                .wrapping_mul(10)
-                .wrapping_add(i64::from(br[bi] as u8 - b'0'));
+        while let Some(d) = br.get(bi).and_then(|c| c.digit()) {
+            bn = bn.wrapping_mul(10).wrapping_add(i64::from(d));
             bi += 1;
         }
         if an != bn {

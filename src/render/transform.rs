@@ -157,31 +157,9 @@ pub fn replicas(
     file: &str,
     config: &Config,
 ) -> Result<(), RenderError> {
-    const KINDS: [&str; 4] = [
-        "Deployment",
-        "ReplicationController",
-        "ReplicaSet",
-        "StatefulSet",
-    ];
+    let specs: Vec<FieldSpec> = extra(&config.replicas, "spec/replicas").cloned().collect();
     for entry in entries {
-        let mut matched = false;
-        for res in acc.iter_mut() {
-            let named = res.name() == entry.name || res.orig_name == entry.name;
-            if !named {
-                continue;
-            }
-            if KINDS.contains(&res.kind()) {
-                child_map(&mut res.obj, "spec").insert("replicas".into(), entry.count.into());
-                matched = true;
-            }
-            for spec in extra(&config.replicas, "spec/replicas") {
-                if spec.applies(res) {
-                    matched = true;
-                    labels::visit(res, spec, &mut |node| *node = entry.count.into());
-                }
-            }
-        }
-        if !matched {
+        if !set_replicas(entry, acc, true, &specs) {
             return Err(RenderError::Invalid(format!(
                 "{file}: replicas: resource with name {} does not match a config with the following GVK [Deployment.[noVer].[noGrp] StatefulSet.[noVer].[noGrp] ReplicaSet.[noVer].[noGrp] ReplicationController.[noVer].[noGrp]]",
                 entry.name
@@ -189,6 +167,60 @@ pub fn replicas(
         }
     }
     Ok(())
+}
+
+/// The `ReplicaCountTransformer` builtin: unlike the `replicas` field, only its own field
+/// specs (none, and nothing matches: kustomize's error, listing no kinds).
+pub fn replica_count(
+    entry: &Replica,
+    acc: &mut [Res],
+    file: &str,
+    specs: &[FieldSpec],
+) -> Result<(), RenderError> {
+    if set_replicas(entry, acc, false, specs) {
+        return Ok(());
+    }
+    let gvks: Vec<String> = specs.iter().map(FieldSpec::gvk_string).collect();
+    Err(RenderError::Invalid(format!(
+        "{file}: ReplicaCountTransformer: resource with name {} does not match a config with the following GVK [{}]",
+        entry.name,
+        gvks.join(" ")
+    )))
+}
+
+/// Sets `entry`'s count on the objects it names (by their current or original name): the
+/// built-in workload kinds' `spec/replicas` when `builtin_kinds`, and the fields at `specs`.
+/// Whether any object matched a kind.
+fn set_replicas(
+    entry: &Replica,
+    acc: &mut [Res],
+    builtin_kinds: bool,
+    specs: &[FieldSpec],
+) -> bool {
+    const KINDS: [&str; 4] = [
+        "Deployment",
+        "ReplicationController",
+        "ReplicaSet",
+        "StatefulSet",
+    ];
+    let mut matched = false;
+    for res in acc.iter_mut() {
+        let named = res.name() == entry.name || res.orig_name == entry.name;
+        if !named {
+            continue;
+        }
+        if builtin_kinds && KINDS.contains(&res.kind()) {
+            child_map(&mut res.obj, "spec").insert("replicas".into(), entry.count.into());
+            matched = true;
+        }
+        for spec in specs {
+            if spec.applies(res) {
+                matched = true;
+                labels::visit(res, spec, &mut |node| *node = entry.count.into());
+            }
+        }
+    }
+    matched
 }
 
 /// The `images` transformer, one entry after the other as kustomize runs one transformer
