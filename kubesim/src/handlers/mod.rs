@@ -10,6 +10,7 @@ mod review;
 mod watch;
 mod write;
 
+pub use delete::remove_now;
 pub use read::present;
 
 use std::collections::HashMap;
