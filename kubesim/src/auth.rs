@@ -179,20 +179,53 @@ pub fn authorize(state: &State, identity: &Identity, request: &Request) -> Decis
     }
 }
 
-/// What RBAC over the stored Roles and bindings decides for `user`.
-fn rbac_decision(state: &State, user: &UserInfo, request: &Request) -> Decision {
+/// Runs `f` with an RBAC authorizer over the stored Roles and bindings.
+fn with_rbac<T>(state: &State, f: impl FnOnce(&Authorizer<'_>) -> T) -> T {
     const G: &str = "rbac.authorization.k8s.io";
     let roles = rbac_objects(state, &format!("{G}/roles"));
     let cluster_roles = rbac_objects(state, &format!("{G}/clusterroles"));
     let role_bindings = rbac_objects(state, &format!("{G}/rolebindings"));
     let cluster_role_bindings = rbac_objects(state, &format!("{G}/clusterrolebindings"));
-    Authorizer {
+    f(&Authorizer {
         roles: &roles,
         cluster_roles: &cluster_roles,
         role_bindings: &role_bindings,
         cluster_role_bindings: &cluster_role_bindings,
+    })
+}
+
+/// What RBAC over the stored Roles and bindings decides for `user`.
+fn rbac_decision(state: &State, user: &UserInfo, request: &Request) -> Decision {
+    with_rbac(state, |authorizer| authorizer.authorize(user, request))
+}
+
+/// The `status` of a SelfSubjectRulesReview in `namespace` (`kubectl auth can-i --list`):
+/// the admin may do everything; a namespaced token everything in its namespace; and every
+/// identity what RBAC grants its user.
+pub fn rules_review(state: &State, identity: &Identity, namespace: &str) -> Value {
+    let mut status = with_rbac(state, |authorizer| {
+        authorizer.rules_review_status(&identity.user(), namespace)
+    });
+    let everything = match identity {
+        Identity::Admin => true,
+        Identity::Namespaced(ns) => ns == namespace,
+        _ => false,
+    };
+    if everything && let Some(rules) = status["resourceRules"].as_array_mut() {
+        rules.insert(
+            0,
+            serde_json::json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}),
+        );
     }
-    .authorize(user, request)
+    if matches!(identity, Identity::Admin | Identity::Namespaced(_))
+        && let Some(rules) = status["nonResourceRules"].as_array_mut()
+    {
+        rules.insert(
+            0,
+            serde_json::json!({"verbs": ["*"], "nonResourceURLs": ["*"]}),
+        );
+    }
+    status
 }
 
 /// Authorizes a request, or the 403 Forbidden Status kube-apiserver would send.

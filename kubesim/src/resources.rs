@@ -512,6 +512,17 @@ const BUILTINS: &[Builtin] = &[
     (
         "authorization.k8s.io",
         "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        false,
+        NONE,
+        NONE,
+        false,
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
         "SubjectAccessReview",
         "subjectaccessreviews",
         false,

@@ -170,3 +170,33 @@ async fn impersonated_service_accounts_act_as_themselves_every_time() {
         assert_eq!(out.code == 0, i % 2 == 0, "{i}: {out:?}");
     }
 }
+
+/// `kubectl auth can-i --list` lists what RBAC grants (SelfSubjectRulesReview).
+#[tokio::test]
+async fn auth_can_i_list_shows_the_granted_rules() {
+    let env = Env::start().await;
+    let file = env.write("reader.yaml", READER);
+    env.kubectl(&["apply", "-f", file.to_str().unwrap()])
+        .await
+        .ok();
+    let out = env
+        .kubectl(&["auth", "can-i", "--list", "-n", "default", "--as=bob"])
+        .await
+        .ok();
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("configmaps "))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(line.contains("[get list]"), "{line}");
+    assert!(!out.stdout.contains("secrets "), "{}", out.stdout);
+    let out = env
+        .kubectl(&["auth", "can-i", "--list", "-n", "default"])
+        .await
+        .ok();
+    assert!(
+        out.stdout.contains("*.*"),
+        "the admin may do everything: {}",
+        out.stdout
+    );
+}
