@@ -18,6 +18,8 @@ use crate::util::{new_uid, now_rfc3339};
 const DEPLOYMENTS: &str = "apps/deployments";
 const REPLICA_SETS: &str = "apps/replicasets";
 const PODS: &str = "/pods";
+const SERVICES: &str = "/services";
+const ENDPOINTS: &str = "/endpoints";
 /// Resources whose objects the simulated controllers act on.
 const WORKLOADS: &[&str] = &[
     DEPLOYMENTS,
@@ -80,6 +82,55 @@ fn note_stopping(state: &State, pod: &Value, stopping: &mut Stopping) {
         .or_insert_with(|| (uid_of(pod).to_string(), Instant::now() + stop));
 }
 
+/// Keeps the Endpoints of every Service with a selector in `namespace` in step with its
+/// Pods (the endpoints controller); a Service that is gone takes its Endpoints along.
+fn sync_endpoints(state: &State, namespace: &str) {
+    let mut store = state.store();
+    let pods: Vec<Arc<Value>> = store.list(PODS, Some(namespace)).cloned().collect();
+    let pods: Vec<&Value> = pods.iter().map(|p| &**p).collect();
+    let services: Vec<Arc<Value>> = store.list(SERVICES, Some(namespace)).cloned().collect();
+    for service in &services {
+        let Some(mut wanted) = kwok::endpoints_for(service, &pods) else {
+            continue;
+        };
+        let name = ns_name(service).1;
+        match store.get(ENDPOINTS, namespace, &name) {
+            Some(current) => {
+                let mut next = (*current).clone();
+                for field in ["subsets", "metadata"] {
+                    if field == "metadata" {
+                        match wanted.pointer("/metadata/labels") {
+                            Some(l) => next["metadata"]["labels"] = l.clone(),
+                            None => {
+                                if let Some(m) = next["metadata"].as_object_mut() {
+                                    m.remove("labels");
+                                }
+                            }
+                        }
+                    } else {
+                        match wanted.get_mut(field).map(Value::take) {
+                            Some(v) => next[field] = v,
+                            None => {
+                                if let Some(m) = next.as_object_mut() {
+                                    m.remove(field);
+                                }
+                            }
+                        }
+                    }
+                }
+                if next != *current {
+                    store.put(ENDPOINTS, next, EventType::Modified);
+                }
+            }
+            None => {
+                wanted["metadata"]["uid"] = json!(new_uid());
+                wanted["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+                store.put(ENDPOINTS, wanted, EventType::Added);
+            }
+        }
+    }
+}
+
 /// Removes the Pods whose containers have stopped (those without finalizers left), as the
 /// kubelet's final deletion does.
 fn finish_stopped(state: &State, stopping: &mut Stopping) {
@@ -119,6 +170,12 @@ async fn run(state: Arc<State>) {
     let mut dirty: BTreeSet<Key> = all_workloads(&state.store());
     let mut ready_at = ReadyAt::new();
     let mut stopping = Stopping::new();
+    // namespaces whose Services or Pods changed: their Endpoints are brought up to date
+    let mut endpoints_dirty: BTreeSet<String> = state
+        .store()
+        .list(SERVICES, None)
+        .map(|s| ns_name(s).0)
+        .collect();
     // Whether `dirty` holds every workload (the start, a lagged event stream, a deadline).
     let mut full = true;
     loop {
@@ -143,6 +200,9 @@ async fn run(state: Arc<State>) {
             ready_at.retain(|_, (_, at, seen)| *seen || *at > pass_start);
         }
         finish_stopped(&state, &mut stopping);
+        for namespace in std::mem::take(&mut endpoints_dirty) {
+            sync_endpoints(&state, &namespace);
+        }
         let next = ready_at
             .values()
             .filter(|(_, _, seen)| !*seen)
@@ -158,6 +218,16 @@ async fn run(state: Arc<State>) {
         tokio::select! {
             ev = rx.recv() => match ev {
                 Ok(ev) => {
+                    if ev.key == PODS || ev.key == SERVICES {
+                        endpoints_dirty.insert(ev.namespace.clone());
+                    }
+                    if ev.key == SERVICES && ev.event_type == EventType::Deleted {
+                        let (ns, name) = ns_name(&ev.object);
+                        let mut store = state.store();
+                        if ev.object.pointer("/spec/selector").is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty())) {
+                            store.remove(ENDPOINTS, &ns, &name);
+                        }
+                    }
                     if ev.key == PODS {
                         match ev.event_type {
                             EventType::Deleted => {

@@ -152,6 +152,39 @@ async fn built_in_kinds_print_the_api_servers_columns() {
     assert_eq!(table[1][3], "<none>");
     assert_eq!(table[1][4], "80:30080/TCP");
 
+    // the endpoints controller lists the Service's ready Pods
+    let mut endpoints = String::new();
+    for _ in 0..100 {
+        let out = env.kubectl(&["get", "endpoints", "web"]).await;
+        if out.code == 0
+            && rows(&out.stdout)
+                .get(1)
+                .is_some_and(|r| r[1].matches(":80").count() == 2)
+        {
+            endpoints = out.stdout;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        rows(&endpoints)[0],
+        ["NAME", "ENDPOINTS", "AGE"],
+        "{endpoints}"
+    );
+    let pods = env
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[*].status.podIP}",
+        ])
+        .await
+        .ok();
+    for ip in pods.stdout.split_whitespace() {
+        assert!(endpoints.contains(&format!("{ip}:80")), "{endpoints}");
+    }
     let out = env.kubectl(&["get", "configmap", "settings"]).await.ok();
     assert_eq!(rows(&out.stdout)[0], ["NAME", "DATA", "AGE"]);
     assert_eq!(rows(&out.stdout)[1][..2], ["settings", "2"]);

@@ -79,6 +79,7 @@ pub fn columns(info: &ResourceInfo) -> Option<Vec<Column>> {
             ("Container-Runtime", "string", 1),
         ],
         ("", "Namespace") => vec![("Status", "string", 0), AGE],
+        ("", "Endpoints") => vec![("Endpoints", "string", 0), AGE],
         ("", "ConfigMap") => vec![("Data", "integer", 0), AGE],
         ("", "Secret") => vec![("Type", "string", 0), ("Data", "integer", 0), AGE],
         ("", "ServiceAccount") => vec![("Secrets", "integer", 0), AGE],
@@ -255,6 +256,7 @@ pub fn cells(info: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> Vec<Value>
         ("", "Service") => service(obj, age),
         ("", "Node") => node(obj, age),
         ("", "Namespace") => vec![json!(s(obj, "/status/phase")), age],
+        ("", "Endpoints") => vec![json!(endpoints(obj)), age],
         ("", "ConfigMap") => {
             let count = |f: &str| obj.get(f).and_then(Value::as_object).map_or(0, |m| m.len());
             vec![json!(count("data") + count("binaryData")), age]
@@ -585,4 +587,25 @@ fn ingress(obj: &Value, age: Value) -> Vec<Value> {
         json!(ports),
         age,
     ]
+}
+
+/// `ip:port` of the first three ready addresses, then `+ N more...` (formatEndpoints).
+fn endpoints(obj: &Value) -> String {
+    let mut all = Vec::new();
+    for subset in arr(obj, "/subsets") {
+        let ports = arr(subset, "/ports");
+        for address in arr(subset, "/addresses") {
+            if ports.is_empty() {
+                all.push(s(address, "/ip").to_string());
+            }
+            for port in ports {
+                all.push(format!("{}:{}", s(address, "/ip"), i(port, "/port")));
+            }
+        }
+    }
+    match all.len() {
+        0 => "<none>".into(),
+        n if n > 3 => format!("{} + {} more...", all[..3].join(","), n - 3),
+        _ => all.join(","),
+    }
 }
