@@ -192,13 +192,17 @@ async fn crds_redeclaring_builtin_kinds_are_refused_before_any_write() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cluster_scoped_kind_the_cluster_serves_is_cluster_scoped() {
     let sim = common::start(&[NS]).await;
-    // The cluster admin installed the Gateway API's GatewayClass (cluster-scoped).
-    let gateway = crd(
+    // The cluster admin installed the Gateway API's GatewayClass (cluster-scoped), approved
+    // for its protected group as the upstream CRDs are.
+    let mut gateway = crd(
         "gateway.networking.k8s.io",
         "GatewayClass",
         "gatewayclasses",
         "Cluster",
     );
+    gateway["metadata"]["annotations"] = json!({
+        "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466"
+    });
     sim.kubectl(&["apply", "-f", "-"], Some(&gateway.to_string()));
     let class = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
         "metadata": {"name": "internet"}, "spec": {"controllerName": "example.com/gw"}});

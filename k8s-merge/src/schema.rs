@@ -146,6 +146,36 @@ impl Schema {
         }
     }
 
+    /// The schema of a custom resource version: its CRD's `openAPIV3Schema` as the one kind
+    /// `group/version` `kind`, with `metadata` typed as the built-in ObjectMeta (and the
+    /// definitions it references), as the API server types custom resources for server-side
+    /// apply. The CRD's `x-kubernetes-list-type`, `x-kubernetes-list-map-keys` and
+    /// `x-kubernetes-map-type` annotations are read as for built-in kinds.
+    pub fn custom_resource(group: &str, version: &str, kind: &str, openapi: &Value) -> Schema {
+        const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+        const ROOT: &str = "custom-resource";
+        let mut definitions = Map::new();
+        if let Some(builtin) = Schema::builtin().definitions() {
+            copy_closure(builtin, OBJECT_META, &mut definitions);
+        }
+        let mut root = if openapi.is_object() {
+            openapi.clone()
+        } else {
+            serde_json::json!({"type": "object"})
+        };
+        if !root.get("properties").is_some_and(Value::is_object) {
+            root["properties"] = Value::Object(Map::new());
+        }
+        root["properties"]["metadata"] = serde_json::json!({ "ref": OBJECT_META });
+        root["properties"]["apiVersion"] = serde_json::json!({"type": "string"});
+        root["properties"]["kind"] = serde_json::json!({"type": "string"});
+        definitions.insert(ROOT.to_owned(), root);
+        Schema::from_value(serde_json::json!({
+            "kinds": [{"group": group, "version": version, "kind": kind, "definition": ROOT}],
+            "definitions": definitions,
+        }))
+    }
+
     /// The type of objects of `kind` in `api_version` (`group/version`, or `v1` for the core
     /// group); `None` for kinds the schema does not know (custom resources).
     pub fn kind_type(&self, api_version: &str, kind: &str) -> Option<TypeRef<'_>> {
@@ -191,6 +221,38 @@ fn node_kind(node: &Value) -> NodeKind {
         Some("object") if is_map => NodeKind::Map,
         Some("object") | None => NodeKind::Untyped,
         Some(_) => NodeKind::Scalar,
+    }
+}
+
+/// Copies the definition `name` and every definition it references (transitively) from
+/// `from` into `to`.
+fn copy_closure(from: &Map<String, Value>, name: &str, to: &mut Map<String, Value>) {
+    let mut pending = vec![name.to_owned()];
+    while let Some(next) = pending.pop() {
+        if to.contains_key(&next) {
+            continue;
+        }
+        let Some(def) = from.get(&next) else {
+            continue;
+        };
+        collect_refs(def, &mut pending);
+        to.insert(next, def.clone());
+    }
+}
+
+/// Pushes the name of every `ref` under `node`.
+fn collect_refs(node: &Value, out: &mut Vec<String>) {
+    match node {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("ref", Value::String(name)) => out.push(name.clone()),
+                    _ => collect_refs(value, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| collect_refs(item, out)),
+        _ => {}
     }
 }
 
@@ -371,6 +433,31 @@ mod tests {
             .unwrap()
             .field("spec")
             .unwrap()
+    }
+
+    #[test]
+    fn custom_resource_schema_reads_the_crd_list_and_map_types() {
+        let openapi = serde_json::json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {
+                "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name", "protocol"],
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
+                    "additionalProperties": {"type": "string"}}}}}});
+        let schema = Schema::custom_resource("example.com", "v1", "Widget", &openapi);
+        let root = schema.kind_type("example.com/v1", "Widget").unwrap();
+        let spec = root.field("spec").unwrap();
+        let ports = spec.field("ports").unwrap();
+        assert_eq!(ports.list_type(), ListType::Map);
+        assert_eq!(ports.list_map_keys(), ["name", "protocol"]);
+        assert_eq!(spec.field("tags").unwrap().list_type(), ListType::Set);
+        assert!(spec.field("selector").unwrap().is_atomic_map());
+        let meta = root.field("metadata").unwrap();
+        let owners = meta.field("ownerReferences").unwrap();
+        assert_eq!(owners.list_map_keys(), ["uid"]);
+        assert!(owners.items().unwrap().field("uid").is_some());
+        assert!(schema.kind_type("example.com/v1", "Other").is_none());
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! Authentication (admin, namespaced, expired and ServiceAccount bearer tokens) and
-//! authorization (admin: everything; namespaced tokens: their namespace; ServiceAccounts:
-//! RBAC over the stored Roles and bindings, through the `rbac` module).
+//! Authentication (admin, namespaced, expired and ServiceAccount bearer tokens),
+//! impersonation (`Impersonate-User`/`Impersonate-Group`, authorized by the `impersonate`
+//! verb) and authorization (admin: everything; namespaced tokens: their namespace, and what
+//! RBAC grants their user beyond it; ServiceAccounts and impersonated users: RBAC over the
+//! stored Roles and bindings, through the `rbac` module).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -29,6 +31,8 @@ pub enum Identity {
         /// The ServiceAccount's name.
         name: String,
     },
+    /// A user some other identity impersonates (`Impersonate-User`): authorized by RBAC.
+    User(UserInfo),
 }
 
 impl Identity {
@@ -44,8 +48,64 @@ impl Identity {
             Identity::ServiceAccount { namespace, name } => {
                 UserInfo::service_account(namespace, name)
             }
+            Identity::User(user) => user.clone(),
         }
     }
+}
+
+/// The identity a request acts as: its own, or the one its `Impersonate-User` and
+/// `Impersonate-Group` headers name, once the caller is allowed to `impersonate` that user
+/// (`users`, or `serviceaccounts` for `system:serviceaccount:NS:NAME`) and each group
+/// (`groups`), as kube-apiserver's impersonation filter decides; 403 naming what was refused.
+pub fn impersonate(
+    state: &State,
+    identity: Identity,
+    user: Option<&str>,
+    groups: &[&str],
+) -> Result<Identity, ApiError> {
+    let Some(user) = user.filter(|u| !u.is_empty()) else {
+        if groups.is_empty() {
+            return Ok(identity);
+        }
+        return Err(ApiError::internal(format!(
+            "requested {groups:?} groups without impersonating a user"
+        )));
+    };
+    let account = user
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'));
+    let mut wanted = vec![match account {
+        Some((ns, name)) => ("serviceaccounts", ns.to_string(), name.to_string()),
+        None => ("users", String::new(), user.to_string()),
+    }];
+    wanted.extend(
+        groups
+            .iter()
+            .map(|g| ("groups", String::new(), g.to_string())),
+    );
+    for (resource, namespace, name) in wanted {
+        let request = Request::Resource(rbac::ResourceAttributes {
+            verb: "impersonate".into(),
+            resource: resource.into(),
+            namespace,
+            name,
+            ..Default::default()
+        });
+        check(state, &identity, &request)?;
+    }
+    Ok(match account {
+        Some((ns, name)) if groups.is_empty() => Identity::ServiceAccount {
+            namespace: ns.to_string(),
+            name: name.to_string(),
+        },
+        _ => {
+            let mut all: Vec<&str> = groups.to_vec();
+            if !all.contains(&"system:authenticated") {
+                all.push("system:authenticated");
+            }
+            Identity::User(UserInfo::new(user, &all))
+        }
+    })
 }
 
 /// The ServiceAccount whose token Secret holds `token`, if any.
@@ -104,31 +164,68 @@ pub fn authorize(state: &State, identity: &Identity, request: &Request) -> Decis
         Identity::Namespaced(ns) => match request {
             Request::NonResource { .. } => allow(),
             Request::Resource(a)
-                if a.namespace == *ns
+                if (a.namespace == *ns && a.verb != "impersonate")
                     || (a.api_group == "authorization.k8s.io"
                         && a.resource.starts_with("selfsubject")) =>
             {
                 allow()
             }
-            Request::Resource(_) => Decision::Deny {
-                reason: String::new(),
-            },
+            // beyond its namespace, what RBAC grants its user (RoleBindings to User/Group)
+            Request::Resource(_) => rbac_decision(state, &identity.user(), request),
         },
-        Identity::ServiceAccount { .. } => {
-            const G: &str = "rbac.authorization.k8s.io";
-            let roles = rbac_objects(state, &format!("{G}/roles"));
-            let cluster_roles = rbac_objects(state, &format!("{G}/clusterroles"));
-            let role_bindings = rbac_objects(state, &format!("{G}/rolebindings"));
-            let cluster_role_bindings = rbac_objects(state, &format!("{G}/clusterrolebindings"));
-            Authorizer {
-                roles: &roles,
-                cluster_roles: &cluster_roles,
-                role_bindings: &role_bindings,
-                cluster_role_bindings: &cluster_role_bindings,
-            }
-            .authorize(&identity.user(), request)
+        Identity::ServiceAccount { .. } | Identity::User(_) => {
+            rbac_decision(state, &identity.user(), request)
         }
     }
+}
+
+/// Runs `f` with an RBAC authorizer over the stored Roles and bindings.
+fn with_rbac<T>(state: &State, f: impl FnOnce(&Authorizer<'_>) -> T) -> T {
+    const G: &str = "rbac.authorization.k8s.io";
+    let roles = rbac_objects(state, &format!("{G}/roles"));
+    let cluster_roles = rbac_objects(state, &format!("{G}/clusterroles"));
+    let role_bindings = rbac_objects(state, &format!("{G}/rolebindings"));
+    let cluster_role_bindings = rbac_objects(state, &format!("{G}/clusterrolebindings"));
+    f(&Authorizer {
+        roles: &roles,
+        cluster_roles: &cluster_roles,
+        role_bindings: &role_bindings,
+        cluster_role_bindings: &cluster_role_bindings,
+    })
+}
+
+/// What RBAC over the stored Roles and bindings decides for `user`.
+fn rbac_decision(state: &State, user: &UserInfo, request: &Request) -> Decision {
+    with_rbac(state, |authorizer| authorizer.authorize(user, request))
+}
+
+/// The `status` of a SelfSubjectRulesReview in `namespace` (`kubectl auth can-i --list`):
+/// the admin may do everything; a namespaced token everything in its namespace; and every
+/// identity what RBAC grants its user.
+pub fn rules_review(state: &State, identity: &Identity, namespace: &str) -> Value {
+    let mut status = with_rbac(state, |authorizer| {
+        authorizer.rules_review_status(&identity.user(), namespace)
+    });
+    let everything = match identity {
+        Identity::Admin => true,
+        Identity::Namespaced(ns) => ns == namespace,
+        _ => false,
+    };
+    if everything && let Some(rules) = status["resourceRules"].as_array_mut() {
+        rules.insert(
+            0,
+            serde_json::json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}),
+        );
+    }
+    if matches!(identity, Identity::Admin | Identity::Namespaced(_))
+        && let Some(rules) = status["nonResourceRules"].as_array_mut()
+    {
+        rules.insert(
+            0,
+            serde_json::json!({"verbs": ["*"], "nonResourceURLs": ["*"]}),
+        );
+    }
+    status
 }
 
 /// Authorizes a request, or the 403 Forbidden Status kube-apiserver would send.

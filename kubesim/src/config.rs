@@ -20,6 +20,10 @@ pub struct ClusterConfig {
     /// How many changes are kept for watches to resume from; older resourceVersions get
     /// 410 Gone.
     pub watch_history: usize,
+    /// How long the simulated kubelet takes to stop a Pod's containers once its graceful
+    /// deletion starts (the Pod is removed then, or at the end of its grace period when that
+    /// is shorter). `gracePeriodSeconds=0` deletes at once.
+    pub pod_termination: Duration,
 }
 
 impl Default for ClusterConfig {
@@ -32,6 +36,7 @@ impl Default for ClusterConfig {
             ready_delay: Duration::from_millis(500),
             simulate: true,
             watch_history: 10_000,
+            pod_termination: Duration::from_secs(1),
         }
     }
 }

@@ -9,19 +9,20 @@ use serde_json::Value;
 use crate::defaults;
 use crate::resources::ResourceInfo;
 
-/// The schema type of a built-in kind (None for custom resources).
-pub fn schema_type(info: &ResourceInfo) -> Option<k8s_merge::TypeRef<'static>> {
-    if info.is_builtin() {
-        k8s_merge::Schema::builtin().kind_type(&info.api_version(), &info.kind)
-    } else {
-        None
+/// The schema type of a kind: the built-in schema's, or the custom resource's from its CRD.
+pub fn schema_type(info: &ResourceInfo) -> Option<k8s_merge::TypeRef<'_>> {
+    match &info.types {
+        Some(types) => types.0.kind_type(&info.api_version(), &info.kind),
+        None => k8s_merge::Schema::builtin().kind_type(&info.api_version(), &info.kind),
     }
 }
 
-/// Runs API-server defaulting on a built-in object.
+/// Runs API-server defaulting: the built-in defaults, or a custom resource's schema
+/// `default`s.
 fn default(info: &ResourceInfo, obj: &mut Value) {
-    if info.is_builtin() {
-        defaults::apply_defaults(&info.api_version(), &info.kind, obj);
+    match &info.schema {
+        None => defaults::apply_defaults(&info.api_version(), &info.kind, obj),
+        Some(schema) => crate::validation::apply_custom_defaults(schema, obj),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The small part of Kubernetes' protobuf encoding kubesim reads: the `k8s\0` envelope
 //! (runtime.Unknown) and the bodies kubectl's typed clients send as protobuf for the common
-//! imperative commands: SelfSubjectAccessReview (`kubectl auth can-i`), Namespace, ConfigMap
+//! imperative commands: SelfSubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
+//! (`kubectl auth can-i --list`), Namespace, ConfigMap
 //! and Secret (`kubectl create namespace|configmap|secret`). Other kinds are refused with 415.
 
 use serde_json::{Map, Value, json};
@@ -201,6 +202,12 @@ pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
     match (api_version.as_str(), kind.as_str()) {
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
             obj["spec"] = access_review_spec(raw)?;
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            obj["spec"] = match message(raw, 2)? {
+                Some(spec) => strings(spec, &[(1, "namespace")])?,
+                None => json!({}),
+            };
         }
         ("v1", "Namespace") => {
             if let Some(spec) = message(raw, 2)? {

@@ -33,9 +33,23 @@ pub struct ResourceInfo {
     pub create_only: bool,
     /// The CRD's openAPIV3Schema for this version, for custom resources.
     pub schema: Option<Value>,
+    /// The custom resource's merge types (its schema with ObjectMeta), for server-side apply.
+    pub types: Option<CustomTypes>,
     /// The CRD's `additionalPrinterColumns` for this version (custom resources only; empty:
     /// Name and Age), for Table answers (see [`crate::table`]).
     pub printer_columns: Option<Vec<PrinterColumn>>,
+}
+
+/// A custom resource version's schema as k8s-merge types it (see
+/// [`k8s_merge::Schema::custom_resource`]); equal only to itself, as it is built once per
+/// registry refresh.
+#[derive(Debug, Clone)]
+pub struct CustomTypes(pub Arc<k8s_merge::Schema>);
+
+impl PartialEq for CustomTypes {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// One `additionalPrinterColumns` entry of a CRD version.
@@ -498,6 +512,17 @@ const BUILTINS: &[Builtin] = &[
     (
         "authorization.k8s.io",
         "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        false,
+        NONE,
+        NONE,
+        false,
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
         "SubjectAccessReview",
         "subjectaccessreviews",
         false,
@@ -531,6 +556,7 @@ pub fn builtins() -> Vec<Arc<ResourceInfo>> {
                     }),
                     create_only: group == "authorization.k8s.io",
                     schema: None,
+                    types: None,
                     printer_columns: None,
                 })
             },
@@ -586,6 +612,10 @@ pub fn from_crd(crd: &Value) -> Vec<Arc<ResourceInfo>> {
         .filter(|v| v.get("served").and_then(Value::as_bool).unwrap_or(true))
         .filter_map(|v| {
             let version = v.get("name")?.as_str()?;
+            let openapi = v
+                .pointer("/schema/openAPIV3Schema")
+                .cloned()
+                .unwrap_or(Value::Object(Default::default()));
             let scale = v.pointer("/subresources/scale").map(|s| ScalePaths {
                 spec_replicas: s
                     .get("specReplicasPath")
@@ -614,11 +644,10 @@ pub fn from_crd(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 status: v.pointer("/subresources/status").is_some(),
                 scale,
                 create_only: false,
-                schema: Some(
-                    v.pointer("/schema/openAPIV3Schema")
-                        .cloned()
-                        .unwrap_or(Value::Object(Default::default())),
-                ),
+                schema: Some(openapi.clone()),
+                types: Some(CustomTypes(Arc::new(k8s_merge::Schema::custom_resource(
+                    group, version, kind, &openapi,
+                )))),
                 printer_columns: Some(printer_columns(v)),
             }))
         })

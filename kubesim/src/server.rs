@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
-use crate::auth::authenticate;
+use crate::auth::{authenticate, impersonate};
 use crate::reply::{Body, error_reply};
 use crate::state::State;
 use crate::status::ApiError;
@@ -75,7 +75,23 @@ async fn serve(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bod
         .and_then(|h| h.to_str().ok());
     let identity = match (auth, is_public(req.uri().path())) {
         (None, true) => None,
-        (auth, _) => Some(authenticate(&state, auth)?),
+        (auth, _) => {
+            let header = |name: &str| {
+                req.headers()
+                    .get_all(name)
+                    .iter()
+                    .filter_map(|h| h.to_str().ok())
+                    .collect::<Vec<&str>>()
+            };
+            let users = header("impersonate-user");
+            let groups = header("impersonate-group");
+            Some(impersonate(
+                &state,
+                authenticate(&state, auth)?,
+                users.first().copied(),
+                &groups,
+            )?)
+        }
     };
     let faults = state.faults();
     if !faults.latency.is_zero() {

@@ -18,6 +18,8 @@ use crate::util::{new_uid, now_rfc3339};
 const DEPLOYMENTS: &str = "apps/deployments";
 const REPLICA_SETS: &str = "apps/replicasets";
 const PODS: &str = "/pods";
+const SERVICES: &str = "/services";
+const ENDPOINTS: &str = "/endpoints";
 /// Resources whose objects the simulated controllers act on.
 const WORKLOADS: &[&str] = &[
     DEPLOYMENTS,
@@ -28,6 +30,14 @@ const WORKLOADS: &[&str] = &[
 ];
 
 type Key = (String, String, String);
+
+/// The controllers of Pods, by kind, with the store key of their objects.
+const OWNER_KINDS: &[(&str, &str)] = &[
+    ("ReplicaSet", REPLICA_SETS),
+    ("StatefulSet", "apps/statefulsets"),
+    ("DaemonSet", "apps/daemonsets"),
+    ("Job", "batch/jobs"),
+];
 
 /// Creates the cluster's Nodes.
 pub fn create_nodes(store: &mut Store, count: usize) {
@@ -48,10 +58,124 @@ pub fn spawn(state: Arc<State>) -> JoinHandle<()> {
 /// reconcile has seen the deadline pass (until then the loop must wake for it).
 type ReadyAt = HashMap<String, (i64, Instant, bool)>;
 
+/// Pods being deleted gracefully, by (namespace, name): their uid and when the simulated
+/// kubelet has stopped their containers (the Pod is then removed).
+type Stopping = HashMap<(String, String), (String, Instant)>;
+
+/// Notes a Pod whose graceful deletion started: it goes after the configured container stop
+/// time, or its grace period when shorter.
+fn note_stopping(state: &State, pod: &Value, stopping: &mut Stopping) {
+    let grace = pod
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if pod.pointer("/metadata/deletionTimestamp").is_none() || grace <= 0 {
+        return;
+    }
+    let (ns, name) = ns_name(pod);
+    let stop = state
+        .config
+        .pod_termination
+        .min(std::time::Duration::from_secs(grace.unsigned_abs()));
+    stopping
+        .entry((ns, name))
+        .or_insert_with(|| (uid_of(pod).to_string(), Instant::now() + stop));
+}
+
+/// Keeps the Endpoints of every Service with a selector in `namespace` in step with its
+/// Pods (the endpoints controller); a Service that is gone takes its Endpoints along.
+fn sync_endpoints(state: &State, namespace: &str) {
+    let mut store = state.store();
+    let pods: Vec<Arc<Value>> = store.list(PODS, Some(namespace)).cloned().collect();
+    let pods: Vec<&Value> = pods.iter().map(|p| &**p).collect();
+    let services: Vec<Arc<Value>> = store.list(SERVICES, Some(namespace)).cloned().collect();
+    for service in &services {
+        let Some(mut wanted) = kwok::endpoints_for(service, &pods) else {
+            continue;
+        };
+        let name = ns_name(service).1;
+        match store.get(ENDPOINTS, namespace, &name) {
+            Some(current) => {
+                let mut next = (*current).clone();
+                for field in ["subsets", "metadata"] {
+                    if field == "metadata" {
+                        match wanted.pointer("/metadata/labels") {
+                            Some(l) => next["metadata"]["labels"] = l.clone(),
+                            None => {
+                                if let Some(m) = next["metadata"].as_object_mut() {
+                                    m.remove("labels");
+                                }
+                            }
+                        }
+                    } else {
+                        match wanted.get_mut(field).map(Value::take) {
+                            Some(v) => next[field] = v,
+                            None => {
+                                if let Some(m) = next.as_object_mut() {
+                                    m.remove(field);
+                                }
+                            }
+                        }
+                    }
+                }
+                if next != *current {
+                    store.put(ENDPOINTS, next, EventType::Modified);
+                }
+            }
+            None => {
+                wanted["metadata"]["uid"] = json!(new_uid());
+                wanted["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+                store.put(ENDPOINTS, wanted, EventType::Added);
+            }
+        }
+    }
+}
+
+/// Removes the Pods whose containers have stopped (those without finalizers left), as the
+/// kubelet's final deletion does.
+fn finish_stopped(state: &State, stopping: &mut Stopping) {
+    let now = Instant::now();
+    let due: Vec<(String, String)> = stopping
+        .iter()
+        .filter(|(_, (_, at))| *at <= now)
+        .map(|(k, _)| k.clone())
+        .collect();
+    if due.is_empty() {
+        return;
+    }
+    let mut store = state.store();
+    let registry = state.registry();
+    let Some(info) = registry.by_plural("", "v1", "pods") else {
+        return;
+    };
+    for (ns, name) in due {
+        let Some((uid, _)) = stopping.remove(&(ns.clone(), name.clone())) else {
+            continue;
+        };
+        let Some(pod) = store.get(PODS, &ns, &name) else {
+            continue;
+        };
+        let held = pod
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        if uid_of(&pod) == uid && !held {
+            crate::handlers::remove_now(state, &mut store, &info, &ns, &name, false);
+        }
+    }
+}
+
 async fn run(state: Arc<State>) {
     let mut rx = state.store().subscribe();
     let mut dirty: BTreeSet<Key> = all_workloads(&state.store());
     let mut ready_at = ReadyAt::new();
+    let mut stopping = Stopping::new();
+    // namespaces whose Services or Pods changed: their Endpoints are brought up to date
+    let mut endpoints_dirty: BTreeSet<String> = state
+        .store()
+        .list(SERVICES, None)
+        .map(|s| ns_name(s).0)
+        .collect();
     // Whether `dirty` holds every workload (the start, a lagged event stream, a deadline).
     let mut full = true;
     loop {
@@ -75,10 +199,15 @@ async fn run(state: Arc<State>) {
         if full_pass {
             ready_at.retain(|_, (_, at, seen)| *seen || *at > pass_start);
         }
+        finish_stopped(&state, &mut stopping);
+        for namespace in std::mem::take(&mut endpoints_dirty) {
+            sync_endpoints(&state, &namespace);
+        }
         let next = ready_at
             .values()
             .filter(|(_, _, seen)| !*seen)
             .map(|(_, at, _)| *at)
+            .chain(stopping.values().map(|(_, at)| *at))
             .min();
         let wake = async {
             match next {
@@ -89,6 +218,30 @@ async fn run(state: Arc<State>) {
         tokio::select! {
             ev = rx.recv() => match ev {
                 Ok(ev) => {
+                    if ev.key == PODS || ev.key == SERVICES {
+                        endpoints_dirty.insert(ev.namespace.clone());
+                    }
+                    if ev.key == SERVICES && ev.event_type == EventType::Deleted {
+                        let (ns, name) = ns_name(&ev.object);
+                        let mut store = state.store();
+                        if ev.object.pointer("/spec/selector").is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty())) {
+                            store.remove(ENDPOINTS, &ns, &name);
+                        }
+                    }
+                    if ev.key == PODS {
+                        match ev.event_type {
+                            EventType::Deleted => {
+                                // a controller replaces the Pods it loses
+                                let (ns, _) = ns_name(&ev.object);
+                                for (kind, key) in OWNER_KINDS {
+                                    if let Some(owner) = controller_named(&ev.object, kind) {
+                                        dirty.insert((key.to_string(), ns.clone(), owner));
+                                    }
+                                }
+                            }
+                            _ => note_stopping(&state, &ev.object, &mut stopping),
+                        }
+                    }
                     if ev.key == PODS && ev.event_type != EventType::Deleted && is_bare(&ev.object) {
                         let (ns, name) = ns_name(&ev.object);
                         dirty.insert((PODS.to_string(), ns, name));
@@ -327,6 +480,13 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
     for pod in desired {
         let pod_name = ns_name(&pod).1;
         let current = existing.iter().find(|p| ns_name(p).1 == pod_name).cloned();
+        // a Pod being deleted is left to finish; its replacement comes once it is gone
+        if current
+            .as_deref()
+            .is_some_and(|p| p.pointer("/metadata/deletionTimestamp").is_some())
+        {
+            continue;
+        }
         upsert(&mut store, PODS, current.as_ref(), pod, &now);
     }
     for pod in existing.iter().filter(|p| !wanted.contains(&ns_name(p).1)) {

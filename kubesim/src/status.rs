@@ -239,6 +239,30 @@ impl ApiError {
         )
     }
 
+    /// 410 Expired for a list at an exact resourceVersion the history no longer reaches.
+    pub fn list_too_old() -> ApiError {
+        Self::new(
+            410,
+            "Expired",
+            "The resourceVersion for the provided list is too old.",
+        )
+    }
+
+    /// 504 Timeout for a read at a resourceVersion newer than the store's, as the watch cache
+    /// answers once its wait for it runs out.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> ApiError {
+        let mut e = Self::new(
+            504,
+            "Timeout",
+            format!("Too large resource version: {requested}, current: {current}"),
+        );
+        e.details = Some(Box::new(json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        })));
+        e
+    }
+
     /// An injected fault (500, 503 or 429), with Retry-After for 429 and 503.
     pub fn fault(code: u16) -> ApiError {
         let (reason, message) = match code {

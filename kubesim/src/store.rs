@@ -42,9 +42,9 @@ pub struct Event {
     pub event_type: EventType,
     /// The object after the change (before removal for deletes).
     pub object: Arc<Value>,
-    /// The object before a modification (None for additions and deletions), so watches
-    /// with selectors can turn an object leaving or entering the selection into
-    /// DELETED or ADDED, as the API server does.
+    /// The object before a modification or deletion (None for additions), so watches with
+    /// selectors can turn an object leaving or entering the selection into DELETED or ADDED,
+    /// as the API server does, and lists can be served at an older resourceVersion.
     pub previous: Option<Arc<Value>>,
 }
 
@@ -193,8 +193,43 @@ impl Store {
         let mut obj = (*old).clone();
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let obj = Arc::new(obj);
-        self.record(key, EventType::Deleted, obj.clone(), None);
+        self.record(key, EventType::Deleted, obj.clone(), Some(old));
         Some(obj)
+    }
+
+    /// The objects of a resource as they were at resourceVersion `rv` (a list with
+    /// `resourceVersionMatch=Exact`), rebuilt from the current ones by undoing the changes
+    /// after it; `Err` when the history no longer reaches back to `rv`.
+    pub fn list_at(
+        &self,
+        key: &str,
+        namespace: Option<&str>,
+        rv: u64,
+    ) -> Result<Vec<Arc<Value>>, TooOld> {
+        let oldest = self.history.front().map(|e| e.rv).unwrap_or(self.rv + 1);
+        if rv < self.rv && rv + 1 < oldest {
+            return Err(TooOld { oldest });
+        }
+        let mut snapshot: Table = self
+            .list(key, namespace)
+            .map(|o| (ns_name(o), o.clone()))
+            .collect();
+        for ev in self.history.iter().rev().take_while(|e| e.rv > rv) {
+            if ev.key != key || namespace.is_some_and(|ns| ns != ev.namespace) {
+                continue;
+            }
+            let id = ns_name(&ev.object);
+            match (&ev.event_type, &ev.previous) {
+                (EventType::Added, _) => {
+                    snapshot.remove(&id);
+                }
+                (_, Some(before)) => {
+                    snapshot.insert(id, before.clone());
+                }
+                (_, None) => {}
+            }
+        }
+        Ok(snapshot.into_values().collect())
     }
 
     /// Drops a whole resource table (a deleted CRD's objects), recording their deletion.
@@ -206,7 +241,7 @@ impl Store {
             self.rv += 1;
             let mut o = (*obj).clone();
             o["metadata"]["resourceVersion"] = json!(self.rv.to_string());
-            self.record(key, EventType::Deleted, Arc::new(o), None);
+            self.record(key, EventType::Deleted, Arc::new(o), Some(obj));
         }
     }
 

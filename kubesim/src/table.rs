@@ -1,9 +1,11 @@
-//! Server-side printing for custom resources: a `get` or `list` asking for
-//! `application/json;as=Table;g=meta.k8s.io` (what `kubectl get` sends) is answered with a
-//! `meta.k8s.io/v1` Table whose columns are the CRD's `additionalPrinterColumns` (Name and Age
-//! when it has none), as the API server's CRD table convertor does: JSONPath cells, `date`
-//! columns as a human age. Built-in kinds keep answering plain JSON (kubectl then prints NAME
-//! and AGE itself).
+//! Server-side printing: a `get` or `list` asking for `application/json;as=Table;g=meta.k8s.io`
+//! (what `kubectl get` sends) is answered with a `meta.k8s.io/v1` Table. For custom resources
+//! the columns are the CRD's `additionalPrinterColumns` (Name and Age when it has none), as
+//! the API server's CRD table convertor does: JSONPath cells, `date` columns as a human age.
+//! For the common built-in kinds they are kube-apiserver's printers' (`printers`); other
+//! built-ins keep answering plain JSON (kubectl then prints NAME and AGE itself).
+
+mod printers;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
@@ -22,7 +24,19 @@ pub fn wanted(accept: &str) -> bool {
 /// has no printer columns (built-ins). `include` is `?includeObject=` (`Metadata` by default,
 /// `Object` or `None`).
 pub fn of(info: &ResourceInfo, result: &Value, include: Option<&str>) -> Option<Value> {
-    let columns = info.printer_columns.as_ref()?;
+    let Some(columns) = info.printer_columns.as_ref() else {
+        let builtin = printers::columns(info)?;
+        let now = Utc::now();
+        let definitions = builtin
+            .iter()
+            .map(|(name, ty, priority)| {
+                json!({"name": name, "type": ty, "format": "", "description": "", "priority": priority})
+            })
+            .collect();
+        return Some(table(result, include, definitions, |o| {
+            printers::cells(info, o, now)
+        }));
+    };
     let columns: Vec<PrinterColumn> = if columns.is_empty() {
         vec![PrinterColumn {
             name: "Age".into(),
@@ -36,6 +50,25 @@ pub fn of(info: &ResourceInfo, result: &Value, include: Option<&str>) -> Option<
         columns.clone()
     };
     let now = Utc::now();
+    let definitions = columns
+        .iter()
+        .map(|c| {
+            json!({"name": c.name, "type": c.type_, "format": c.format,
+                "description": c.description, "priority": c.priority})
+        })
+        .collect();
+    Some(table(result, include, definitions, |object| {
+        columns.iter().map(|c| cell(c, object, now)).collect()
+    }))
+}
+
+/// The Table of `result` with a Name column, then `definitions` filled by `cells`.
+fn table(
+    result: &Value,
+    include: Option<&str>,
+    definitions: Vec<Value>,
+    cells_of: impl Fn(&Value) -> Vec<Value>,
+) -> Value {
     let (objects, metadata) = match result.get("items").and_then(Value::as_array) {
         Some(items) => (items.iter().collect::<Vec<_>>(), result["metadata"].clone()),
         None => (
@@ -43,14 +76,11 @@ pub fn of(info: &ResourceInfo, result: &Value, include: Option<&str>) -> Option<
             json!({"resourceVersion": result.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null)}),
         ),
     };
-    let mut definitions = vec![json!({
+    let mut all = vec![json!({
         "name": "Name", "type": "string", "format": "name", "priority": 0,
         "description": "Name must be unique within a namespace. More info: http://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
     })];
-    definitions.extend(columns.iter().map(|c| {
-        json!({"name": c.name, "type": c.type_, "format": c.format,
-            "description": c.description, "priority": c.priority})
-    }));
+    all.extend(definitions);
     let rows: Vec<Value> = objects
         .into_iter()
         .map(|object| {
@@ -60,7 +90,7 @@ pub fn of(info: &ResourceInfo, result: &Value, include: Option<&str>) -> Option<
                     .cloned()
                     .unwrap_or(Value::Null),
             ];
-            cells.extend(columns.iter().map(|c| cell(c, object, now)));
+            cells.extend(cells_of(object));
             let mut row = Map::new();
             row.insert("cells".into(), Value::Array(cells));
             match include.unwrap_or("Metadata") {
@@ -79,13 +109,13 @@ pub fn of(info: &ResourceInfo, result: &Value, include: Option<&str>) -> Option<
             Value::Object(row)
         })
         .collect();
-    Some(json!({
+    json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
-        "columnDefinitions": definitions,
+        "columnDefinitions": all,
         "rows": rows,
-    }))
+    })
 }
 
 /// One cell: the column's JSONPath value (`date`: the age; missing: null).

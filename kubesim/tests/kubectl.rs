@@ -571,3 +571,28 @@ async fn custom_resources_print_their_printer_columns() {
         "{watched:?}"
     );
 }
+
+/// A server-side apply over a field another manager set answers kube-apiserver's conflict
+/// message, which names the manager and its version but never a time.
+#[tokio::test]
+async fn apply_conflicts_name_the_manager_without_a_time() {
+    let env = Env::start().await;
+    env.kubectl(&["create", "configmap", "c", "--from-literal=a=1"])
+        .await
+        .ok();
+    let file = env.write(
+        "c.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: \"2\"}\n",
+    );
+    let out = env
+        .kubectl(&["apply", "--server-side", "-f", file.to_str().unwrap()])
+        .await;
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains(
+            "Apply failed with 1 conflict: conflict with \"kubectl-create\" using v1: .data.a"
+        ),
+        "{}",
+        out.stderr
+    );
+}

@@ -39,7 +39,8 @@ pub struct Conflict {
 
 impl Conflict {
     /// The manager as the API server prints it in conflict messages and Status causes
-    /// (`"kubectl"`, or `"kube-controller-manager" using apps/v1 at <time>` for Update entries).
+    /// (`"kubectl"`, or `"kubectl-create" using v1` for Update entries). The time of the
+    /// entry is never part of it: the API server's manager identifiers leave it out.
     pub fn manager_description(&self) -> String {
         let mut text = format!("{:?}", self.manager);
         if let Some(subresource) = &self.subresource {
@@ -47,9 +48,6 @@ impl Conflict {
         }
         if self.operation == UPDATE {
             text.push_str(&format!(" using {}", self.api_version));
-            if let Some(time) = &self.time {
-                text.push_str(&format!(" at {time}"));
-            }
         }
         text
     }

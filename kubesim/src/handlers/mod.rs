@@ -10,6 +10,7 @@ mod review;
 mod watch;
 mod write;
 
+pub use delete::remove_now;
 pub use read::present;
 
 use std::collections::HashMap;
@@ -129,8 +130,8 @@ pub struct Req<'a> {
 }
 
 impl Req<'_> {
-    /// `object` as this request receives it: a one-row Table for custom resources when one
-    /// was asked for (see [`crate::table`]), else the object itself.
+    /// `object` as this request receives it: a Table when one was asked for and the kind has
+    /// a printer (custom resources, common built-ins; see [`crate::table`]), else the object.
     pub fn printed(&self, object: Value) -> Value {
         if !self.as_table || self.target.subresource.is_some() {
             return object;
@@ -355,7 +356,7 @@ pub async fn route(
         warnings: parking_lot::Mutex::new(Vec::new()),
     };
     let reply = |(code, v): (u16, Value)| json_reply(code, &v);
-    // `kubectl get` asks for a Table; custom resources answer one (built-ins: plain JSON).
+    // `kubectl get` asks for a Table: custom resources and the printed built-ins answer one.
     let printed = |(code, v): (u16, Value)| json_reply(code, &req.printed(v));
     let response = match verb {
         "get" => read::get(&req).map(printed),

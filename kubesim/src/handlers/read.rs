@@ -1,5 +1,7 @@
 //! get and list.
 
+use std::sync::Arc;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
@@ -117,6 +119,75 @@ fn parse_continue(token: &str) -> Result<(String, String), ApiError> {
     Ok((ns.to_string(), name.to_string()))
 }
 
+/// Which version of a collection a list asks for (`resourceVersion`, `resourceVersionMatch`).
+enum ListVersion {
+    /// The most recent (no resourceVersion, or "0": any, served from the latest).
+    Latest,
+    /// At least this resourceVersion (a resourceVersion without a match, or NotOlderThan).
+    NotOlderThan(u64),
+    /// Exactly this resourceVersion.
+    Exact(u64),
+}
+
+/// Reads `resourceVersion` and `resourceVersionMatch` as kube-apiserver's ListOptions
+/// validation does (422 naming the bad combination).
+fn list_version(req: &Req<'_>, continued: bool) -> Result<ListVersion, ApiError> {
+    let rv = req.query.get("resourceVersion").unwrap_or_default();
+    let matching = req.query.get("resourceVersionMatch").unwrap_or_default();
+    let invalid = |detail: &str| {
+        ApiError::invalid_with_causes(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            &format!("resourceVersionMatch: {detail}"),
+            vec![
+                json!({"reason": "FieldValueForbidden", "message": detail, "field": "resourceVersionMatch"}),
+            ],
+        )
+    };
+    if !matching.is_empty() {
+        if !matches!(matching, "Exact" | "NotOlderThan") {
+            return Err(ApiError::invalid_with_causes(
+                "meta.k8s.io",
+                "ListOptions",
+                "",
+                &format!(
+                    "resourceVersionMatch: Unsupported value: \"{matching}\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+                ),
+                vec![
+                    json!({"reason": "FieldValueNotSupported", "message": format!("Unsupported value: \"{matching}\": supported values: \"Exact\", \"NotOlderThan\", \"\""), "field": "resourceVersionMatch"}),
+                ],
+            ));
+        }
+        if rv.is_empty() {
+            return Err(invalid(
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if continued {
+            return Err(invalid(
+                "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if matching == "Exact" && rv == "0" {
+            return Err(invalid(
+                "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if rv.is_empty() || rv == "0" {
+        return Ok(ListVersion::Latest);
+    }
+    let n = rv
+        .parse::<u64>()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
+    Ok(if matching == "Exact" {
+        ListVersion::Exact(n)
+    } else {
+        ListVersion::NotOlderThan(n)
+    })
+}
+
 /// LIST with selectors, limit and continue.
 pub fn list(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
     let info = &req.target.info;
@@ -135,12 +206,33 @@ pub fn list(req: &Req<'_>) -> Result<(u16, Value), ApiError> {
         .filter(|c| !c.is_empty())
         .map(parse_continue)
         .transpose()?;
+    let version = list_version(req, after.is_some())?;
     let store = req.state.store();
-    let rv = store.current_rv();
+    let current = store.current_rv();
+    let ns = req.target.namespace.as_deref();
+    let (rv, objects): (u64, Vec<Arc<Value>>) = match version {
+        ListVersion::Latest => (
+            current,
+            store.list(&info.store_key(), ns).cloned().collect(),
+        ),
+        ListVersion::NotOlderThan(n) | ListVersion::Exact(n) if n > current => {
+            return Err(ApiError::too_large_resource_version(n, current));
+        }
+        ListVersion::NotOlderThan(_) => (
+            current,
+            store.list(&info.store_key(), ns).cloned().collect(),
+        ),
+        ListVersion::Exact(n) => (
+            n,
+            store
+                .list_at(&info.store_key(), ns, n)
+                .map_err(|_| ApiError::list_too_old())?,
+        ),
+    };
     let mut items = Vec::new();
     let mut more = 0usize;
     let mut last = None;
-    for obj in store.list(&info.store_key(), req.target.namespace.as_deref()) {
+    for obj in &objects {
         let key = crate::store::ns_name(obj);
         if after.as_ref().is_some_and(|a| &key <= a) || !matches(&labels, fields.as_ref(), obj) {
             continue;

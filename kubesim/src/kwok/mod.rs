@@ -16,6 +16,8 @@
 //!   (ContainerCreating before), with `containerStatuses[].imageID` as containerd reports it
 //!   (`images`); [`bare_pod`] does the same for a Pod no controller owns (bound to a node,
 //!   then Running and Ready).
+//! * [`endpoints_for`] (`endpoints`): the Endpoints of a Service with a selector, listing the
+//!   Pods it selects by readiness with their resolved ports.
 //! * [`workload_status`] (`status`): the status the real controllers write for Deployments,
 //!   StatefulSets, DaemonSets, ReplicaSets and Jobs, including the Deployment conditions
 //!   Available and Progressing with their real reasons and messages.
@@ -27,6 +29,7 @@
 
 mod claims;
 mod deployments;
+mod endpoints;
 mod fields;
 mod images;
 mod names;
@@ -39,6 +42,7 @@ mod tests;
 
 pub use claims::stateful_set_claims;
 pub use deployments::{mark_revision, replica_set_for, replica_set_name, revision};
+pub use endpoints::endpoints_for;
 pub use images::{image_id, normalize_image};
 pub use names::template_hash;
 pub use nodes::{KUBELET_VERSION, node_name, nodes};

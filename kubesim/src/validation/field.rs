@@ -24,6 +24,10 @@ pub enum Reason {
     TooLong,
     /// `FieldValueNotFound`: a reference to something that does not exist.
     NotFound,
+    /// `FieldValueTooMany`: a list with more items than allowed.
+    TooMany,
+    /// `FieldValueTypeInvalid`: a value of the wrong type (custom resource schemas).
+    TypeInvalid,
 }
 
 impl Reason {
@@ -36,6 +40,8 @@ impl Reason {
             Reason::Forbidden => "FieldValueForbidden",
             Reason::TooLong => "FieldValueTooLong",
             Reason::NotFound => "FieldValueNotFound",
+            Reason::TooMany => "FieldValueTooMany",
+            Reason::TypeInvalid => "FieldValueTypeInvalid",
         }
     }
 
@@ -48,6 +54,8 @@ impl Reason {
             Reason::Forbidden => "Forbidden",
             Reason::TooLong => "Too long",
             Reason::NotFound => "Not found",
+            Reason::TooMany => "Too many",
+            Reason::TypeInvalid => "Invalid value",
         }
     }
 
@@ -148,6 +156,100 @@ pub fn too_long(field: &str, max_bytes: usize) -> FieldError {
         String::new(),
         &format!("must have at most {max_bytes} bytes"),
     )
+}
+
+/// `field.TooMany`: a list of `actual` items where at most `max` are allowed.
+pub fn too_many(field: &str, actual: usize, max: i64) -> FieldError {
+    error(
+        Reason::TooMany,
+        field,
+        actual.to_string(),
+        &format!("must have at most {max} items"),
+    )
+}
+
+/// `field.TooLongMaxLength`: a string over its `maxLength` (the value is not shown).
+pub fn too_long_max_length(field: &str, max: i64) -> FieldError {
+    error(
+        Reason::TooLong,
+        field,
+        String::new(),
+        &format!("may not be longer than {max}"),
+    )
+}
+
+/// `field.TypeInvalid` with a value printed by the caller.
+pub fn type_invalid(field: &str, value: impl Into<String>, detail: &str) -> FieldError {
+    error(Reason::TypeInvalid, field, value.into(), detail)
+}
+
+/// `field.NotSupported` of any JSON value; the supported values are printed quoted, non-string
+/// ones as their JSON, as the apiextensions validator lists them.
+pub fn not_supported_value(field: &str, value: &Value, supported: &[Value]) -> FieldError {
+    let quoted: Vec<String> = supported
+        .iter()
+        .map(|v| match v {
+            Value::String(s) => quote(s),
+            other => quote(&other.to_string()),
+        })
+        .collect();
+    let detail = if quoted.is_empty() {
+        String::new()
+    } else {
+        format!("supported values: {}", quoted.join(", "))
+    };
+    error(Reason::NotSupported, field, go_value(value), &detail)
+}
+
+/// `field.Duplicate` of any JSON value (printed by [`go_value`]).
+pub fn duplicate_value(field: &str, value: &Value) -> FieldError {
+    error(Reason::Duplicate, field, go_value(value), "")
+}
+
+/// An error of `reason` with a value and detail, for rules that choose their reason
+/// (`x-kubernetes-validations` `reason`).
+pub fn with_reason(reason: Reason, field: &str, value: String, detail: &str) -> FieldError {
+    error(reason, field, value, detail)
+}
+
+/// A float as Go's `%v` prints a float64 (`1.5`, `0`, `1e+06`, `1e-05`).
+pub fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    if f == 0.0 {
+        return "0".into();
+    }
+    // Shortest round-trip digits in %g form: the exponent form when the exponent is below -4
+    // or at least 6 (strconv's rule for the shortest precision).
+    let exp = f.abs().log10().floor() as i32;
+    if !(-4..6).contains(&exp) {
+        let s = format!("{f:e}");
+        let (mantissa, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let e: i32 = e.parse().unwrap_or(0);
+        let sign = if e < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", e.abs());
+    }
+    let s = format!("{f}");
+    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+}
+
+/// A JSON value as the apiextensions validator prints a bad value: strings quoted, numbers and
+/// booleans as Go prints them, null as `null`, objects and lists as JSON.
+pub fn go_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => quote(s),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.to_string(),
+            None => go_float(n.as_f64().unwrap_or_default()),
+        },
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
 }
 
 /// `field.NotFound` of a string value.

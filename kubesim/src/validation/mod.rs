@@ -4,13 +4,17 @@
 //! cause per field error). One place for every write path: create, update, patch,
 //! server-side apply and their dry runs.
 //!
-//! One file per API group: `core`, `apps`, `autoscaling`, `batch`, `networking`, `rbac`; `meta` for
-//! ObjectMeta, `field` for the field errors, `types` for decoding.
+//! One file per API group: `core`, `apps`, `autoscaling`, `batch`, `networking`, `rbac`,
+//! `apiextensions` (CRDs and their structural schemas); `meta` for ObjectMeta, `field` for the
+//! field errors, `types` for decoding; `custom` holds custom resources to their CRD's schema
+//! (pruning, defaulting, OpenAPI and CEL validation).
 
+mod apiextensions;
 mod apps;
 mod autoscaling;
 mod batch;
 mod core;
+mod custom;
 mod field;
 mod meta;
 mod networking;
@@ -19,6 +23,7 @@ mod types;
 
 use serde_json::Value;
 
+pub use custom::apply_defaults as apply_custom_defaults;
 pub use types::decode;
 
 use crate::resources::ResourceInfo;
@@ -63,7 +68,6 @@ fn kind_rules(info: &ResourceInfo, obj: &Value, errs: &mut Errors) {
         ("rbac.authorization.k8s.io", "ClusterRole") => rbac::role(obj, false, errs),
         ("rbac.authorization.k8s.io", "RoleBinding") => rbac::binding(obj, true, errs),
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => rbac::binding(obj, false, errs),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd_name(obj, errs),
         _ => {}
     }
 }
@@ -87,29 +91,6 @@ fn immutable_rules(info: &ResourceInfo, old: &Value, new: &Value, errs: &mut Err
     }
 }
 
-/// A CRD's name must be `<plural>.<group>`.
-fn crd_name(obj: &Value, errs: &mut Errors) {
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let plural = obj
-        .pointer("/spec/names/plural")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let group = obj
-        .pointer("/spec/group")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !name.is_empty() && name != format!("{plural}.{group}") {
-        errs.push(field::invalid_str(
-            "metadata.name",
-            name,
-            "must be spec.names.plural+\".\"+spec.group",
-        ));
-    }
-}
-
 /// Validates an object about to be stored (`old` is the stored one on update): 422 Invalid
 /// naming every field error, as kube-apiserver's strategies answer.
 pub fn check(info: &ResourceInfo, old: Option<&Value>, new: &Value) -> Result<(), ApiError> {
@@ -118,11 +99,17 @@ pub fn check(info: &ResourceInfo, old: Option<&Value>, new: &Value) -> Result<()
         None => meta::create(info, new, &mut errs),
         Some(old) => meta::update(old, new, &mut errs),
     }
-    if info.is_builtin() {
-        kind_rules(info, new, &mut errs);
-        if let Some(old) = old {
-            immutable_rules(info, old, new, &mut errs);
+    match &info.schema {
+        None => {
+            kind_rules(info, new, &mut errs);
+            if info.group == "apiextensions.k8s.io" && info.kind == "CustomResourceDefinition" {
+                apiextensions::crd(old, new, &mut errs);
+            }
+            if let Some(old) = old {
+                immutable_rules(info, old, new, &mut errs);
+            }
         }
+        Some(schema) => custom::check(schema, old, new, &mut errs),
     }
     let name = new
         .pointer("/metadata/name")

@@ -161,12 +161,13 @@ impl Walk<'_> {
     }
 }
 
-/// Decodes a built-in object in place: checks field types and values, canonicalises
-/// quantities, and removes the fields its schema does not know, returning their paths
-/// (`spec.bogus`, `spec.template.spec.containers[0].x`). Custom resources pass unchanged.
+/// Decodes an object in place: checks field types and values, canonicalises quantities, and
+/// removes the fields its schema does not know, returning their paths (`spec.bogus`,
+/// `spec.template.spec.containers[0].x`). Custom resources are pruned against their CRD
+/// version's schema (their types are checked later, as validation).
 pub fn decode(info: &ResourceInfo, obj: &mut Value) -> Result<Vec<String>, ApiError> {
-    if !info.is_builtin() {
-        return Ok(Vec::new());
+    if let Some(schema) = &info.schema {
+        return Ok(super::custom::prune(schema, obj));
     }
     let raw = k8s_merge::Schema::builtin().raw();
     let defs = &raw["definitions"];

@@ -2,6 +2,7 @@
 
 mod claims;
 mod deployments;
+mod endpoints;
 mod images;
 mod names;
 mod nodes;
