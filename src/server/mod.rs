@@ -15,6 +15,7 @@ pub mod four_eyes;
 pub mod listener;
 pub mod login_limit;
 pub mod metrics;
+pub mod openapi;
 pub mod promotions;
 pub mod repositories;
 pub mod shell;
@@ -474,6 +475,7 @@ pub fn route_table() -> Vec<RouteSpec> {
             Internal,
             get(clusters::internal_kubeconfig),
         ),
+        route(Method::GET, openapi::ROUTE, Public, get(openapi::serve)),
     ]
 }
 
