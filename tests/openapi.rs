@@ -323,6 +323,30 @@ async fn typed_request_bodies_have_schemas_the_server_keeps_to() {
             );
         }
     }
+    // Differential for a typed answer: the fields of a real cluster view are those its schema
+    // names, and the schema names no kubeconfig.
+    let response = Client::new()
+        .post(server.url("/api/v1/clusters"))
+        .bearer_auth(&token)
+        .json(
+            &json!({"name": "typed", "server_url": "https://127.0.0.1:1",
+                      "kubeconfig": kubeconfig("https://127.0.0.1:1", "t")}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let view: Value = response.json().await.unwrap();
+    let answer = &operation(&doc, &Method::POST, "/api/v1/clusters")["responses"]["201"];
+    let schema = resolve(&doc, &answer["content"]["application/json"]["schema"]);
+    let properties = schema["properties"].as_object().unwrap();
+    assert!(!properties.contains_key("kubeconfig"));
+    for field in view.as_object().unwrap().keys() {
+        assert!(
+            properties.contains_key(field),
+            "{field} is not in the ClusterView schema"
+        );
+    }
     // Every JSON body in the document resolves to a schema (no dangling references).
     for item in doc["paths"].as_object().unwrap().values() {
         for op in item.as_object().unwrap().values() {

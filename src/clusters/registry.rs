@@ -78,7 +78,8 @@ pub struct TestRequest {
 }
 
 /// The outcome of a connection test (and the status board's value per cluster).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "ClusterStatus")]
 pub struct Status {
     /// Connected or not.
     pub status: Connectivity,
@@ -120,7 +121,7 @@ impl Status {
 }
 
 /// A cluster as the API shows it: registration plus cached status, never credentials.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClusterView {
     /// Name.
     pub name: String,

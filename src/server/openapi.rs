@@ -164,9 +164,14 @@ pub fn route_docs() -> Vec<RouteDoc> {
     use super::tokens::TokenRequest;
     use super::users::{CreateUser, UpdateUser};
     use crate::clusters::access::CheckRequest;
-    use crate::clusters::registry::{RegisterRequest, TestRequest, UpdateRequest};
-    use crate::sources::repositories::{AddRequest, UpdateRequest as RepositoryUpdate};
+    use crate::clusters::registry::{
+        ClusterView, RegisterRequest, Status, TestRequest, UpdateRequest,
+    };
+    use crate::sources::repositories::{
+        AddRequest, RepositoryView, UpdateRequest as RepositoryUpdate,
+    };
     use crate::store::audit::PageQuery;
+    use crate::store::users::User;
     use Method as M;
     const PROXY: &str = super::SHELL_PROXY_PATH;
     const APP: &str = "/api/v1/apps/{cluster}/{name}";
@@ -198,13 +203,17 @@ pub fn route_docs() -> Vec<RouteDoc> {
         doc(M::GET, "/api/v1/clusters", "Every registered cluster with its cached status", "`{\"clusters\": [...]}`, with `declarationErrors` when the `--clusters` file could not be applied."),
         doc(M::POST, "/api/v1/clusters", "Register a cluster (kubeconfig sealed at rest) and probe it", "The cluster's view (never its kubeconfig).")
             .body::<RegisterRequest>()
+            .answers::<ClusterView>()
             .status(201),
         doc(M::POST, "/api/v1/clusters/test", "Test a connection with a kubeconfig, storing nothing", "`{\"status\", \"version\", \"node_count\", \"error\"}`: the connection's status and its named cause.")
-            .body::<TestRequest>(),
+            .body::<TestRequest>()
+            .answers::<Status>(),
         doc(M::POST, "/api/v1/clusters/reseal", "Reseal every kubeconfig under the current key and re-chain the audit log", "`{\"resealed\", \"audit_rechained\"}`."),
-        doc(M::GET, "/api/v1/clusters/{name}", "One cluster with its cached status", "The cluster's view (never its kubeconfig)."),
+        doc(M::GET, "/api/v1/clusters/{name}", "One cluster with its cached status", "The cluster's view (never its kubeconfig).")
+            .answers::<ClusterView>(),
         doc(M::PUT, "/api/v1/clusters/{name}", "Update a cluster's fields given (rotate the kubeconfig, change namespaces)", "The cluster's view.")
-            .body::<UpdateRequest>(),
+            .body::<UpdateRequest>()
+            .answers::<ClusterView>(),
         doc(M::DELETE, "/api/v1/clusters/{name}", "Remove a cluster", "Nothing.").empty(),
         doc(M::POST, "/api/v1/clusters/{name}/check", "Review access with the stored credentials", "The access report: each review with its verdict.")
             .body::<CheckRequest>(),
@@ -227,19 +236,25 @@ pub fn route_docs() -> Vec<RouteDoc> {
         doc(M::GET, "/api/v1/repositories", "Every registered Git repository (never its secrets)", "`{\"repositories\": [...]}`."),
         doc(M::POST, "/api/v1/repositories", "Register Git credentials and/or a webhook secret (sealed at rest)", "The repository's view (which secrets are set, never their values).")
             .body::<AddRequest>()
+            .answers::<RepositoryView>()
             .status(201),
         doc(M::POST, "/api/v1/repositories/reseal", "Reseal every repository secret under the current key", "`{\"resealed\"}`."),
-        doc(M::GET, "/api/v1/repositories/{id}", "One repository", "The repository's view."),
+        doc(M::GET, "/api/v1/repositories/{id}", "One repository", "The repository's view.")
+            .answers::<RepositoryView>(),
         doc(M::PUT, "/api/v1/repositories/{id}", "Rotate a repository's credentials or webhook secret", "The repository's view.")
-            .body::<RepositoryUpdate>(),
+            .body::<RepositoryUpdate>()
+            .answers::<RepositoryView>(),
         doc(M::DELETE, "/api/v1/repositories/{id}", "Remove a repository", "Nothing.").empty(),
         doc(M::GET, "/api/v1/users", "Every user", "`{\"users\": [{\"username\", \"role\", \"clusters\", \"email\", \"created_at\"}]}`."),
         doc(M::POST, "/api/v1/users", "Create a user", "The user (never the password).")
             .body::<CreateUser>()
+            .answers::<User>()
             .status(201),
-        doc(M::GET, "/api/v1/users/{name}", "One user", "The user."),
+        doc(M::GET, "/api/v1/users/{name}", "One user", "The user.")
+            .answers::<User>(),
         doc(M::PATCH, "/api/v1/users/{name}", "Change a user's role, approver clusters or email", "The user.")
-            .body::<UpdateUser>(),
+            .body::<UpdateUser>()
+            .answers::<User>(),
         doc(M::DELETE, "/api/v1/users/{name}", "Delete a user, its sessions and API tokens", "Nothing.").empty(),
         doc(M::GET, "/api/v1/apps", "Every App with its phase and status", "`{\"apps\": [...], \"errors\": [...]}`: the Apps and the problems of the `--apps` directory.")
             .query::<ListQuery>(),

@@ -80,7 +80,7 @@ impl std::fmt::Debug for UpdateRequest {
 }
 
 /// A repository as the API shows it: never a secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RepositoryView {
     /// Short stable id ([`repository_id`]).
     pub id: String,
