@@ -39,7 +39,15 @@ async fn every_route_but_login_and_health_requires_authentication() {
         .filter(|r| r.access == Access::Public)
         .map(|r| r.path)
         .collect();
-    assert_eq!(public, ["/api/v1/health", "/metrics", "/api/v1/auth/login"]);
+    assert_eq!(
+        public,
+        [
+            "/api/v1/health",
+            "/metrics",
+            "/api/v1/auth/login",
+            "/api/v1/openapi.json"
+        ]
+    );
     let webhooks: Vec<&str> = table
         .iter()
         .filter(|r| r.access == Access::Webhook)

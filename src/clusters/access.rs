@@ -21,7 +21,7 @@ use super::rbac::Grant;
 pub const MAX_REVIEWS: usize = 2000;
 
 /// One resource to review, for each of `verbs`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceCheck {
     /// API group (`""` for core).
@@ -50,7 +50,7 @@ impl ResourceCheck {
 
 /// A kind some App renders that the cluster must already serve (a custom resource whose CRD
 /// no App installs): looked up in the cluster's discovery.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KindCheck {
     /// `group/version`, e.g. `example.com/v1`.
@@ -81,7 +81,7 @@ pub struct KindResult {
 }
 
 /// `POST /api/v1/clusters/{name}/check` body.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckRequest {
     /// The resources to review (none: only connect and read the version).

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::throttle::ThrottleLayer;
 
 /// `connected` or `disconnected`, as the API spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Connectivity {
     /// The last probe succeeded.

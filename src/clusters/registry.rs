@@ -30,7 +30,7 @@ pub const PROBE_CONCURRENCY: usize = 16;
 pub const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// `POST /api/v1/clusters` body.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
     /// Cluster name (a DNS label).
@@ -48,8 +48,9 @@ pub struct RegisterRequest {
 }
 
 /// `PUT /api/v1/clusters/{name}` body: absent fields keep their stored value.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ClusterUpdateRequest")]
 pub struct UpdateRequest {
     /// Must equal the path's name when given.
     pub name: Option<String>,
@@ -65,7 +66,7 @@ pub struct UpdateRequest {
 }
 
 /// `POST /api/v1/clusters/test` body.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 pub struct TestRequest {
     /// API server URL (https://).
     pub server_url: String,
@@ -77,7 +78,8 @@ pub struct TestRequest {
 }
 
 /// The outcome of a connection test (and the status board's value per cluster).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "ClusterStatus")]
 pub struct Status {
     /// Connected or not.
     pub status: Connectivity,
@@ -119,7 +121,7 @@ impl Status {
 }
 
 /// A cluster as the API shows it: registration plus cached status, never credentials.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClusterView {
     /// Name.
     pub name: String,

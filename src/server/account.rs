@@ -37,7 +37,7 @@ pub fn check_new_password(field: &str, password: &str) -> Result<(), ApiError> {
 }
 
 /// `POST /api/v1/auth/password` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct PasswordChange {
     /// The password in use now.
     pub current_password: String,

@@ -24,7 +24,7 @@ use crate::store::audit::PageQuery;
 use crate::time::now_rfc3339;
 
 /// Filters of `GET /api/v1/apps`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
     /// Only Apps deployed to this cluster segment (`local`: the management cluster).
     pub cluster: Option<String>,
@@ -34,7 +34,7 @@ pub struct ListQuery {
 
 /// Body of `POST …/approve` and `POST …/reject`: the plan the approver reviewed (optional).
 /// Unknown fields are refused (400): a misspelt hash must not approve whatever is Held.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionBody {
     /// The hash of the reviewed plan (`plan_hash`, or `planHash` as the App status spells
@@ -44,7 +44,7 @@ pub struct DecisionBody {
 }
 
 /// Body of `POST …/sync` (optional).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SyncBody {
     /// Sync even inside a closed sync window (audited with the actor). Without it, a sync
@@ -97,7 +97,7 @@ pub async fn list(State(state): State<AppState>, Query(query): Query<ListQuery>)
 
 /// `?namespace=` of the per-App routes: the App's own namespace, needed only when Apps of the
 /// same name deploy to the same cluster from several namespaces.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 pub struct AppAt {
     /// The App resource's namespace.
     pub namespace: Option<String>,

@@ -34,7 +34,7 @@ pub async fn list(
 }
 
 /// The query of `GET /api/v1/audit/verify`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct VerifyQuery {
     /// A head recorded elsewhere, `SEQ:MAC`: the log must reach it with that MAC.
     pub expect_head: Option<String>,

@@ -287,7 +287,7 @@ pub async fn require_internal(
 }
 
 /// `POST /api/v1/auth/login` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct LoginRequest {
     /// User name.
     pub username: String,

@@ -16,6 +16,7 @@ pub mod listener;
 pub mod login_audit;
 pub mod login_limit;
 pub mod metrics;
+pub mod openapi;
 pub mod promotions;
 pub mod repositories;
 pub mod shards;
@@ -485,6 +486,7 @@ pub fn route_table() -> Vec<RouteSpec> {
             Internal,
             get(clusters::internal_kubeconfig),
         ),
+        route(Method::GET, openapi::ROUTE, Public, get(openapi::serve)),
     ]
 }
 

@@ -22,7 +22,7 @@ use crate::time::now_rfc3339;
 type Record = Promotion;
 
 /// Query of `POST …/promote`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromoteQuery {
     /// The target App: `NAME` (on any cluster) or `CLUSTER/NAME`.
@@ -34,7 +34,7 @@ pub struct PromoteQuery {
 }
 
 /// Query of `POST …/rollback`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RollbackQuery {
     /// The id of the promotion whose images to pin again.

@@ -115,7 +115,7 @@ fn counts(session: &Session) -> String {
 }
 
 /// `POST /api/v1/clusters/{name}/shell` answer.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpenedSession {
     /// The session id.
     pub session: String,
@@ -323,7 +323,7 @@ pub async fn proxy(
 }
 
 /// `POST /api/v1/clusters/{name}/shell/commands` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommandRequest {
     /// One command line: `get`, `describe` or `logs` (see [`crate::shell::command`]).
@@ -331,7 +331,7 @@ pub struct CommandRequest {
 }
 
 /// `POST /api/v1/clusters/{name}/shell/commands` answer.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandOutput {
     /// The command as run.
     pub command: String,

@@ -78,13 +78,14 @@ pub fn parse_ttl(text: &str) -> Result<i64, TtlError> {
 }
 
 /// `POST /api/v1/tokens` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct TokenRequest {
     /// A label for the token (e.g. `ci` or `laptop`).
     pub name: String,
     /// Time to live, a string (see [`parse_ttl`]); [`DEFAULT_TOKEN_TTL_SECS`] when absent or
     /// `null`. Kept as JSON so that a number or an object is refused naming the field.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub ttl: Option<serde_json::Value>,
     /// The most the token may do: a role no higher than the caller's (403 otherwise);
     /// the caller's role when absent.

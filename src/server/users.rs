@@ -27,7 +27,7 @@ pub const MAX_EMAIL_BYTES: usize = 254;
 
 /// `POST /api/v1/users` body. Unknown fields are refused: a misspelt `role` must not create
 /// a user with a role nobody asked for.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateUser {
     /// The user name: 1-64 letters, digits, `.`, `_`, `@` or `-`.
@@ -46,7 +46,7 @@ pub struct CreateUser {
 
 /// `PATCH /api/v1/users/{name}` body: the fields to change (absent fields keep their value;
 /// `null` clears `clusters` or `email`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateUser {
     /// The new role.
@@ -55,9 +55,11 @@ pub struct UpdateUser {
     /// The approver's clusters (`null`: every cluster). A user who stops being an approver
     /// loses its cluster list.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<Vec<String>>")]
     pub clusters: Option<Option<Vec<String>>>,
     /// The email address (`null`: none).
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<String>")]
     pub email: Option<Option<String>>,
 }
 

@@ -19,8 +19,9 @@ use crate::store::{Store, StoreError};
 use crate::time::now_rfc3339;
 
 /// `POST /api/v1/repositories` body.
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "RepositoryAddRequest")]
 pub struct AddRequest {
     /// The repository URL, any spelling.
     pub url: String,
@@ -38,8 +39,9 @@ pub struct AddRequest {
 /// replaces the authentication (a lone `password` keeps the stored user name); a
 /// `webhook_secret` replaces the webhook secret, an empty one removes it; absent fields keep
 /// their stored value.
-#[derive(Clone, Default, Deserialize)]
+#[derive(Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "RepositoryUpdateRequest")]
 pub struct UpdateRequest {
     /// New user name.
     pub username: Option<String>,
@@ -78,7 +80,7 @@ impl std::fmt::Debug for UpdateRequest {
 }
 
 /// A repository as the API shows it: never a secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RepositoryView {
     /// Short stable id ([`repository_id`]).
     pub id: String,

@@ -441,7 +441,7 @@ pub enum AuditStart {
 }
 
 /// The filters and position of one page of the audit log.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct PageQuery {
     /// At most this many entries ([`PAGE_DEFAULT`] when absent, capped at [`PAGE_MAX`]).
     pub limit: Option<i64>,

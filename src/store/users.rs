@@ -14,7 +14,19 @@ use sqlx::error::BoxDynError;
 use super::{Backend, Store, StoreError};
 
 /// What a user (or an API token) may do; see the module documentation for the order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Reads Apps, clusters and repositories.
@@ -85,7 +97,7 @@ impl<'r> sqlx::Decode<'r, Any> for Role {
 }
 
 /// A user as stored, without the password hash (also the users API's answer).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct User {
     /// The user name.
     pub username: String,
