@@ -135,10 +135,12 @@ async fn https_with_renewal_and_secure_cookies() {
 async fn a_public_https_url_makes_cookies_secure_and_bad_pairs_are_refused() {
     support::server::crypto();
     let dir = tempfile::tempdir().unwrap();
+    // Each bind has its own data directory: the data-directory lock is a flock, which a child
+    // another test forks at that moment holds until it execs.
     let server = Server::bind(
         ServeOptions {
             public_url: Some("https://wardn.example.com".into()),
-            ..options(&dir.path().join("data"))
+            ..options(&dir.path().join("data-secure"))
         },
         Sealer::new(&[7u8; 32], None),
     )
@@ -148,7 +150,7 @@ async fn a_public_https_url_makes_cookies_secure_and_bad_pairs_are_refused() {
     assert!(server.state().secure_cookies());
     drop(server);
     let plain = Server::bind(
-        options(&dir.path().join("data")),
+        options(&dir.path().join("data-plain")),
         Sealer::new(&[7u8; 32], None),
     )
     .await
@@ -164,7 +166,7 @@ async fn a_public_https_url_makes_cookies_secure_and_bad_pairs_are_refused() {
         ServeOptions {
             tls_cert: Some(dir.path().join("cert.pem")),
             tls_key: Some(dir.path().join("other.pem")),
-            ..options(&dir.path().join("data"))
+            ..options(&dir.path().join("data-bad-key"))
         },
         Sealer::new(&[7u8; 32], None),
     )
@@ -176,7 +178,7 @@ async fn a_public_https_url_makes_cookies_secure_and_bad_pairs_are_refused() {
     let err = Server::bind(
         ServeOptions {
             tls_cert: Some(dir.path().join("missing.pem")),
-            ..options(&dir.path().join("data"))
+            ..options(&dir.path().join("data-missing"))
         },
         Sealer::new(&[7u8; 32], None),
     )

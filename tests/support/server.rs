@@ -168,11 +168,16 @@ impl TestServer {
     /// Creates an API token (through a login session) and returns it.
     pub async fn token(&self) -> String {
         let cookie = self.login().await;
+        self.token_of_session(&cookie, "tests").await
+    }
+
+    /// Creates the API token `name` through the session `cookie` and returns it.
+    async fn token_of_session(&self, cookie: &str, name: &str) -> String {
         let response = self
             .http()
             .post(self.url("/api/v1/tokens"))
             .header("cookie", cookie)
-            .json(&serde_json::json!({"name": "tests"}))
+            .json(&serde_json::json!({"name": name}))
             .send()
             .await
             .unwrap();
@@ -197,17 +202,7 @@ impl TestServer {
             .unwrap();
         assert_eq!(response.status(), 201);
         let cookie = login_with(&self.http(), &self.base, name, password).await;
-        let response = self
-            .http()
-            .post(self.url("/api/v1/tokens"))
-            .header("cookie", cookie)
-            .json(&serde_json::json!({"name": "t"}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 201);
-        let body: serde_json::Value = response.json().await.unwrap();
-        body["token"].as_str().unwrap().to_string()
+        self.token_of_session(&cookie, "t").await
     }
 }
 
