@@ -1,6 +1,6 @@
 //! The cluster shell (`cluster.shell`): people reach a registered cluster through wardn, which
 //! forwards their Kubernetes API requests with the cluster's sealed credentials, so they never
-//! hold them. This module holds what the HTTP handlers (`crate::server::shell`) build on: the
+//! hold them. This module holds what the HTTP handlers (`server/shell.rs`) build on: the
 //! checks of forwarded paths against the namespace allowlist, the open sessions, the command
 //! box's language and what it shows, resource discovery, and Kubernetes `Status` answers.
 

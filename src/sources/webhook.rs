@@ -317,7 +317,7 @@ pub fn refuse_unread(headers: &HeaderMap, secrets: &WebhookSecrets) -> Option<Si
 pub struct BodyError(#[from] pub std::io::Error);
 
 /// A request body as the checks read it: a byte slice, or a body the server spooled while it
-/// streamed in (`crate::server::spool`), read back as a stream. Only the HMAC and the
+/// streamed in (`server/spool.rs`), read back as a stream. Only the HMAC and the
 /// bounded URL reader ever read it, so no check needs the whole body in memory.
 pub trait RawBody: Sync {
     /// HMAC-SHA256 of the whole body under `secret`.
