@@ -186,21 +186,6 @@ pub struct ClusterNeeds {
     pub errors: Vec<String>,
 }
 
-/// Groups the Apps by destination cluster and derives what each cluster needs.
-pub fn needs_by_cluster(apps: &[RenderedApp]) -> BTreeMap<String, ClusterNeeds> {
-    let mut by_cluster: BTreeMap<String, Vec<&RenderedApp>> = BTreeMap::new();
-    for app in apps {
-        by_cluster
-            .entry(app.cluster().to_string())
-            .or_default()
-            .push(app);
-    }
-    by_cluster
-        .into_iter()
-        .map(|(cluster, apps)| (cluster, needs_of(apps, &ServedKinds::new())))
-        .collect()
-}
-
 /// What RBAC files must grant, per cluster: the needs of the Apps statically routed there,
 /// plus those of every template-routed App on every cluster (`clusters`: the clusters the
 /// Apps route to and `also` names). A template resolves from the App's own fields, so a
