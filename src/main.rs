@@ -152,7 +152,11 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         Command::Generate { command } => {
             runtime()?.block_on(wardn::cli::generate::generate(command))?
         }
-        Command::Crd => print!("{}", wardn::app::crd_yaml()?),
+        Command::Crd => print!(
+            "{}---\n{}",
+            wardn::app::crd_yaml()?,
+            wardn::clusters::declared::crd_yaml()?
+        ),
         Command::Validate(args) => runtime()?.block_on(wardn::cli::validate::validate(&args))?,
     }
     Ok(std::process::ExitCode::SUCCESS)

@@ -238,3 +238,340 @@ async fn declared_clusters_join_the_registry_and_follow_their_file() {
     let _ = stop.send(());
     task.await.unwrap().unwrap();
 }
+
+/// The `Cluster` resources of `namespace` in `sim`, by name, as kubectl 1.32 shows them.
+fn cluster_resources(sim: &common::Sim, namespace: &str) -> Value {
+    let listed: Value = serde_json::from_str(&sim.kubectl(
+        &[
+            "get",
+            "clusters.cd.wardn.space",
+            "-n",
+            namespace,
+            "-o",
+            "json",
+        ],
+        None,
+    ))
+    .unwrap();
+    listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            (
+                item["metadata"]["name"].as_str().unwrap().to_string(),
+                item.clone(),
+            )
+        })
+        .collect::<serde_json::Map<String, Value>>()
+        .into()
+}
+
+/// `Cluster` resources in wardn's namespace of the management cluster join the registry
+/// (installed with `wardn crd | kubectl apply`), each with a status saying whether and why
+/// not; Secrets of other namespaces are out of their reach, resources of other namespaces are
+/// ignored, the API may not change them, a name declared twice names both sources, edits and
+/// deletions follow; the 1,000th reading of unchanged resources writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_resources_in_the_management_cluster_join_the_registry() {
+    let management = common::start(&["wardn", "other"]).await;
+    let target = common::start(&["shop"]).await;
+    let server_url = target.cluster.url();
+    let crd = std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+        .arg("crd")
+        .output()
+        .unwrap();
+    assert!(crd.status.success());
+    management.kubectl(
+        &["apply", "-f", "-"],
+        Some(&String::from_utf8(crd.stdout).unwrap()),
+    );
+    management.kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/clusters.cd.wardn.space",
+            "--timeout=20s",
+        ],
+        None,
+    );
+    let secret = |name: &str, namespace: &str, value: &str| {
+        format!(
+            "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {namespace}\n\
+             data:\n  kubeconfig: {}\n",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    };
+    let resource = |name: &str, namespace: &str, server: &str, credentials: &str| {
+        format!(
+            "---\napiVersion: cd.wardn.space/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\n  namespace: {namespace}\n\
+             spec:\n  server: {server}\n  namespaces: [shop]\n{credentials}"
+        )
+    };
+    let kubeconfig = target.cluster.kubeconfig();
+    management.kubectl(
+        &["apply", "-f", "-"],
+        Some(
+            &[
+                secret("prod-credentials", "wardn", &kubeconfig),
+                secret("evil-credentials", "wardn", EXEC_KUBECONFIG),
+                secret("stolen", "other", &kubeconfig),
+                resource(
+                    "prod",
+                    "wardn",
+                    &server_url,
+                    "  secretRef: {name: prod-credentials}\n",
+                ),
+                resource(
+                    "evil",
+                    "wardn",
+                    "https://exec.example:6443",
+                    "  secretRef: {name: evil-credentials}\n",
+                ),
+                resource(
+                    "sneaky",
+                    "wardn",
+                    &server_url,
+                    "  secretRef: {name: stolen, namespace: other}\n",
+                ),
+                resource(
+                    "plain",
+                    "wardn",
+                    "http://plain.example:6443",
+                    "  secretRef: {name: prod-credentials}\n",
+                ),
+                resource(
+                    "filed",
+                    "wardn",
+                    &server_url,
+                    "  secretRef: {name: prod-credentials}\n",
+                ),
+                resource(
+                    "outside",
+                    "other",
+                    &server_url,
+                    "  secretRef: {name: stolen}\n",
+                ),
+            ]
+            .concat(),
+        ),
+    );
+    // The same name in a --clusters file, read first at start-up.
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("clusters.yaml");
+    std::fs::write(
+        &file,
+        cluster_doc(
+            "filed",
+            &server_url,
+            "  secretRef: {name: prod-credentials, namespace: wardn}\n",
+        ),
+    )
+    .unwrap();
+    let management_kubeconfig = management.kubeconfig.clone();
+    let server = support::server::TestServer::start_with_options(|options| {
+        options.management_kubeconfig = Some(management_kubeconfig);
+        options.clusters_file = Some(file.clone());
+        // In a Pod the default is its own namespace; the test kubeconfig's is `default`.
+        options.cluster_resources_namespace = Some("wardn".into());
+        options.probe_interval = Duration::from_secs(1);
+    })
+    .await;
+    let token = server.token().await;
+    let http = server.http();
+    let list = async || -> Value {
+        http.get(server.url("/api/v1/clusters"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    };
+    let source = "Cluster resources of namespace \"wardn\"";
+
+    eventually(
+        "prod registered from its resource and connected",
+        async || {
+            let clusters = list().await;
+            clusters["clusters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["name"] == "prod" && c["status"] == "connected")
+        },
+    )
+    .await;
+    let clusters = list().await;
+    let names: Vec<&str> = clusters["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["filed", "prod"], "{clusters}");
+    assert_eq!(clusters["clusters"][1]["declared_in"], source, "{clusters}");
+    assert_eq!(
+        clusters["clusters"][0]["declared_in"],
+        file.display().to_string()
+    );
+    let errors = clusters["declarationErrors"].to_string();
+    for want in [
+        "\\\"evil\\\"",
+        "exec",
+        "spec.secretRef.namespace",
+        "spec.server",
+        "also declared in",
+    ] {
+        assert!(errors.contains(want), "{want}: {errors}");
+    }
+
+    // Each resource says what became of it.
+    let resources = cluster_resources(&management, "wardn");
+    let status = |name: &str| resources[name]["status"].clone();
+    assert_eq!(status("prod")["registered"], true, "{resources}");
+    assert_eq!(status("prod")["message"], "registered");
+    assert_eq!(status("prod")["observedGeneration"], 1);
+    for (name, want) in [
+        ("evil", "exec"),
+        (
+            "sneaky",
+            "spec.secretRef.namespace: \"other\" is not this Cluster resource's namespace",
+        ),
+        ("plain", "spec.server"),
+        (
+            "filed",
+            "is declared in Cluster resources of namespace \"wardn\" and also declared in",
+        ),
+    ] {
+        assert_eq!(status(name)["registered"], false, "{name}: {resources}");
+        let message = status(name)["message"].as_str().unwrap().to_string();
+        assert!(message.contains(want), "{name}: {message}");
+    }
+    assert!(
+        cluster_resources(&management, "other")["outside"]["status"].is_null(),
+        "a Cluster resource outside wardn's namespace is not read"
+    );
+
+    // The API may not change or remove a cluster its resource declares.
+    let removed = http
+        .delete(server.url("/api/v1/clusters/prod"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status(), 409);
+    let body = removed.text().await.unwrap();
+    assert!(
+        body.contains("is declared in Cluster resources of namespace"),
+        "{body}"
+    );
+
+    // 1,000 readings of unchanged resources write nothing: no status, no audit entry.
+    let client = management.cluster.client().await.unwrap();
+    let writes_before = management.cluster.writes().len();
+    let audit_count = async || -> usize {
+        let audit: Value = http
+            .get(server.url("/api/v1/audit?limit=500"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        audit["entries"].as_array().map_or(0, Vec::len)
+    };
+    let audited = audit_count().await;
+    for _ in 0..1000 {
+        let problems = server
+            .registry
+            .declare_resources(&client, "wardn")
+            .await
+            .unwrap();
+        assert_eq!(problems.len(), 4, "{problems:?}");
+    }
+    assert_eq!(management.cluster.writes().len(), writes_before);
+    assert_eq!(audit_count().await, audited);
+    assert_eq!(list().await["clusters"], clusters["clusters"]);
+
+    // Edits and deletions follow: prod's allowlist grows, sneaky is fixed, evil is deleted.
+    management.kubectl(
+        &[
+            "patch",
+            "clusters.cd.wardn.space",
+            "prod",
+            "-n",
+            "wardn",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"namespaces":["shop","extra"]}}"#,
+        ],
+        None,
+    );
+    management.kubectl(
+        &[
+            "patch",
+            "clusters.cd.wardn.space",
+            "sneaky",
+            "-n",
+            "wardn",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/secretRef","value":{"name":"prod-credentials"}}]"#,
+        ],
+        None,
+    );
+    eventually("prod's allowlist grown and sneaky registered", async || {
+        let clusters = list().await;
+        let by_name = |name: &str| {
+            clusters["clusters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == name)
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        by_name("prod")["namespaces"] == json!(["shop", "extra"])
+            && by_name("sneaky")["declared_in"] == source
+    })
+    .await;
+    management.kubectl(
+        &["delete", "clusters.cd.wardn.space", "prod", "-n", "wardn"],
+        None,
+    );
+    eventually("prod removed", async || {
+        let clusters = list().await;
+        let names: Vec<&str> = clusters["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        names == ["filed", "sneaky"]
+    })
+    .await;
+    let resources = cluster_resources(&management, "wardn");
+    assert_eq!(
+        resources["sneaky"]["status"]["registered"], true,
+        "{resources}"
+    );
+    assert_eq!(resources["sneaky"]["status"]["observedGeneration"], 2);
+    let audit: Value = http
+        .get(server.url("/api/v1/audit?limit=500&actor=resources:wardn"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let text = audit.to_string();
+    assert!(
+        text.contains("cluster.declare") && text.contains("cluster.undeclare"),
+        "{text}"
+    );
+    server.stop().await;
+}

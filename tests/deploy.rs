@@ -210,6 +210,7 @@ async fn the_install_rbac_is_enough_to_run_wardn_and_no_more() {
             "wait",
             "--for=condition=Established",
             "crd/apps.cd.wardn.space",
+            "crd/clusters.cd.wardn.space",
             "--timeout=20s",
         ],
         None,
@@ -270,11 +271,29 @@ async fn the_install_rbac_is_enough_to_run_wardn_and_no_more() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: installed\ndata:\n  k: v\n",
     )
     .unwrap();
+    // A destination cluster declared as a Cluster resource beside its Secret in wardn's
+    // namespace (here the same kubesim cluster).
+    sim.kubectl(
+        &["apply", "-f", "-"],
+        Some(&format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: edge-credentials\n  namespace: wardn\n\
+             stringData:\n  kubeconfig: |\n{}\n---\napiVersion: cd.wardn.space/v1alpha1\nkind: Cluster\n\
+             metadata:\n  name: edge\n  namespace: wardn\nspec:\n  server: {}\n  secretRef: {{name: edge-credentials}}\n",
+            sim.cluster
+                .kubeconfig()
+                .lines()
+                .map(|line| format!("    {line}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            sim.cluster.url()
+        )),
+    );
     let options = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: work.path().join("data"),
         admin_password: Some("correct horse battery staple".into()),
         management_kubeconfig: Some(kubeconfig.clone()),
+        cluster_resources_namespace: Some("wardn".into()),
         probe_interval: Duration::from_secs(3600),
         probe_timeout: Duration::from_secs(5),
         ..ServeOptions::default()
@@ -314,6 +333,12 @@ async fn the_install_rbac_is_enough_to_run_wardn_and_no_more() {
         events.contains("\"name\": \"web\"")
     })
     .await;
+    // The Cluster resource was read, its Secret used and its status written.
+    let edge = sim
+        .cluster
+        .get_object("cd.wardn.space/v1alpha1", "Cluster", Some("wardn"), "edge")
+        .unwrap_or(Value::Null);
+    assert_eq!(edge["status"]["registered"], true, "{edge}");
     let _ = stop.send(());
     task.await.unwrap().unwrap();
 }

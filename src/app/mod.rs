@@ -28,6 +28,7 @@ pub const LOCAL_CLUSTER: &str = "local";
     version = "v1alpha1",
     kind = "App",
     plural = "apps",
+    doc = "An App: manifests from a Git source, rendered and reconciled into a destination cluster.",
     namespaced,
     status = "AppStatus",
     printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".status.cluster"}"#,

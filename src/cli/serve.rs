@@ -87,6 +87,11 @@ pub struct ServeArgs {
     /// in the management cluster: clusters declared as code, re-read every probe interval.
     #[arg(long = "clusters", env = "WARDN_CLUSTERS_FILE")]
     pub clusters_file: Option<PathBuf>,
+    /// The namespace of the management cluster whose `Cluster` resources are registered, re-read
+    /// every probe interval (default: the management cluster client's namespace, wardn's own
+    /// when it runs in the cluster). Nothing is read while the Cluster CRD is not installed.
+    #[arg(long, env = "WARDN_CLUSTER_RESOURCES_NAMESPACE")]
+    pub cluster_resources_namespace: Option<String>,
     /// PEM file of extra CA certificates trusted for https:// Git remotes (private Git servers).
     #[arg(long, env = "WARDN_GIT_CA_FILE")]
     pub git_ca_file: Option<PathBuf>,
@@ -224,9 +229,11 @@ fn cluster_qps(text: &str) -> Result<f64, String> {
 /// `WARDN_WEBHOOK_SECRET`.
 pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     match args.role {
-        Role::Operator if args.clusters_file.is_some() => {
+        Role::Operator
+            if args.clusters_file.is_some() || args.cluster_resources_namespace.is_some() =>
+        {
             return Err(ServeError::Daemon(DaemonError::Role(
-                "--clusters declares clusters in the registry, which the server holds: give it to the --role server process".into(),
+                "--clusters and --cluster-resources-namespace declare clusters in the registry, which the server holds: give them to the --role server process".into(),
             )));
         }
         Role::Operator => return run_operator(args).await,
@@ -270,6 +277,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         apps_dir: args.apps,
         management_kubeconfig: args.kubeconfig,
         clusters_file: args.clusters_file,
+        cluster_resources_namespace: args.cluster_resources_namespace,
         git_ca_file: args.git_ca_file,
         app_namespaces: args.namespaces,
         reconcile_apps: args.role == Role::All,

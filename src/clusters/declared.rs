@@ -1,10 +1,12 @@
-//! Clusters declared as code: `wardn serve --clusters FILE` reads `Cluster` documents
-//! (`cd.wardn.space/v1alpha1`), takes each one's credentials from Secrets in the management
-//! cluster, and keeps the registry in step with the file: declared clusters are added, updated
-//! and removed as the file changes, under the same rules as API registrations (https only,
-//! exec and auth-provider kubeconfigs refused, namespaces are DNS labels). They coexist with
-//! API-registered clusters; the API may not change or remove a declared one (409), and a name
-//! both declared and registered through the API is an error naming both.
+//! Clusters declared as code: `Cluster` documents (`cd.wardn.space/v1alpha1`) in a file
+//! (`wardn serve --clusters FILE`) or as resources in the management cluster
+//! ([`super::cluster_resources`]). wardn takes each one's credentials from Secrets in the
+//! management cluster and keeps the registry in step with its source: declared clusters are
+//! added, updated and removed as the source changes, under the same rules as API
+//! registrations (https only, exec and auth-provider kubeconfigs refused, namespaces are DNS
+//! labels). They coexist with API-registered clusters; the API may not change or remove a
+//! declared one (409), and a name declared by two sources, or declared and registered through
+//! the API, is an error naming both.
 //!
 //! ```yaml
 //! apiVersion: cd.wardn.space/v1alpha1
@@ -23,8 +25,9 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
-use kube::{Api, Client};
-use serde::Deserialize;
+use kube::{Api, Client, CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::registry::{Registry, RegistryError};
@@ -81,40 +84,80 @@ pub enum DeclaredError {
 }
 
 /// A key of a Secret in the management cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeyRef {
     /// The Secret's name.
     pub name: String,
-    /// Its namespace (default: the management cluster client's namespace).
-    #[serde(default)]
+    /// Its namespace (default: the management cluster client's namespace for a file, the
+    /// resource's own namespace, the only one allowed, for a `Cluster` resource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// The key in its `data` (defaults: `kubeconfig`, `token`, `ca.crt`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
 }
 
-/// `spec` of a `Cluster`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// `spec` of a `Cluster`: one destination cluster declared as code, in a `--clusters` file or
+/// as a resource in the management cluster (whose CRD `wardn crd` prints beside the App's).
+#[derive(CustomResource, Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "cd.wardn.space",
+    version = "v1alpha1",
+    kind = "Cluster",
+    plural = "clusters",
+    doc = "A destination cluster declared as code, its credentials in Secrets of its own namespace.",
+    namespaced,
+    status = "ClusterStatus",
+    printcolumn = r#"{"name":"Server","type":"string","jsonPath":".spec.server"}"#,
+    printcolumn = r#"{"name":"Registered","type":"boolean","jsonPath":".status.registered"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","jsonPath":".status.message"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterSpec {
     /// The API server URL (https://).
     pub server: String,
     /// Namespace allowlist; empty means every namespace.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
     /// Accept a kubeconfig that skips TLS verification.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_insecure_tls: bool,
     /// A Secret key holding a whole kubeconfig.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<KeyRef>,
     /// A Secret key holding a bearer token (with `caRef`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_ref: Option<KeyRef>,
     /// A Secret key holding the server's CA certificate (PEM), with `tokenRef`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_ref: Option<KeyRef>,
+}
+
+/// `status` of a `Cluster` resource: whether wardn registered it, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    /// Whether the registry holds this cluster as declared by this resource.
+    #[serde(default)]
+    pub registered: bool,
+    /// `registered`, or what kept the declaration from being applied (naming the field).
+    #[serde(default)]
+    pub message: String,
+    /// The `metadata.generation` this status reflects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Why the Cluster CRD could not be printed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot serialise the Cluster CRD to YAML: {0}")]
+pub struct CrdError(String);
+
+/// The Cluster CustomResourceDefinition as YAML, for `wardn crd | kubectl apply -f -`.
+pub fn crd_yaml() -> Result<String, CrdError> {
+    serde_saphyr::to_string(&Cluster::crd()).map_err(|e| CrdError(e.to_string()))
 }
 
 /// Where a declared cluster's credentials are: the one form of `spec`'s references that
@@ -141,6 +184,35 @@ pub struct Declaration {
     pub spec: ClusterSpec,
     /// Its credentials, from `spec`'s references.
     pub credentials: Credentials,
+}
+
+/// A declaration its source holds but that is not valid, kept apart so that its previous
+/// registration stays (a typo must not remove a cluster).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Invalid {
+    /// The cluster's name.
+    pub name: String,
+    /// What is wrong, naming the field.
+    pub reason: String,
+}
+
+/// What became of one declared cluster in [`Registry::declare`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Outcome {
+    /// The cluster's name.
+    pub name: String,
+    /// Why it was not applied (or not removed), if it was not.
+    pub problem: Option<String>,
+}
+
+impl Outcome {
+    /// The outcome of a declaration `problem` kept from being applied.
+    fn failed(name: &str, problem: String) -> Outcome {
+        Outcome {
+            name: name.to_string(),
+            problem: Some(problem),
+        }
+    }
 }
 
 /// Reads the `Cluster` documents of `path`: each needs `metadata.name`, `spec.server`, and
@@ -194,6 +266,12 @@ fn declaration(document: &Value) -> Result<Declaration, String> {
     let spec: ClusterSpec =
         serde_json::from_value(document.get("spec").cloned().unwrap_or(Value::Null))
             .map_err(|e| format!("spec: {e}"))?;
+    checked(name, spec)
+}
+
+/// `spec` of the cluster `name` as a [`Declaration`], or what is wrong with it (naming the
+/// field): an https server, and either `secretRef` or both `tokenRef` and `caRef`.
+pub(super) fn checked(name: String, spec: ClusterSpec) -> Result<Declaration, String> {
     super::kubeconfig::check_server_url(&spec.server)
         .map_err(|e| format!("spec.server: {}", e.reason))?;
     let credentials = match (&spec.secret_ref, &spec.token_ref, &spec.ca_ref) {
@@ -295,12 +373,9 @@ impl Registry {
         }
     }
 
-    /// Brings the clusters declared in `file` in line with its current text: each declaration
-    /// whose Secrets can be read is validated and added or updated (audited as
-    /// `cluster.declare`); clusters declared there before and gone from the file are removed
-    /// (`cluster.undeclare`). A declaration whose Secrets cannot be read keeps its previous
-    /// registration. Returns one message per declaration that could not be applied; a file
-    /// that cannot be read changes nothing.
+    /// Brings the clusters declared in `file` in line with its current text (see
+    /// [`Registry::declare`]). Returns one message per declaration that could not be applied;
+    /// a file that cannot be read changes nothing.
     pub async fn declare_from(
         &self,
         file: &Path,
@@ -308,33 +383,74 @@ impl Registry {
     ) -> Result<Vec<String>, DeclaredError> {
         let declarations = read_file(file)?;
         let source = file.display().to_string();
-        let actor = format!("file:{source}");
-        let mut problems = Vec::new();
+        let entries = declarations.into_iter().map(Ok).collect();
+        let outcomes = self
+            .declare(&source, &format!("file:{source}"), entries, management)
+            .await?;
+        Ok(outcomes.into_iter().filter_map(|o| o.problem).collect())
+    }
+
+    /// Brings the clusters `source` declares in line with `entries`: each declaration whose
+    /// Secrets can be read is validated and added or updated (audited as `cluster.declare` by
+    /// `actor` when it changes something or first fails); clusters `source` declared before and absent from `entries` are removed
+    /// (`cluster.undeclare`). An entry that is invalid, or whose Secrets cannot be read, keeps
+    /// its previous registration. Returns the outcome of each entry and of each removal.
+    pub(super) async fn declare(
+        &self,
+        source: &str,
+        actor: &str,
+        entries: Vec<Result<Declaration, Invalid>>,
+        management: Option<&Client>,
+    ) -> Result<Vec<Outcome>, DeclaredError> {
+        // A failure is audited when it first appears, not at every reading that still sees it.
+        let known: BTreeSet<String> = self
+            .declaration_problems
+            .read()
+            .get(source)
+            .map(|problems| problems.iter().cloned().collect())
+            .unwrap_or_default();
+        let mut outcomes = Vec::new();
         let mut keep = BTreeSet::new();
-        for declaration in &declarations {
+        for entry in entries {
+            let declaration = match entry {
+                Ok(declaration) => declaration,
+                Err(invalid) => {
+                    keep.insert(invalid.name.clone());
+                    let problem = format!("cluster {:?}: {}", invalid.name, invalid.reason);
+                    outcomes.push(Outcome::failed(&invalid.name, problem));
+                    continue;
+                }
+            };
             keep.insert(declaration.name.clone());
             let kubeconfig = match management {
-                Some(client) => kubeconfig_of(client, declaration).await,
+                Some(client) => kubeconfig_of(client, &declaration).await,
                 None => Err(DeclaredError::NoManagementCluster(declaration.name.clone())),
             };
             let outcome = match kubeconfig {
-                Ok(kubeconfig) => self.declare_one(&source, declaration, kubeconfig).await,
+                Ok(kubeconfig) => self.declare_one(source, &declaration, kubeconfig).await,
                 Err(error) => {
-                    problems.push(error.to_string());
+                    outcomes.push(Outcome::failed(&declaration.name, error.to_string()));
                     continue;
                 }
             };
             match outcome {
-                Ok(false) => {}
-                Ok(true) => {
-                    self.audit(&actor, "cluster.declare", &declaration.name, "ok")
-                        .await
+                Ok(changed) => {
+                    if changed {
+                        self.audit(actor, "cluster.declare", &declaration.name, "ok")
+                            .await;
+                    }
+                    outcomes.push(Outcome {
+                        name: declaration.name,
+                        problem: None,
+                    });
                 }
                 Err(error) => {
                     let message = format!("cluster {:?}: {error}", declaration.name);
-                    self.audit(&actor, "cluster.declare", &declaration.name, &message)
-                        .await;
-                    problems.push(message);
+                    if !known.contains(&message) {
+                        self.audit(actor, "cluster.declare", &declaration.name, &message)
+                            .await;
+                    }
+                    outcomes.push(Outcome::failed(&declaration.name, message));
                 }
             }
         }
@@ -344,24 +460,28 @@ impl Registry {
             .await
             .map_err(RegistryError::from)?
             .into_iter()
-            .filter(|r| r.declared_in.as_deref() == Some(&source) && !keep.contains(&r.name))
+            .filter(|r| r.declared_in.as_deref() == Some(source) && !keep.contains(&r.name))
             .collect();
         for record in stale {
-            let outcome = match self.remove_inner(&record.name, Some(&source)).await {
+            let outcome = match self.remove_inner(&record.name, Some(source)).await {
                 Ok(()) => "ok".to_string(),
                 Err(error) => {
-                    problems.push(format!("cluster {:?}: {error}", record.name));
+                    let message = format!("cluster {:?}: {error}", record.name);
+                    outcomes.push(Outcome::failed(&record.name, message));
                     error.to_string()
                 }
             };
-            self.audit(&actor, "cluster.undeclare", &record.name, &outcome)
+            self.audit(actor, "cluster.undeclare", &record.name, &outcome)
                 .await;
         }
+        let problems: Vec<String> = outcomes.iter().filter_map(|o| o.problem.clone()).collect();
         for problem in &problems {
-            tracing::warn!(file = %source, %problem, "declared cluster not applied");
+            tracing::warn!(source, %problem, "declared cluster not applied");
         }
-        *self.declaration_problems.write() = problems.clone();
-        Ok(problems)
+        self.declaration_problems
+            .write()
+            .insert(source.to_string(), problems);
+        Ok(outcomes)
     }
 
     /// Adds or updates one declared cluster; whether anything changed.
@@ -383,6 +503,10 @@ impl Registry {
                 return Err(RegistryError::Clash {
                     name: declaration.name.clone(),
                     file: source.to_string(),
+                    other: match current.declared_in {
+                        Some(elsewhere) => format!("declared in {elsewhere}"),
+                        None => "registered through the API".to_string(),
+                    },
                 });
             }
             Some(current) => {

@@ -6,6 +6,7 @@ pub mod access;
 pub mod allowlist;
 pub mod bootstrap;
 pub mod cache;
+pub mod cluster_resources;
 pub mod connect;
 pub mod declared;
 pub mod expiry;

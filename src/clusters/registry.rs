@@ -184,7 +184,7 @@ pub enum RegistryError {
     /// No such cluster (404).
     #[error("cluster {0:?} not found")]
     NotFound(String),
-    /// The cluster is declared in a file, so the API may not change it (409).
+    /// The cluster is declared as code, so the API may not change it (409).
     #[error("cluster {name:?} is declared in {file}: change or remove it there")]
     Declared {
         /// The cluster.
@@ -192,15 +192,16 @@ pub enum RegistryError {
         /// The file declaring it.
         file: String,
     },
-    /// A declared cluster's name is taken by a cluster registered through the API (409).
-    #[error(
-        "cluster {name:?} is declared in {file} and also registered through the API: remove one of them"
-    )]
+    /// A declared cluster's name is taken by a cluster registered through the API or declared
+    /// by another source (409).
+    #[error("cluster {name:?} is declared in {file} and also {other}: remove one of them")]
     Clash {
         /// The cluster.
         name: String,
-        /// The file declaring it.
+        /// The source declaring it (a file, or the namespace of `Cluster` resources).
         file: String,
+        /// Where else it comes from: `registered through the API` or `declared in SOURCE`.
+        other: String,
     },
     /// Sealing or unsealing failed (500).
     #[error(transparent)]
@@ -237,8 +238,9 @@ impl Registered {
 pub struct Registry {
     pub(super) store: Store,
     pub(super) sealer: Sealer,
-    /// Why declarations of the `--clusters` file were not applied, as of its last reading.
-    pub(super) declaration_problems: RwLock<Vec<String>>,
+    /// Why declarations were not applied, by source (the `--clusters` file, the namespace of
+    /// `Cluster` resources), as of each source's last reading.
+    pub(super) declaration_problems: RwLock<BTreeMap<String, Vec<String>>>,
     /// Every registration by name, loaded from the store on first use, then kept in step by
     /// register, update and remove (after their store writes).
     board: tokio::sync::OnceCell<RwLock<BTreeMap<String, Registered>>>,
@@ -562,10 +564,15 @@ impl Registry {
             .collect())
     }
 
-    /// Why declarations of the `--clusters` file were not applied at its last reading
-    /// (empty: all were, or there is no such file).
+    /// Why declarations were not applied at each source's last reading (empty: all were, or
+    /// nothing is declared).
     pub fn declaration_problems(&self) -> Vec<String> {
-        self.declaration_problems.read().clone()
+        self.declaration_problems
+            .read()
+            .values()
+            .flatten()
+            .cloned()
+            .collect()
     }
 
     /// One cluster with its cached status.

@@ -69,6 +69,9 @@ pub struct ServeOptions {
     /// A file of `Cluster` documents whose credentials are Secrets in the management cluster
     /// (`--clusters`, see [`crate::clusters::declared`]); re-read every `probe_interval`.
     pub clusters_file: Option<PathBuf>,
+    /// The namespace whose `Cluster` resources are registered (`--cluster-resources-namespace`,
+    /// see [`crate::clusters::cluster_resources`]); default: the management client's own.
+    pub cluster_resources_namespace: Option<String>,
     /// Extra CA certificates (PEM file) trusted for `https://` Git remotes, on top of the
     /// platform's roots (`--git-ca-file`).
     pub git_ca_file: Option<PathBuf>,
@@ -108,6 +111,7 @@ impl Default for ServeOptions {
             apps_dir: None,
             management_kubeconfig: None,
             clusters_file: None,
+            cluster_resources_namespace: None,
             git_ca_file: None,
             app_namespaces: Vec::new(),
             reconcile_apps: true,
@@ -211,6 +215,8 @@ pub struct Daemon {
     prober: JoinHandle<()>,
     /// Re-reads the `--clusters` file.
     declarer: Option<JoinHandle<()>>,
+    /// Re-reads the `Cluster` resources of the management cluster.
+    resource_declarer: Option<JoinHandle<()>>,
     /// This replica's membership of a sharded fleet (`--shards auto`).
     membership: Option<Arc<crate::shard::Membership>>,
 }
@@ -317,6 +323,21 @@ impl Daemon {
             }
             None => None,
         };
+        let resource_declarer = match &management {
+            Some(found) => {
+                let namespace = options
+                    .cluster_resources_namespace
+                    .clone()
+                    .unwrap_or_else(|| found.client.default_namespace().to_string());
+                let follow = Arc::clone(&registry).follow_resources(
+                    found.client.clone(),
+                    namespace,
+                    options.probe_interval,
+                );
+                Some(follow.await)
+            }
+            None => None,
+        };
         let runner = Runner::new(
             resolver,
             options.pipeline.clone(),
@@ -351,6 +372,7 @@ impl Daemon {
             runner,
             prober,
             declarer,
+            resource_declarer,
             membership,
         })
     }
@@ -384,7 +406,10 @@ impl Daemon {
     /// store.
     pub async fn shutdown(&self) {
         self.prober.abort();
-        if let Some(declarer) = &self.declarer {
+        for declarer in [&self.declarer, &self.resource_declarer]
+            .into_iter()
+            .flatten()
+        {
             declarer.abort();
         }
         self.runner.shutdown().await;
