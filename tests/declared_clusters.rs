@@ -36,6 +36,28 @@ async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// GET `url` with the API `token`, as JSON.
+async fn get_json(http: &reqwest::Client, url: &str, token: &str) -> Value {
+    http.get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// The names of the clusters a `GET /api/v1/clusters` answer lists, in its order.
+fn names(clusters: &Value) -> Vec<String> {
+    clusters["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str().map(str::to_string))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn declared_clusters_join_the_registry_and_follow_their_file() {
     support::server::crypto();
@@ -114,16 +136,8 @@ async fn declared_clusters_join_the_registry_and_follow_their_file() {
         .await
         .unwrap();
     let token = created["token"].as_str().unwrap().to_string();
-    let list = async || -> Value {
-        http.get(format!("{base}/api/v1/clusters"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
-    };
+    let clusters_url = format!("{base}/api/v1/clusters");
+    let list = async || get_json(&http, &clusters_url, &token).await;
 
     // Both credential forms work: the clusters are probed connected.
     eventually("prod and edge connected", async || {
@@ -200,13 +214,7 @@ async fn declared_clusters_join_the_registry_and_follow_their_file() {
     .unwrap();
     eventually("the file's edit applied", async || {
         let clusters = list().await;
-        let names: Vec<&str> = clusters["clusters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|c| c["name"].as_str())
-            .collect();
-        names == ["api-one", "prod"]
+        names(&clusters) == ["api-one", "prod"]
             && clusters["clusters"][1]["namespaces"] == json!(["shop", "extra"])
             && clusters["declarationErrors"]
                 .to_string()
@@ -221,16 +229,9 @@ async fn declared_clusters_join_the_registry_and_follow_their_file() {
     );
 
     // Declarations are audited under the file's name.
-    let audit: Value = http
-        .get(format!("{base}/api/v1/audit?limit=100"))
-        .bearer_auth(&token)
-        .send()
+    let text = get_json(&http, &format!("{base}/api/v1/audit?limit=100"), &token)
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let text = audit.to_string();
+        .to_string();
     assert!(
         text.contains("cluster.declare") && text.contains("cluster.undeclare"),
         "{text}"
@@ -379,16 +380,8 @@ async fn cluster_resources_in_the_management_cluster_join_the_registry() {
     .await;
     let token = server.token().await;
     let http = server.http();
-    let list = async || -> Value {
-        http.get(server.url("/api/v1/clusters"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
-    };
+    let clusters_url = server.url("/api/v1/clusters");
+    let list = async || get_json(&http, &clusters_url, &token).await;
     let source = "Cluster resources of namespace \"wardn\"";
 
     eventually(
@@ -404,13 +397,7 @@ async fn cluster_resources_in_the_management_cluster_join_the_registry() {
     )
     .await;
     let clusters = list().await;
-    let names: Vec<&str> = clusters["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    assert_eq!(names, ["filed", "prod"], "{clusters}");
+    assert_eq!(names(&clusters), ["filed", "prod"], "{clusters}");
     assert_eq!(clusters["clusters"][1]["declared_in"], source, "{clusters}");
     assert_eq!(
         clusters["clusters"][0]["declared_in"],
@@ -472,15 +459,7 @@ async fn cluster_resources_in_the_management_cluster_join_the_registry() {
     let client = management.cluster.client().await.unwrap();
     let writes_before = management.cluster.writes().len();
     let audit_count = async || -> usize {
-        let audit: Value = http
-            .get(server.url("/api/v1/audit?limit=500"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let audit = get_json(&http, &server.url("/api/v1/audit?limit=500"), &token).await;
         audit["entries"].as_array().map_or(0, Vec::len)
     };
     let audited = audit_count().await;
@@ -544,13 +523,7 @@ async fn cluster_resources_in_the_management_cluster_join_the_registry() {
     );
     eventually("prod removed", async || {
         let clusters = list().await;
-        let names: Vec<&str> = clusters["clusters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|c| c["name"].as_str())
-            .collect();
-        names == ["filed", "sneaky"]
+        names(&clusters) == ["filed", "sneaky"]
     })
     .await;
     let resources = cluster_resources(&management, "wardn");
@@ -559,16 +532,8 @@ async fn cluster_resources_in_the_management_cluster_join_the_registry() {
         "{resources}"
     );
     assert_eq!(resources["sneaky"]["status"]["observedGeneration"], 2);
-    let audit: Value = http
-        .get(server.url("/api/v1/audit?limit=500&actor=resources:wardn"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let text = audit.to_string();
+    let audit_url = server.url("/api/v1/audit?limit=500&actor=resources:wardn");
+    let text = get_json(&http, &audit_url, &token).await.to_string();
     assert!(
         text.contains("cluster.declare") && text.contains("cluster.undeclare"),
         "{text}"
