@@ -540,3 +540,34 @@ async fn cluster_resources_in_the_management_cluster_join_the_registry() {
     );
     server.stop().await;
 }
+
+/// A management cluster that never answers does not hold up start-up: the first reading of
+/// its `Cluster` resources gives up after the probe timeout (here 3 s; the cluster answers
+/// after 600 s), and the server serves its API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_management_cluster_does_not_hold_up_start_up() {
+    let management = common::start(&["wardn"]).await;
+    management.cluster.set_faults(kubesim::Faults {
+        latency: Duration::from_secs(600),
+        ..Default::default()
+    });
+    let kubeconfig = management.kubeconfig.clone();
+    let started = tokio::time::timeout(
+        Duration::from_secs(300),
+        support::server::TestServer::start_with_options(|options| {
+            options.management_kubeconfig = Some(kubeconfig);
+            options.cluster_resources_namespace = Some("wardn".into());
+        }),
+    )
+    .await
+    .expect("the server started although the management cluster is silent");
+    let health = started
+        .http()
+        .get(started.url("/api/v1/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    management.cluster.set_faults(kubesim::Faults::default());
+    started.stop().await;
+}

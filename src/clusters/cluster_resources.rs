@@ -40,6 +40,14 @@ pub enum ResourcesError {
         /// Why, as the API server said it.
         reason: String,
     },
+    /// The management cluster did not answer in time.
+    #[error("reading the Cluster resources of namespace {namespace:?} took longer than {after:?}")]
+    TimedOut {
+        /// The namespace.
+        namespace: String,
+        /// The time allowed.
+        after: Duration,
+    },
     /// Applying the declarations failed in the store.
     #[error(transparent)]
     Declared(#[from] DeclaredError),
@@ -108,18 +116,20 @@ impl Registry {
     }
 
     /// Reads the `Cluster` resources of `namespace` now, then every `interval`, so edits to
-    /// them and to their Secrets take effect without a restart. Returns once the first
-    /// reading is done (its clusters are in the registry before any App is resolved) with the
-    /// task that goes on. A missing CRD or a failed list changes nothing and is logged once
-    /// until it recovers.
+    /// them and to their Secrets take effect without a restart; each reading gives up after
+    /// `timeout` (a silent management cluster must not hold up start-up or the next reading).
+    /// Returns once the first reading is done (its clusters are in the registry before any App
+    /// is resolved) with the task that goes on. A missing CRD or a failed reading changes
+    /// nothing and is logged once until a reading succeeds.
     pub async fn follow_resources(
         self: Arc<Self>,
         client: Client,
         namespace: String,
         interval: Duration,
+        timeout: Duration,
     ) -> tokio::task::JoinHandle<()> {
         let mut failing = false;
-        let first = self.declare_resources(&client, &namespace).await;
+        let first = self.read_resources(&client, &namespace, timeout).await;
         log_failure(first, &mut failing);
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval(interval);
@@ -127,10 +137,27 @@ impl Registry {
             ticker.tick().await;
             loop {
                 ticker.tick().await;
-                let outcome = self.declare_resources(&client, &namespace).await;
+                let outcome = self.read_resources(&client, &namespace, timeout).await;
                 log_failure(outcome, &mut failing);
             }
         })
+    }
+
+    /// [`Registry::declare_resources`] within `timeout`.
+    async fn read_resources(
+        &self,
+        client: &Client,
+        namespace: &str,
+        timeout: Duration,
+    ) -> Result<Vec<String>, ResourcesError> {
+        tokio::time::timeout(timeout, self.declare_resources(client, namespace))
+            .await
+            .unwrap_or_else(|_| {
+                Err(ResourcesError::TimedOut {
+                    namespace: namespace.to_string(),
+                    after: timeout,
+                })
+            })
     }
 }
 

@@ -333,6 +333,7 @@ impl Daemon {
                     found.client.clone(),
                     namespace,
                     options.probe_interval,
+                    options.probe_timeout,
                 );
                 Some(follow.await)
             }
