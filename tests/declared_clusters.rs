@@ -542,8 +542,8 @@ async fn cluster_resources_in_the_management_cluster_join_the_registry() {
 }
 
 /// A management cluster that never answers does not hold up start-up: the first reading of
-/// its `Cluster` resources gives up after the probe timeout (here 3 s; the cluster answers
-/// after 600 s), and the server serves its API.
+/// its `Cluster` resources, and of the Secrets a `--clusters` file names, give up after the
+/// probe timeout (here 3 s; the cluster answers after 600 s), and the server serves its API.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_management_cluster_does_not_hold_up_start_up() {
     let management = common::start(&["wardn"]).await;
@@ -552,10 +552,22 @@ async fn a_silent_management_cluster_does_not_hold_up_start_up() {
         ..Default::default()
     });
     let kubeconfig = management.kubeconfig.clone();
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("clusters.yaml");
+    std::fs::write(
+        &file,
+        cluster_doc(
+            "prod",
+            "https://prod.example:6443",
+            "  secretRef: {name: prod-credentials}\n",
+        ),
+    )
+    .unwrap();
     let started = tokio::time::timeout(
         Duration::from_secs(300),
         support::server::TestServer::start_with_options(|options| {
             options.management_kubeconfig = Some(kubeconfig);
+            options.clusters_file = Some(file);
             options.cluster_resources_namespace = Some("wardn".into());
         }),
     )
@@ -568,6 +580,13 @@ async fn a_silent_management_cluster_does_not_hold_up_start_up() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
+    let problems = started.registry.declaration_problems();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("could not be read within 3s")),
+        "{problems:?}"
+    );
     management.cluster.set_faults(kubesim::Faults::default());
     started.stop().await;
 }

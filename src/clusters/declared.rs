@@ -76,6 +76,14 @@ pub enum DeclaredError {
     /// The registry's store failed.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The management cluster did not answer for a declaration's Secrets in time.
+    #[error("cluster {cluster:?}: its Secrets could not be read within {after:?}")]
+    SecretsTimedOut {
+        /// The cluster.
+        cluster: String,
+        /// The time allowed (the probe timeout).
+        after: std::time::Duration,
+    },
     /// No management cluster to read Secrets from.
     #[error(
         "cluster {0:?}: its credentials are Secrets in the management cluster, and there is none (--kubeconfig)"
@@ -423,7 +431,16 @@ impl Registry {
             };
             keep.insert(declaration.name.clone());
             let kubeconfig = match management {
-                Some(client) => kubeconfig_of(client, &declaration).await,
+                Some(client) => {
+                    tokio::time::timeout(self.probe_timeout, kubeconfig_of(client, &declaration))
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(DeclaredError::SecretsTimedOut {
+                                cluster: declaration.name.clone(),
+                                after: self.probe_timeout,
+                            })
+                        })
+                }
                 None => Err(DeclaredError::NoManagementCluster(declaration.name.clone())),
             };
             let outcome = match kubeconfig {

@@ -246,7 +246,8 @@ pub struct Registry {
     board: tokio::sync::OnceCell<RwLock<BTreeMap<String, Registered>>>,
     statuses: RwLock<HashMap<String, Status>>,
     clients: ClientCache,
-    probe_timeout: Duration,
+    /// How long a probe, or a read of a declared cluster's Secrets, may take.
+    pub(super) probe_timeout: Duration,
     throttles: Arc<Throttles>,
 }
 
