@@ -3,7 +3,9 @@
 //! (audited; it may override a closed sync window when asked to explicitly), and list the
 //! App's events (its audit entries) and the live health of its objects.
 //! Apps are addressed as `{cluster}/{name}`, `local` being the management cluster, with
-//! `?namespace=` (the App's own namespace) when the name alone is ambiguous.
+//! `?namespace=` (the App's own namespace) when the name alone is ambiguous; one target of an
+//! App with `spec.targets` as `{cluster}/{name}:{target}` (the App's name alone finds its
+//! target on that cluster, or its primary target).
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -67,6 +69,7 @@ fn view(app: &App, status: &AppStatus) -> Value {
         "name": app.metadata.name,
         "namespace": app.metadata.namespace,
         "cluster": app.spec.destination.cluster_segment(),
+        "target": app.spec.destination.target,
         "clusterTemplate": app.spec.destination.cluster_template,
         "destinationNamespace": app.spec.destination.namespace,
         "phase": status.phase,
@@ -111,6 +114,7 @@ pub(super) fn key(
     name: &str,
     at: &AppAt,
 ) -> Result<String, ApiError> {
+    check_target(name)?;
     match state
         .runner()
         .find(Some(cluster), name, at.namespace.as_deref())
@@ -126,10 +130,25 @@ pub(super) fn key(
         Err(FindError::Ambiguous(keys)) => Err(ApiError::new(
             StatusCode::CONFLICT,
             format!(
-                "{cluster}/{name} names several Apps ({}); add ?namespace= to choose one",
+                "{cluster}/{name} names several Apps ({}); add ?namespace= or :TARGET to choose one",
                 keys.join(", ")
             ),
         )),
+    }
+}
+
+/// 400 unless the `:target` part of an addressed App name (if any) is a target's name (a DNS
+/// label): `web:prod` is target `prod` of App `web`.
+pub(super) fn check_target(name: &str) -> Result<(), ApiError> {
+    match crate::app::key::split_name(name) {
+        (_, Some(target)) if !crate::object::is_dns_label(target) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{:?}: a target name (after ':') must be a DNS label",
+                target.chars().take(100).collect::<String>()
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -65,7 +65,7 @@ impl Runner {
                 format!(
                     "{}/{}",
                     app.spec.destination.cluster_segment(),
-                    app.metadata.name.unwrap_or_default()
+                    crate::app::key::app_name(&app)
                 )
             })
             .unwrap_or_else(|| key.to_string())
@@ -225,7 +225,7 @@ impl Runner {
             .unwrap_or_default();
         let (cluster, name) = (
             app.spec.destination.cluster_segment().to_string(),
-            app.metadata.name.clone().unwrap_or_default(),
+            crate::app::key::app_name(&app),
         );
         if !policy.accepts(&cluster, &name) {
             return Err(PromoteError::NotUpstream {
