@@ -581,6 +581,24 @@ mod tests {
     }
 
     #[test]
+    fn the_table_names_each_target_as_its_address() {
+        let views: Vec<AppView> = serde_json::from_value(serde_json::json!([
+            {"name": "shop", "cluster": "prod", "target": "prod", "status": {"phase": "Held"}},
+            {"name": "shop", "cluster": "staging", "target": "staging", "status": {"phase": "Synced"}},
+            {"name": "web", "cluster": "local", "target": null, "status": {}},
+        ]))
+        .unwrap();
+        let table = apps_table(&views);
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows[1][..3], ["shop:prod", "prod", "Held"]);
+        assert_eq!(rows[2][..3], ["shop:staging", "staging", "Synced"]);
+        assert_eq!(rows[3][..3], ["web", "local", "Unknown"]);
+    }
+
+    #[test]
     fn exit_codes_follow_the_phase() {
         assert_eq!(exit_code(Some(Phase::Synced)), 0);
         assert_eq!(exit_code(Some(Phase::Held)), EXIT_HELD);
