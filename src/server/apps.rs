@@ -189,10 +189,10 @@ pub async fn events(
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
 ) -> Result<Json<Value>, ApiError> {
-    key(&state, &cluster, &name, &at)?;
+    let key = key(&state, &cluster, &name, &at)?;
     let query = PageQuery {
         limit: Some(EVENTS_LIMIT),
-        target: Some(format!("{cluster}/{name}")),
+        target: Some(state.runner().address(&key)),
         ..PageQuery::default()
     };
     let mut entries = state.store().audit_page(&query).await?.entries;
@@ -235,7 +235,7 @@ pub async fn refresh(
         .await
         .map_err(ApiError::from);
     let outcome = pass_outcome(&result, "hard");
-    let target = format!("{cluster}/{name}");
+    let target = state.runner().address(&key);
     state
         .store()
         .record_audit(&actor.0, "app.refresh", &target, &outcome, &now_rfc3339())
@@ -336,7 +336,7 @@ async fn decide(
     let key = key(state, cluster, name, at)?;
     let body: DecisionBody = optional_body(body)?;
     let held = state.runner().status(&key).and_then(|s| s.plan_hash);
-    let target = format!("{cluster}/{name}");
+    let target = state.runner().address(&key);
     let allowed = match may_decide(caller, cluster) {
         Ok(()) if decision.four_eyes => four_eyes::check(state, caller, &key, &target).await,
         other => other,
@@ -394,7 +394,7 @@ pub async fn sync(
         &result,
         &format!("override_window={}", body.override_window),
     );
-    let target = format!("{cluster}/{name}");
+    let target = state.runner().address(&key);
     state
         .store()
         .record_audit(&actor.0, "app.sync", &target, &outcome, &now_rfc3339())

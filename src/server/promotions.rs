@@ -249,7 +249,7 @@ pub async fn unpin(
         .record_audit(
             &actor.0,
             "app.unpin",
-            &format!("{cluster}/{name}"),
+            &state.runner().address(&target),
             &outcome,
             &now_rfc3339(),
         )

@@ -58,7 +58,8 @@ fn pinned_words(images: &[PinnedImage]) -> String {
 }
 
 impl Runner {
-    /// `CLUSTER/NAME` of App `key`, as the API addresses it.
+    /// `CLUSTER/NAME` of App `key` as the API addresses it (`CLUSTER/NAME:TARGET` for one
+    /// target of an App with `spec.targets`); audit entries about the App name it.
     pub fn address(&self, key: &str) -> String {
         self.app(key)
             .map(|app| {
