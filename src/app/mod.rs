@@ -100,6 +100,25 @@ impl Destination {
             &self.cluster
         }
     }
+
+    /// The field the cluster is read from, for errors: `spec.destination.cluster`, or
+    /// `spec.targets.NAME.cluster` for a target.
+    pub fn cluster_field(&self) -> String {
+        self.field("cluster")
+    }
+
+    /// The field the namespace is read from, for errors: `spec.destination.namespace`, or
+    /// `spec.targets.NAME.namespace` for a target.
+    pub fn namespace_field(&self) -> String {
+        self.field("namespace")
+    }
+
+    fn field(&self, name: &str) -> String {
+        match &self.target {
+            Some(target) => format!("spec.targets.{target}.{name}"),
+            None => format!("spec.destination.{name}"),
+        }
+    }
 }
 
 /// `spec.syncPolicy`: automation, pruning, self-healing, approval gate and sync windows.

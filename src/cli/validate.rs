@@ -95,10 +95,7 @@ pub async fn validate(args: &ValidateArgs) -> Result<(), CliError> {
             match unregistered {
                 Some(reason) => {
                     failures += 1;
-                    let field = match &app.spec.destination.target {
-                        Some(target) => format!("spec.targets.{target}.cluster"),
-                        None => "spec.destination.cluster".to_string(),
-                    };
+                    let field = app.spec.destination.cluster_field();
                     println!("✗ {}: App {key}: {field}: {reason}", file.display());
                 }
                 None => println!(
