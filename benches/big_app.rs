@@ -68,6 +68,7 @@ async fn big_app(n: usize) {
         },
         promotion: None,
         notify: Vec::new(),
+        targets: Default::default(),
     };
     let manifests = Manifests {
         revision: "r1".into(),

@@ -93,6 +93,7 @@ async fn on_kubesim(n: usize) {
         },
         promotion: None,
         notify: Vec::new(),
+        targets: Default::default(),
     };
     let manifests = Manifests {
         revision: "r1".into(),

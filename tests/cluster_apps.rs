@@ -978,3 +978,127 @@ async fn validate_reports_redeclaring_crds_and_cluster_scoped_builtins() {
     }
     assert!(out.contains("9 violation(s)"), "{out}");
 }
+
+/// Named targets: `generate rbac` routes each target of an App to its own cluster's file (in
+/// the target's namespace), the file applied to kubesim is exactly enough for that target, and
+/// `validate --full` prints one routing row per target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_rbac_and_validate_route_each_target() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{Api, PostParams};
+
+    let sim = common::start(&["team-a", "team-b"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    write_app(&root, "web", "staging", "team-a", WEB);
+    let file = root.join("apps").join("web.yaml");
+    let targeted = std::fs::read_to_string(&file).unwrap()
+        + "  targets:\n    staging: {}\n    prod: {cluster: prod, namespace: team-b}\n";
+    std::fs::write(&file, targeted).unwrap();
+    write_app(&root, "api", "eu", "team-a", SERVICE);
+    let out = root.join("out");
+    let args = [
+        "generate",
+        "rbac",
+        "--apps",
+        root.join("apps").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(str::to_string);
+    let validate = [
+        "validate",
+        "--apps",
+        root.join("apps").to_str().unwrap(),
+        "--full",
+        "--offline",
+    ]
+    .map(str::to_string);
+    let (generated, validated) = {
+        let root = root.clone();
+        blocking(move || {
+            let run = |args: &[String]| {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                wardn(&root, &args)
+            };
+            (run(&args), run(&validate))
+        })
+        .await
+    };
+    assert!(generated.status.success(), "{}", text(&generated));
+    let read = |cluster: &str| {
+        std::fs::read_to_string(out.join(format!("wardn-{cluster}-rbac.yaml"))).unwrap()
+    };
+    let (prod, staging, eu) = (read("prod"), read("staging"), read("eu"));
+    assert!(
+        prod.contains("deployments") && prod.contains("namespace: team-b"),
+        "{prod}"
+    );
+    assert!(!prod.contains("namespace: team-a"), "{prod}");
+    assert!(
+        staging.contains("deployments") && staging.contains("namespace: team-a"),
+        "{staging}"
+    );
+    assert!(!staging.contains("namespace: team-b"), "{staging}");
+    assert!(
+        !eu.contains("deployments") && eu.contains("services"),
+        "{eu}"
+    );
+
+    assert!(validated.status.success(), "{}", text(&validated));
+    let table: Vec<Vec<String>> = text(&validated)
+        .lines()
+        .skip_while(|l| !l.starts_with("APP "))
+        .take_while(|l| !l.is_empty() && !l.starts_with("note:"))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect();
+    assert_eq!(
+        table,
+        [
+            ["APP", "CLUSTER", "ROUTE", "FILE"],
+            ["default/api", "eu", "static", "api.yaml"],
+            ["default/web:prod", "prod", "static", "web.yaml"],
+            ["default/web:staging", "staging", "static", "web.yaml"],
+        ]
+        .map(|row| row.map(str::to_string).to_vec())
+        .to_vec(),
+        "{}",
+        text(&validated)
+    );
+
+    // prod's file, applied: the prod target's Deployment in team-b may be created, the
+    // staging target's namespace is out of reach.
+    sim.kubectl(
+        &[
+            "apply",
+            "-f",
+            out.join("wardn-prod-rbac.yaml").to_str().unwrap(),
+        ],
+        None,
+    );
+    let client = sim
+        .client_with_token(&sim.service_account_token("wardn").await)
+        .await;
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]}
+            }
+        }
+    }))
+    .unwrap();
+    Api::<Deployment>::namespaced(client.clone(), "team-b")
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    let refused = Api::<Deployment>::namespaced(client, "team-a")
+        .create(&PostParams::default(), &deployment)
+        .await;
+    assert!(
+        matches!(refused, Err(kube::Error::Api(ref s)) if s.code == 403),
+        "{refused:?}"
+    );
+}

@@ -42,6 +42,7 @@ fn spec(policy: SyncPolicy) -> AppSpec {
         sync_policy: policy,
         promotion: None,
         notify: Vec::new(),
+        targets: Default::default(),
     }
 }
 

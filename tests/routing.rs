@@ -198,3 +198,52 @@ async fn validate_checks_destinations_against_the_server() {
     );
     assert!(out.contains("error: 2 problem(s)"), "{out}");
 }
+
+/// Named targets: `validate` checks each target's cluster against the server's registered
+/// clusters, naming `spec.targets.NAME.cluster`; a bad target list is refused naming its field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_names_the_target_whose_cluster_is_not_registered() {
+    let server = support::server::TestServer::start(None).await;
+    let token = server.token().await;
+    let dir = tempfile::tempdir().unwrap();
+    let app = |name: &str, targets: &str| {
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata: {{name: {name}, namespace: team}}\n\
+             spec:\n  source: {{type: Directory, directory: {{path: /srv}}}}\n\
+             \x20 destination: {{namespace: shop}}\n  targets: {targets}\n"
+        )
+    };
+    std::fs::write(
+        dir.path().join("multi.yaml"),
+        app("multi", "{home: {}, eu: {cluster: prod-eu}}"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("twice.yaml"),
+        app("twice", "{a: {}, b: {}}"),
+    )
+    .unwrap();
+    let base = server.base.clone();
+    let path = dir.path().to_path_buf();
+    let (ok, out) = tokio::task::spawn_blocking(move || {
+        wardn_validate(&path, &["--full", "--server", &base, "--token", &token])
+    })
+    .await
+    .unwrap();
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains(
+            "App team/multi:eu: spec.targets.eu.cluster: cluster \"prod-eu\" is not registered"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("App team/multi:home → local (management)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("twice.yaml (document 1): spec.targets.b.cluster: targets a and b both deploy to cluster local, namespace shop"),
+        "{out}"
+    );
+    assert!(out.contains("error: 2 problem(s)"), "{out}");
+}

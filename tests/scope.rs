@@ -41,6 +41,7 @@ fn spec() -> AppSpec {
         },
         promotion: None,
         notify: Vec::new(),
+        targets: Default::default(),
     }
 }
 

@@ -85,9 +85,10 @@ pub enum InvalidApp {
     /// A sync window is invalid.
     #[error(transparent)]
     Window(#[from] super::window::WindowError),
-    /// `spec.destination.cluster` is a template that does not resolve to a cluster name.
+    /// `spec.destination.cluster` (or a target's `cluster`) is a template that does not
+    /// resolve to a cluster name, or `spec.targets` is invalid.
     #[error(transparent)]
-    Routing(#[from] super::routing::RoutingError),
+    Routing(#[from] super::targets::TargetError),
     /// `spec.promotion` is invalid.
     #[error(transparent)]
     Promotion(#[from] super::promotion::PolicyError),
@@ -96,8 +97,9 @@ pub enum InvalidApp {
     Notify(String),
 }
 
-/// Checks one App document beyond its structure: kind and version, name, source, windows
-/// and a templated destination (resolved, see [`super::routing`]).
+/// Checks one App document beyond its structure: kind and version, name, source, windows,
+/// a templated destination (resolved, see [`super::routing`]) and its targets (checked; the
+/// App is returned unexpanded, see [`super::targets::expand`]).
 pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
     let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -118,7 +120,8 @@ pub fn validate(doc: &Value) -> Result<App, InvalidApp> {
     }
     app.spec.source.validate()?;
     parse_all(&app.spec.sync_policy.sync_windows)?;
-    super::routing::resolve(&mut app)?;
+    super::routing::resolve(&mut app).map_err(super::targets::TargetError::from)?;
+    super::targets::expand(&app)?;
     if let Some(policy) = &app.spec.promotion {
         policy.validate()?;
     }
@@ -185,12 +188,14 @@ pub fn load_dir(dir: &Path) -> Result<Vec<App>, AppsDirError> {
         .collect())
 }
 
-/// [`load_dir`], with the file each App was read from (for reports naming the file).
+/// [`load_dir`], with the file each App was read from (for reports naming the file), an App
+/// with `spec.targets` expanded into one App per target ([`super::targets::expand`]), as the
+/// offline commands route them.
 pub fn load_dir_with_files(dir: &Path) -> Result<Vec<(PathBuf, App)>, AppsDirError> {
     let mut seen: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
     let mut apps = Vec::new();
     for path in app_files(dir)? {
-        for app in load_file(&path)? {
+        for (i, app) in load_file(&path)?.into_iter().enumerate() {
             let (namespace, name) = identity(&app);
             if let Some(first) = seen.insert((namespace.clone(), name.clone()), path.clone()) {
                 return Err(AppsDirError::Duplicate {
@@ -200,7 +205,12 @@ pub fn load_dir_with_files(dir: &Path) -> Result<Vec<(PathBuf, App)>, AppsDirErr
                     second: path,
                 });
             }
-            apps.push((path.clone(), app));
+            let expanded = super::targets::expand(&app).map_err(|e| AppsDirError::Invalid {
+                path: path.clone(),
+                document: i + 1,
+                reason: e.to_string(),
+            })?;
+            apps.extend(expanded.into_iter().map(|app| (path.clone(), app)));
         }
     }
     Ok(apps)

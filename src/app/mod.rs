@@ -7,8 +7,11 @@ pub mod files;
 pub mod key;
 pub mod promotion;
 pub mod routing;
+pub mod targets;
 pub mod template;
 pub mod window;
+
+use std::collections::BTreeMap;
 
 use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
@@ -42,6 +45,11 @@ pub struct AppSpec {
     pub source: SourceSpec,
     /// The cluster and default namespace the manifests are applied to.
     pub destination: Destination,
+    /// Named targets fanning the App out to several destinations (see [`targets`]): each is
+    /// planned, Held, approved, promoted and reported on its own. Empty: the App deploys to
+    /// `destination` alone.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub targets: BTreeMap<String, targets::Target>,
     /// When and how wardn applies changes.
     #[serde(default)]
     pub sync_policy: SyncPolicy,
@@ -69,6 +77,16 @@ pub struct Destination {
     #[serde(skip)]
     #[schemars(skip)]
     pub cluster_template: Option<String>,
+    /// The named target (`spec.targets.NAME`) this destination was expanded from, if any
+    /// (never read from or written to an App's YAML; see [`targets::expand`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub target: Option<String>,
+    /// Whether that target is the App's `primary: true` one (answers for the App when a
+    /// request names no target).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub primary: bool,
     /// The namespace namespaced objects without one are placed in; it must be allowed on the
     /// cluster.
     pub namespace: String,
@@ -81,6 +99,25 @@ impl Destination {
             LOCAL_CLUSTER
         } else {
             &self.cluster
+        }
+    }
+
+    /// The field the cluster is read from, for errors: `spec.destination.cluster`, or
+    /// `spec.targets.NAME.cluster` for a target.
+    pub fn cluster_field(&self) -> String {
+        self.field("cluster")
+    }
+
+    /// The field the namespace is read from, for errors: `spec.destination.namespace`, or
+    /// `spec.targets.NAME.namespace` for a target.
+    pub fn namespace_field(&self) -> String {
+        self.field("namespace")
+    }
+
+    fn field(&self, name: &str) -> String {
+        match &self.target {
+            Some(target) => format!("spec.targets.{target}.{name}"),
+            None => format!("spec.destination.{name}"),
         }
     }
 }
@@ -261,6 +298,10 @@ pub struct AppStatus {
     /// promotion or an unpin), and where they come from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub promoted_from: Option<promotion::PromotedFrom>,
+    /// For an App resource with `spec.targets`: each target's status, by target name (the
+    /// fields above then stay empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub targets: BTreeMap<String, targets::TargetStatus>,
 }
 
 /// Why the CRD could not be printed.

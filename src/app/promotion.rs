@@ -13,8 +13,9 @@ use crate::sources::spec::parse_duration;
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromotionPolicy {
-    /// The upstream App (`NAME`, or `CLUSTER/NAME`): promotions into this App from any other
-    /// App are refused, and `autoPromote` promotes from it.
+    /// The upstream App (`NAME`, or `CLUSTER/NAME`; `NAME:TARGET` names one target of an App
+    /// with `spec.targets`, a bare `NAME` any of them): promotions into this App from any
+    /// other App are refused, and `autoPromote` promotes from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     /// How long the source must have been Synced and Healthy at its revision before it may
@@ -33,8 +34,8 @@ pub enum PolicyError {
     /// `requireHealthyFor` is not a duration.
     #[error("spec.promotion.requireHealthyFor: {0}")]
     Duration(String),
-    /// `from` is not `NAME` or `CLUSTER/NAME`.
-    #[error("spec.promotion.from: {0:?} is not NAME or CLUSTER/NAME")]
+    /// `from` is not `NAME` or `CLUSTER/NAME` (with an optional `:TARGET`).
+    #[error("spec.promotion.from: {0:?} is not NAME, NAME:TARGET or CLUSTER/NAME[:TARGET]")]
     From(String),
     /// `autoPromote` without `from`.
     #[error("spec.promotion.autoPromote: needs spec.promotion.from (the App to promote from)")]
@@ -64,7 +65,9 @@ impl PromotionPolicy {
                 && p.chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
         };
-        if !part(name) || cluster.is_some_and(|c| !part(c)) {
+        let (bare, target) = crate::app::key::split_name(name);
+        let target_ok = target.is_none_or(crate::object::is_dns_label);
+        if !part(bare) || !target_ok || cluster.is_some_and(|c| !part(c)) {
             return Err(PolicyError::From(from.to_string()));
         }
         Ok(Some((cluster, name)))
@@ -79,11 +82,15 @@ impl PromotionPolicy {
         Ok(())
     }
 
-    /// Whether a promotion from App `name` on cluster segment `cluster` is allowed.
+    /// Whether a promotion from App `name` (`NAME:TARGET` for a target) on cluster segment
+    /// `cluster` is allowed.
     pub fn accepts(&self, cluster: &str, name: &str) -> bool {
+        let (bare, _) = crate::app::key::split_name(name);
         match self.upstream() {
             Ok(None) => true,
-            Ok(Some((c, n))) => n == name && c.is_none_or(|c| c == cluster),
+            Ok(Some((c, n))) => {
+                (n == name || (!n.contains(':') && n == bare)) && c.is_none_or(|c| c == cluster)
+            }
             Err(_) => false,
         }
     }
@@ -171,6 +178,12 @@ mod tests {
         assert!(!p.accepts("other", "web") && !p.accepts("staging", "api"));
         assert!(policy(Some("web"), None, false).accepts("any", "web"));
         assert!(policy(None, None, false).accepts("any", "thing"));
+        // Targets: `NAME:TARGET` names one, a bare `NAME` any of the App's targets.
+        let target = policy(Some("staging/web:eu"), None, false);
+        assert_eq!(target.validate(), Ok(()));
+        assert!(target.accepts("staging", "web:eu"));
+        assert!(!target.accepts("staging", "web:us") && !target.accepts("staging", "web"));
+        assert!(policy(Some("web"), None, false).accepts("prod", "web:us"));
         let err = policy(None, Some("ten minutes"), false)
             .validate()
             .unwrap_err();
@@ -179,7 +192,9 @@ mod tests {
                 .starts_with("spec.promotion.requireHealthyFor"),
             "{err}"
         );
-        for bad in ["", "a/", "/b", "a/b/c", "a b"] {
+        for bad in [
+            "", "a/", "/b", "a/b/c", "a b", "a:", "a:B", "a:../x", "a:b:c",
+        ] {
             let err = policy(Some(bad), None, false).validate().unwrap_err();
             assert_eq!(err, PolicyError::From(bad.into()));
             assert!(!policy(Some(bad), None, false).accepts("a", "b"));

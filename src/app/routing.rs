@@ -17,17 +17,28 @@ use super::{App, Destination};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RoutingError {
     /// The template does not parse or evaluate.
-    #[error("spec.destination.cluster: {0}")]
-    Template(#[from] TemplateError),
+    #[error("{field}: {source}")]
+    Template {
+        /// The field holding the template (`spec.destination.cluster`,
+        /// `spec.targets.NAME.cluster`).
+        field: String,
+        /// The reason.
+        source: TemplateError,
+    },
     /// The template resolved to something that cannot be a cluster's name.
     #[error(
-        "spec.destination.cluster: template resolved to {resolved:?}, which is not a cluster name (a DNS label, or empty for the management cluster)"
+        "{field}: template resolved to {resolved:?}, which is not a cluster name (a DNS label, or empty for the management cluster)"
     )]
     NotAClusterName {
+        /// The field holding the template.
+        field: String,
         /// What the template printed.
         resolved: String,
     },
 }
+
+/// The field a destination's template is read from.
+pub const DESTINATION_FIELD: &str = "spec.destination.cluster";
 
 /// Resolves a templated `spec.destination.cluster` of `app` in place (a static name is left
 /// as it is). Resolving twice is harmless: the second time evaluates the kept template again.
@@ -35,7 +46,7 @@ pub fn resolve(app: &mut App) -> Result<(), RoutingError> {
     let Some(template) = template_of(&app.spec.destination) else {
         return Ok(());
     };
-    let resolved = evaluate(&template, &routing_view(app))?;
+    let resolved = evaluate(&template, &routing_view(app), DESTINATION_FIELD)?;
     app.spec.destination.cluster = resolved;
     app.spec.destination.cluster_template = Some(template);
     Ok(())
@@ -49,7 +60,7 @@ fn template_of(destination: &Destination) -> Option<String> {
 }
 
 /// What a template sees of `app` as `.`: its identity, metadata and spec.
-fn routing_view(app: &App) -> Value {
+pub(super) fn routing_view(app: &App) -> Value {
     let mut spec = serde_json::to_value(&app.spec).unwrap_or(Value::Null);
     if let Some(cluster) = spec.pointer_mut("/destination/cluster")
         && let Some(template) = &app.spec.destination.cluster_template
@@ -64,14 +75,23 @@ fn routing_view(app: &App) -> Value {
     })
 }
 
-/// Evaluates `template` and checks the result names a cluster.
-fn evaluate(template: &str, view: &Value) -> Result<String, RoutingError> {
-    let printed = Template::parse(template)?.render(view)?;
+/// Evaluates `template` (read from `field`) against `view` and checks the result names a
+/// cluster.
+pub(super) fn evaluate(template: &str, view: &Value, field: &str) -> Result<String, RoutingError> {
+    let template_error = |source| RoutingError::Template {
+        field: field.to_string(),
+        source,
+    };
+    let printed = Template::parse(template)
+        .map_err(template_error)?
+        .render(view)
+        .map_err(template_error)?;
     let resolved = printed.trim();
     if resolved.is_empty() || crate::object::is_dns_label(resolved) {
         Ok(resolved.to_string())
     } else {
         Err(RoutingError::NotAClusterName {
+            field: field.to_string(),
             resolved: printed.chars().take(100).collect(),
         })
     }

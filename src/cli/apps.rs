@@ -44,7 +44,8 @@ pub enum Output {
 /// the same name.
 #[derive(Debug, clap::Subcommand)]
 pub enum AppsCommand {
-    /// List Apps: NAME CLUSTER PHASE REVISION MESSAGE.
+    /// List Apps: NAME CLUSTER PHASE REVISION MESSAGE (one row per target of an App with
+    /// `spec.targets`, named `NAME:TARGET`).
     List {
         /// Only Apps deployed to this cluster (`local`: the management cluster).
         #[arg(long)]
@@ -169,6 +170,9 @@ pub struct AppView {
     pub namespace: Option<String>,
     /// The destination cluster segment (`local`: the management cluster).
     pub cluster: String,
+    /// The target of an App with `spec.targets` this row is.
+    #[serde(default)]
+    pub target: Option<String>,
     /// The namespace the App deploys to.
     pub destination_namespace: Option<String>,
     /// The App's status.
@@ -188,9 +192,20 @@ fn checked<'a>(what: &str, value: &'a str) -> Result<&'a str, CliError> {
     Ok(value)
 }
 
+/// `NAME` or `NAME:TARGET`, each part checked as [`checked`] does.
+fn addressed_name(name: &str) -> Result<&str, CliError> {
+    let (app, target) = crate::app::key::split_name(name);
+    checked("APP name", app)?;
+    if let Some(target) = target {
+        checked("APP target", target)?;
+    }
+    Ok(name)
+}
+
 /// The API path of APP's `action` (`""` for the App itself, else e.g. `"sync"`). APP is
 /// `NAME` (on `local`), `CLUSTER/NAME`, or `CLUSTER/NAMESPACE/NAME` when Apps of the same name
-/// deploy to the cluster from several namespaces (`?namespace=`).
+/// deploy to the cluster from several namespaces (`?namespace=`); NAME may be `NAME:TARGET`
+/// for one target of an App with `spec.targets`.
 pub fn app_path(app: &str, action: &str) -> Result<String, CliError> {
     let parts: Vec<&str> = app.split('/').collect();
     let (cluster, namespace, name) = match parts.as_slice() {
@@ -206,7 +221,7 @@ pub fn app_path(app: &str, action: &str) -> Result<String, CliError> {
     let mut path = format!(
         "/api/v1/apps/{}/{}",
         checked("APP cluster", cluster)?,
-        checked("APP name", name)?
+        addressed_name(name)?
     );
     if !action.is_empty() {
         path.push('/');
@@ -249,8 +264,12 @@ pub fn apps_table(views: &[AppView]) -> String {
     let header = ["NAME", "CLUSTER", "PHASE", "REVISION", "MESSAGE"];
     let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
     for v in views {
+        let name = v.name.clone().unwrap_or_default();
         rows.push(vec![
-            v.name.clone().unwrap_or_default(),
+            match &v.target {
+                Some(target) => format!("{name}:{target}"),
+                None => name,
+            },
             v.cluster.clone(),
             phase_name(v.status.phase),
             short_revision(v.status.revision.as_deref()),
@@ -548,10 +567,35 @@ mod tests {
             app_path("staging/team-a/web", "diff").unwrap(),
             "/api/v1/apps/staging/web/diff?namespace=team-a"
         );
+        assert_eq!(
+            app_path("prod/web:eu", "approve").unwrap(),
+            "/api/v1/apps/prod/web:eu/approve"
+        );
+        assert!(app_path("prod/web:", "").is_err());
+        assert!(app_path("prod/web:a:b", "").is_err());
+        assert!(app_path("prod/web:..%2f", "").is_err());
         assert!(app_path("staging/", "").is_err());
         assert!(app_path("a/b/c/d", "").is_err());
         assert!(app_path("a//c", "").is_err());
         assert!(app_path("web?x=1", "").is_err());
+    }
+
+    #[test]
+    fn the_table_names_each_target_as_its_address() {
+        let views: Vec<AppView> = serde_json::from_value(serde_json::json!([
+            {"name": "shop", "cluster": "prod", "target": "prod", "status": {"phase": "Held"}},
+            {"name": "shop", "cluster": "staging", "target": "staging", "status": {"phase": "Synced"}},
+            {"name": "web", "cluster": "local", "target": null, "status": {}},
+        ]))
+        .unwrap();
+        let table = apps_table(&views);
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows[1][..3], ["shop:prod", "prod", "Held"]);
+        assert_eq!(rows[2][..3], ["shop:staging", "staging", "Synced"]);
+        assert_eq!(rows[3][..3], ["web", "local", "Unknown"]);
     }
 
     #[test]

@@ -37,17 +37,26 @@ pub fn with_query(path: String, query: &str) -> String {
     format!("{path}{separator}{query}")
 }
 
-/// Checks `--to` of `promote` (`NAME` or `CLUSTER/NAME`), each part with `checked`.
+/// Checks `--to` of `promote` (`NAME` or `CLUSTER/NAME`, NAME with an optional `:TARGET`),
+/// each part with `checked`.
 pub fn target(
     to: &str,
     checked: impl Fn(&str, &str) -> Result<String, CliError>,
 ) -> Result<String, CliError> {
+    let name = |name: &str| match crate::app::key::split_name(name) {
+        (app, None) => checked("--to name", app),
+        (app, Some(target)) => Ok(format!(
+            "{}:{}",
+            checked("--to name", app)?,
+            checked("--to target", target)?
+        )),
+    };
     match to.split_once('/') {
-        None => checked("--to", to),
-        Some((cluster, name)) => Ok(format!(
+        None => name(to),
+        Some((cluster, app)) => Ok(format!(
             "{}/{}",
             checked("--to cluster", cluster)?,
-            checked("--to name", name)?
+            name(app)?
         )),
     }
 }
@@ -92,7 +101,9 @@ mod tests {
         };
         assert_eq!(target("prod", checked).unwrap(), "prod");
         assert_eq!(target("production/web", checked).unwrap(), "production/web");
-        for bad in ["", "a/", "/b", "a/b/c", "x&to=y", "a b"] {
+        assert_eq!(target("web:eu", checked).unwrap(), "web:eu");
+        assert_eq!(target("prod/web:eu", checked).unwrap(), "prod/web:eu");
+        for bad in ["", "a/", "/b", "a/b/c", "x&to=y", "a b", "web:", "p/web:"] {
             assert!(target(bad, checked).is_err(), "{bad}");
         }
         assert_eq!(

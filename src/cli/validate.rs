@@ -1,9 +1,9 @@
 //! `wardn validate --apps DIR [--full]`: checks App files before they are deployed, without a
 //! cluster: every file parses as Apps, every destination template parses and resolves (errors
 //! name the file, document, field and column), and — when a server is configured — every
-//! destination names a registered cluster. `--full` prints the routing table: each App, the
-//! cluster it routes to, and whether that is a static name, a template or the management
-//! cluster.
+//! destination names a registered cluster. `--full` prints the routing table: each App (each
+//! target of an App with `spec.targets`, as `namespace/name:target`), the cluster it routes
+//! to, and whether that is a static name, a template or the management cluster.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,7 @@ use super::client::{ApiClient, CliError, ConnectionArgs};
 use super::cluster_apps::registered;
 use crate::app::App;
 use crate::app::files::AppsDir;
+use crate::app::targets::expand;
 
 /// Arguments of `wardn validate`.
 #[derive(Debug, clap::Args)]
@@ -66,7 +67,19 @@ pub async fn validate(args: &ValidateArgs) -> Result<(), CliError> {
         "FILE".to_string(),
     ]];
     for (file, apps) in dir.files() {
+        // Each target of an App with `spec.targets` is routed (and checked) on its own.
+        let mut routed: Vec<App> = Vec::new();
         for app in apps {
+            match expand(app) {
+                Ok(expanded) => routed.extend(expanded),
+                Err(error) => {
+                    failures += 1;
+                    let key = crate::app::key::app_key(app);
+                    println!("✗ {}: App {key}: {error}", file.display());
+                }
+            }
+        }
+        for app in &routed {
             let key = crate::app::key::app_key(app);
             let cluster = app.spec.destination.cluster_segment();
             let unregistered = registered.as_ref().and_then(|clusters| {
@@ -82,10 +95,8 @@ pub async fn validate(args: &ValidateArgs) -> Result<(), CliError> {
             match unregistered {
                 Some(reason) => {
                     failures += 1;
-                    println!(
-                        "✗ {}: App {key}: spec.destination.cluster: {reason}",
-                        file.display()
-                    );
+                    let field = app.spec.destination.cluster_field();
+                    println!("✗ {}: App {key}: {field}: {reason}", file.display());
                 }
                 None => println!(
                     "✓ {}: App {key} → {cluster} ({})",

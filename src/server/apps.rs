@@ -3,7 +3,9 @@
 //! (audited; it may override a closed sync window when asked to explicitly), and list the
 //! App's events (its audit entries) and the live health of its objects.
 //! Apps are addressed as `{cluster}/{name}`, `local` being the management cluster, with
-//! `?namespace=` (the App's own namespace) when the name alone is ambiguous.
+//! `?namespace=` (the App's own namespace) when the name alone is ambiguous; one target of an
+//! App with `spec.targets` as `{cluster}/{name}:{target}` (the App's name alone finds its
+//! target on that cluster, or its primary target).
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -67,6 +69,7 @@ fn view(app: &App, status: &AppStatus) -> Value {
         "name": app.metadata.name,
         "namespace": app.metadata.namespace,
         "cluster": app.spec.destination.cluster_segment(),
+        "target": app.spec.destination.target,
         "clusterTemplate": app.spec.destination.cluster_template,
         "destinationNamespace": app.spec.destination.namespace,
         "phase": status.phase,
@@ -111,6 +114,7 @@ pub(super) fn key(
     name: &str,
     at: &AppAt,
 ) -> Result<String, ApiError> {
+    check_target(name)?;
     match state
         .runner()
         .find(Some(cluster), name, at.namespace.as_deref())
@@ -126,10 +130,25 @@ pub(super) fn key(
         Err(FindError::Ambiguous(keys)) => Err(ApiError::new(
             StatusCode::CONFLICT,
             format!(
-                "{cluster}/{name} names several Apps ({}); add ?namespace= to choose one",
+                "{cluster}/{name} names several Apps ({}); add ?namespace= or :TARGET to choose one",
                 keys.join(", ")
             ),
         )),
+    }
+}
+
+/// 400 unless the `:target` part of an addressed App name (if any) is a target's name (a DNS
+/// label): `web:prod` is target `prod` of App `web`.
+pub(super) fn check_target(name: &str) -> Result<(), ApiError> {
+    match crate::app::key::split_name(name) {
+        (_, Some(target)) if !crate::object::is_dns_label(target) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{:?}: a target name (after ':') must be a DNS label",
+                target.chars().take(100).collect::<String>()
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -170,10 +189,10 @@ pub async fn events(
     Path((cluster, name)): Path<(String, String)>,
     Query(at): Query<AppAt>,
 ) -> Result<Json<Value>, ApiError> {
-    key(&state, &cluster, &name, &at)?;
+    let key = key(&state, &cluster, &name, &at)?;
     let query = PageQuery {
         limit: Some(EVENTS_LIMIT),
-        target: Some(format!("{cluster}/{name}")),
+        target: Some(state.runner().address(&key)),
         ..PageQuery::default()
     };
     let mut entries = state.store().audit_page(&query).await?.entries;
@@ -216,7 +235,7 @@ pub async fn refresh(
         .await
         .map_err(ApiError::from);
     let outcome = pass_outcome(&result, "hard");
-    let target = format!("{cluster}/{name}");
+    let target = state.runner().address(&key);
     state
         .store()
         .record_audit(&actor.0, "app.refresh", &target, &outcome, &now_rfc3339())
@@ -317,7 +336,7 @@ async fn decide(
     let key = key(state, cluster, name, at)?;
     let body: DecisionBody = optional_body(body)?;
     let held = state.runner().status(&key).and_then(|s| s.plan_hash);
-    let target = format!("{cluster}/{name}");
+    let target = state.runner().address(&key);
     let allowed = match may_decide(caller, cluster) {
         Ok(()) if decision.four_eyes => four_eyes::check(state, caller, &key, &target).await,
         other => other,
@@ -375,7 +394,7 @@ pub async fn sync(
         &result,
         &format!("override_window={}", body.override_window),
     );
-    let target = format!("{cluster}/{name}");
+    let target = state.runner().address(&key);
     state
         .store()
         .record_audit(&actor.0, "app.sync", &target, &outcome, &now_rfc3339())

@@ -257,9 +257,9 @@ pub fn route_docs() -> Vec<RouteDoc> {
             .body::<UpdateUser>()
             .answers::<User>(),
         doc(M::DELETE, "/api/v1/users/{name}", "Delete a user, its sessions and API tokens", "Nothing.").empty(),
-        doc(M::GET, "/api/v1/apps", "Every App with its phase and status", "`{\"apps\": [...], \"errors\": [...]}`: the Apps and the problems of the `--apps` directory.")
+        doc(M::GET, "/api/v1/apps", "Every App (one entry per target of an App with targets) with its phase and status", "`{\"apps\": [...], \"errors\": [...]}`: the Apps and the problems of the `--apps` directory.")
             .query::<ListQuery>(),
-        doc(M::GET, APP, "One App with its status", "The App: name, namespaces, cluster, phase and status.")
+        doc(M::GET, APP, "One App (or one target, `{name}` being `NAME:TARGET`) with its status", "The App: name, target, namespaces, cluster, phase and status.")
             .query::<AppAt>(),
         doc(M::GET, "/api/v1/apps/{cluster}/{name}/diff", "A fresh plan of the App (nothing decided or applied)", "`{\"plan\", \"text\"}`: the plan and its diff, Secrets masked.")
             .query::<AppAt>(),

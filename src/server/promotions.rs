@@ -25,7 +25,8 @@ type Record = Promotion;
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromoteQuery {
-    /// The target App: `NAME` (on any cluster) or `CLUSTER/NAME`.
+    /// The target App: `NAME` (on any cluster) or `CLUSTER/NAME`; `NAME:TARGET` names one
+    /// target of an App with `spec.targets`.
     pub to: String,
     /// The source App's own namespace, when its name is ambiguous.
     pub namespace: Option<String>,
@@ -57,7 +58,7 @@ fn view(record: &Record) -> Value {
     })
 }
 
-/// The key of the target App `to` (`NAME` or `CLUSTER/NAME`): 404 when there is none, 409
+/// The key of the target App `to` (`NAME` or `CLUSTER/NAME`, with `:TARGET` for a target): 404 when there is none, 409
 /// naming the candidates when several match.
 fn target_key(state: &AppState, to: &str, namespace: Option<&str>) -> Result<String, ApiError> {
     let (cluster, name) = match to.split_once('/') {
@@ -70,6 +71,8 @@ fn target_key(state: &AppState, to: &str, namespace: Option<&str>) -> Result<Str
             format!("to: {to:?} is not NAME or CLUSTER/NAME"),
         ));
     }
+    super::apps::check_target(name)
+        .map_err(|e| ApiError::new(e.status, format!("to: {}", e.message)))?;
     match state.runner().find(cluster, name, namespace) {
         Ok(key) => Ok(key),
         Err(FindError::NotFound) => Err(ApiError::new(
@@ -246,7 +249,7 @@ pub async fn unpin(
         .record_audit(
             &actor.0,
             "app.unpin",
-            &format!("{cluster}/{name}"),
+            &state.runner().address(&target),
             &outcome,
             &now_rfc3339(),
         )

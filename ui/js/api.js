@@ -49,6 +49,11 @@ export async function api(method, path, body) {
   return data;
 }
 
+/** How the API addresses an App as listed: its name, or `NAME:TARGET` for one target. */
+export function addressOf(app) {
+  return app.target ? `${app.name}:${app.target}` : app.name;
+}
+
 /** `/api/v1/apps/CLUSTER/NAME` + `suffix`, with `?namespace=` when the App needs it. */
 export function appPath(app, suffix = '', query = {}) {
   const params = new URLSearchParams(query);

@@ -1,7 +1,7 @@
 // One App: its status, the objects of its current plan as a tree by kind, the plan's diff
 // (Secret values arrive masked from the API), Approve / Reject bound to the hash of the plan
 // shown, Sync, Refresh, Promote, the promotion history and the App's events.
-import { api, appPath } from './api.js';
+import { addressOf, api, appPath } from './api.js';
 import { h, fill, notice, badge, ago, short, busy, table, td, announce, abbreviate } from './dom.js';
 import { start, may, title } from './layout.js';
 
@@ -176,8 +176,8 @@ start(async (page, me) => {
       const options = h('datalist', { id: 'promote-targets' });
       api('GET', '/api/v1/apps').then((data) => {
         for (const other of data.apps) {
-          if (other.cluster === app.cluster && other.name === app.name) continue;
-          options.append(h('option', { value: `${other.cluster}/${other.name}` }));
+          if (other.cluster === app.cluster && addressOf(other) === app.name) continue;
+          options.append(h('option', { value: `${other.cluster}/${addressOf(other)}` }));
         }
       }).catch(() => {});
       const promote = h('button', { type: 'button', id: 'promote' }, 'Promote');

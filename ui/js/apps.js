@@ -1,7 +1,7 @@
 // Apps: every App grouped by destination cluster, with phase and health badges, revision
 // and last sync; filters by cluster and phase (kept in the address); polled every few
 // seconds and updated in place (rows keep their place and size: no layout shift).
-import { api, appPage } from './api.js';
+import { addressOf, api, appPage } from './api.js';
 import { h, fill, notice, badge, setBadge, table, td, relative, announce, abbreviate, revisionText } from './dom.js';
 import { start } from './layout.js';
 
@@ -10,12 +10,12 @@ const PHASES = ['Synced', 'OutOfSync', 'Progressing', 'Held', 'Waiting', 'Degrad
 const POLL_MS = 3000;
 
 function key(app) {
-  return `${app.cluster}\u0000${app.namespace || ''}\u0000${app.name}`;
+  return `${app.cluster}\u0000${app.namespace || ''}\u0000${addressOf(app)}`;
 }
 
 /** The page of an App, with `?namespace=` (always given: it never hurts, and disambiguates). */
 function pageOf(app) {
-  return appPage(app.cluster, app.name, app.namespace);
+  return appPage(app.cluster, addressOf(app), app.namespace);
 }
 
 /** A row whose cells `update` rewrites in place. */
@@ -25,8 +25,8 @@ function appRow(app) {
   const revision = h('span', { class: 'mono' });
   const synced = h('time');
   const message = h('span', { class: 'muted' });
-  const row = h('tr', { 'data-app': `${app.cluster}/${app.name}` },
-    td('App', h('a', { href: pageOf(app) }, app.name), h('div', { class: 'hint' }, `${app.namespace || ''} → ${app.destinationNamespace}`)),
+  const row = h('tr', { 'data-app': `${app.cluster}/${addressOf(app)}` },
+    td('App', h('a', { href: pageOf(app) }, addressOf(app)), h('div', { class: 'hint' }, `${app.namespace || ''} → ${app.destinationNamespace}`)),
     td('Phase', phase),
     td('Health', health),
     td('Revision', revision),

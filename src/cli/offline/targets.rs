@@ -52,7 +52,7 @@ pub struct ServedKind {
 pub type ServedKinds = BTreeMap<(String, String), ServedKind>;
 
 impl RenderedApp {
-    /// `namespace/name` of the App.
+    /// `namespace/name` of the App (`namespace/name:target` for a target).
     pub fn key(&self) -> String {
         app_key(&self.app)
     }
@@ -151,12 +151,18 @@ pub fn refused_crds(objects: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// Loads every App of `dir` and renders each (blocking). `work_dir` holds Git mirrors.
+/// Loads every App of `dir` (one per target of an App with `spec.targets`) and renders each
+/// (blocking; an App's targets share one render). `work_dir` holds Git mirrors.
 pub fn load_and_render(dir: &Path, work_dir: &Path) -> Result<Vec<RenderedApp>, AppsDirError> {
+    let mut renders: BTreeMap<String, Result<Vec<Value>, String>> = BTreeMap::new();
     Ok(load_dir_with_files(dir)?
         .into_iter()
         .map(|(file, app)| {
-            let rendered = render_app(&app, work_dir);
+            let base = crate::app::key::base_key(&app_key(&app)).to_string();
+            let rendered = renders
+                .entry(base)
+                .or_insert_with(|| render_app(&app, work_dir))
+                .clone();
             let refused_crds = rendered.as_deref().map(refused_crds).unwrap_or_default();
             let placed = rendered
                 .as_deref()

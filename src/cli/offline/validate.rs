@@ -18,8 +18,8 @@ pub struct Violation {
     pub file: PathBuf,
     /// The App's `namespace/name`.
     pub app: String,
-    /// The offending field (`spec.destination.cluster`, `spec.destination.namespace`,
-    /// `spec.source`).
+    /// The offending field (`spec.destination.cluster`, `spec.destination.namespace`, or
+    /// `spec.targets.NAME.cluster|namespace` for a target; `spec.source`).
     pub field: String,
     /// Why it is refused.
     pub reason: String,
@@ -42,6 +42,8 @@ impl std::fmt::Display for Violation {
 pub fn validate(apps: &[RenderedApp], clusters: &[ClusterView]) -> Vec<Violation> {
     let mut violations = Vec::new();
     for app in apps {
+        let cluster_field = app.app.spec.destination.cluster_field();
+        let namespace_field = app.app.spec.destination.namespace_field();
         let violation = |field: &str, reason: String| Violation {
             file: app.file.clone(),
             app: app.key(),
@@ -56,7 +58,7 @@ pub fn validate(apps: &[RenderedApp], clusters: &[ClusterView]) -> Vec<Violation
                 None => {
                     let known: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
                     violations.push(violation(
-                        "spec.destination.cluster",
+                        &cluster_field,
                         format!(
                             "cluster {cluster:?} is not registered (registered: {})",
                             if known.is_empty() {
@@ -87,7 +89,7 @@ pub fn validate(apps: &[RenderedApp], clusters: &[ClusterView]) -> Vec<Violation
         if let Err(forbidden) = allowlist::check(&allowlist, cluster, destination, placed) {
             let mut lines = forbidden.violations.into_iter();
             if destination_refused && let Some(line) = lines.next() {
-                violations.push(violation("spec.destination.namespace", line));
+                violations.push(violation(&namespace_field, line));
             }
             violations.extend(lines.map(|line| violation("spec.source (rendered objects)", line)));
         }

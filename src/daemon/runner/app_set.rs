@@ -9,8 +9,8 @@ use tokio::sync::watch;
 use super::publish::Change;
 use super::{AppRecord, Origin, Runner};
 use crate::app::App;
-use crate::app::key::app_key;
-use crate::app::routing::{self, RoutingError};
+use crate::app::key::{app_key, base_key, split_name};
+use crate::app::targets::{self, TargetError};
 use crate::reconcile::status;
 use crate::sources::credentials::Credentials;
 use crate::sources::directory::{self, DirectoryError, DirectoryWatch};
@@ -29,13 +29,14 @@ pub enum RunnerError {
         /// The reason.
         source: SpecError,
     },
-    /// The App's `spec.destination.cluster` template does not resolve.
+    /// The App's `spec.destination.cluster` template does not resolve, or its
+    /// `spec.targets` are invalid.
     #[error("App {app}: {source}")]
     Routing {
         /// The App's `namespace/name`.
         app: String,
         /// The reason.
-        source: RoutingError,
+        source: TargetError,
     },
     /// The App's directory cannot be watched.
     #[error("App {app}: {source}")]
@@ -103,15 +104,55 @@ struct Version {
 }
 
 impl Runner {
-    /// Adds App `app` from `origin`, or applies its new version: a changed `spec.source` is
-    /// re-subscribed (the new source's first snapshot triggers a pass), any other spec change
-    /// enqueues a pass. On error the previous version (if any) keeps running.
-    pub async fn upsert(&self, mut app: App, origin: Origin) -> Result<Upserted, RunnerError> {
-        let key = app_key(&app);
-        routing::resolve(&mut app).map_err(|source| RunnerError::Routing {
-            app: key.clone(),
+    /// Adds App `app` from `origin`, or applies its new version: an App with `spec.targets`
+    /// is expanded into one App per target ([`targets::expand`]; targets it no longer has
+    /// stop being managed), and each is upserted on its own. What happened to the first one
+    /// that changed is answered. On error the previous versions (if any) keep running.
+    pub async fn upsert(&self, app: App, origin: Origin) -> Result<Upserted, RunnerError> {
+        let base = app_key(&app);
+        let expanded = targets::expand(&app).map_err(|source| RunnerError::Routing {
+            app: base.clone(),
             source,
         })?;
+        let keys: Vec<String> = expanded.iter().map(app_key).collect();
+        let resource_defined = self
+            .keys_of(&base)
+            .iter()
+            .any(|key| self.origin(key) == Some(Origin::Resource));
+        if origin == Origin::File && resource_defined {
+            tracing::warn!(app = %base, "an App resource and an --apps file define this App; the resource wins");
+            return Ok(Upserted::Shadowed);
+        }
+        let mut upserted = Upserted::Unchanged;
+        for app in expanded {
+            let one = self.upsert_one(app, origin).await?;
+            if upserted == Upserted::Unchanged {
+                upserted = one;
+            }
+        }
+        // A file never replaces a resource (answered above), so whatever else is managed
+        // under this App is a target (or the untargeted App) its new version no longer has.
+        for stale in self.keys_of(&base) {
+            if !keys.contains(&stale) {
+                self.remove_key(&stale, None);
+            }
+        }
+        Ok(upserted)
+    }
+
+    /// The keys of App `base` (`namespace/name`) managed now: itself, or its targets'.
+    pub fn keys_of(&self, base: &str) -> Vec<String> {
+        self.apps
+            .lock()
+            .keys()
+            .filter(|key| base_key(key) == base)
+            .cloned()
+            .collect()
+    }
+
+    /// [`Runner::upsert`] of one expanded App.
+    async fn upsert_one(&self, app: App, origin: Origin) -> Result<Upserted, RunnerError> {
+        let key = app_key(&app);
         let source = app
             .spec
             .source
@@ -257,9 +298,9 @@ impl Runner {
     /// version running (a Warning Event says why); an unmanaged one gets a Failed status.
     pub(super) fn report_invalid(&self, app: &App, message: &str) {
         let key = app_key(app);
-        if self.origin(&key).is_some() {
+        if let Some(managed) = self.keys_of(&key).first() {
             let note = format!("invalid spec (the previous version keeps running): {message}");
-            self.note(&key, true, "InvalidSpec", note);
+            self.note(managed, true, "InvalidSpec", note);
             return;
         }
         let previous = app.status.clone().unwrap_or_default();
@@ -278,13 +319,32 @@ impl Runner {
         }
     }
 
-    /// Stops managing App `key` if it came from `origin`: its source is unsubscribed and its
-    /// status dropped; the objects it applied stay on the cluster. Returns whether it was
-    /// managed.
+    /// Stops managing App `key` if it came from `origin` — an App's key (`namespace/name`)
+    /// stops all its targets, a target's key that target alone: its source is unsubscribed
+    /// and its status dropped; the objects it applied stay on the cluster. Returns whether
+    /// it was managed.
     pub fn remove(&self, key: &str, origin: Origin) -> bool {
+        let keys = if base_key(key) == key {
+            self.keys_of(key)
+        } else {
+            vec![key.to_string()]
+        };
+        let mut removed = false;
+        for key in keys {
+            removed |= self.remove_key(&key, Some(origin));
+        }
+        removed
+    }
+
+    /// Stops managing the App (or target) of exactly `key`, if it came from `origin` (any
+    /// origin when `None`).
+    fn remove_key(&self, key: &str, origin: Option<Origin>) -> bool {
         let removed = {
             let mut apps = self.apps.lock();
-            if apps.get(key).is_none_or(|r| r.origin != origin) {
+            if apps
+                .get(key)
+                .is_none_or(|r| origin.is_some_and(|o| r.origin != o))
+            {
                 return false;
             }
             let removed = apps.remove(key);
@@ -319,30 +379,47 @@ impl Runner {
     }
 
     /// Finds the App deployed to cluster segment `cluster` (`local`: the management cluster;
-    /// `None`: any cluster) under `name`, in App namespace `namespace` when given; returns its
-    /// key. Several Apps of that name (in several namespaces, or on several clusters when no
-    /// cluster is given) are [`FindError::Ambiguous`].
+    /// `None`: any cluster) under `name` — `name:target` names one target of an App with
+    /// targets —, in App namespace `namespace` when given; returns its key. Several Apps of
+    /// that name (in several namespaces, on several clusters when no cluster is given, or
+    /// several targets when none is named and none of them is primary) are
+    /// [`FindError::Ambiguous`].
     pub fn find(
         &self,
         cluster: Option<&str>,
         name: &str,
         namespace: Option<&str>,
     ) -> Result<String, FindError> {
-        let keys: Vec<String> = self
+        let (name, target) = split_name(name);
+        let found: Vec<(String, bool)> = self
             .apps
             .lock()
             .iter()
             .filter(|(_, r)| {
-                cluster.is_none_or(|c| r.app.spec.destination.cluster_segment() == c)
+                let destination = &r.app.spec.destination;
+                cluster.is_none_or(|c| destination.cluster_segment() == c)
                     && r.app.metadata.name.as_deref() == Some(name)
                     && namespace.is_none_or(|ns| r.app.metadata.namespace.as_deref() == Some(ns))
+                    && target.is_none_or(|t| destination.target.as_deref() == Some(t))
             })
-            .map(|(k, _)| k.clone())
+            .map(|(k, r)| (k.clone(), r.app.spec.destination.primary))
             .collect();
-        match keys.as_slice() {
-            [] => Err(FindError::NotFound),
-            [key] => Ok(key.clone()),
-            _ => Err(FindError::Ambiguous(keys)),
+        // The primary target answers for its App, when the name finds that App alone.
+        let one_app = found
+            .windows(2)
+            .all(|pair| base_key(&pair[0].0) == base_key(&pair[1].0));
+        let primaries: Vec<&String> = found
+            .iter()
+            .filter(|(_, primary)| *primary && one_app)
+            .map(|(k, _)| k)
+            .collect();
+        match (found.as_slice(), primaries.as_slice()) {
+            ([], _) => Err(FindError::NotFound),
+            ([(key, _)], _) => Ok(key.clone()),
+            (_, [primary]) => Ok((*primary).clone()),
+            _ => Err(FindError::Ambiguous(
+                found.into_iter().map(|(k, _)| k).collect(),
+            )),
         }
     }
 }

@@ -380,7 +380,7 @@ impl Runner {
         let address = format!(
             "{}/{}",
             app.spec.destination.cluster_segment(),
-            app.metadata.name.as_deref().unwrap_or_default()
+            crate::app::key::app_name(app)
         );
         let mut summary = status.message.clone().unwrap_or_default();
         if let (Event::Held, Some(plan)) = (event, status.plan) {

@@ -58,14 +58,15 @@ fn pinned_words(images: &[PinnedImage]) -> String {
 }
 
 impl Runner {
-    /// `CLUSTER/NAME` of App `key`, as the API addresses it.
+    /// `CLUSTER/NAME` of App `key` as the API addresses it (`CLUSTER/NAME:TARGET` for one
+    /// target of an App with `spec.targets`); audit entries about the App name it.
     pub fn address(&self, key: &str) -> String {
         self.app(key)
             .map(|app| {
                 format!(
                     "{}/{}",
                     app.spec.destination.cluster_segment(),
-                    app.metadata.name.unwrap_or_default()
+                    crate::app::key::app_name(&app)
                 )
             })
             .unwrap_or_else(|| key.to_string())
@@ -225,7 +226,7 @@ impl Runner {
             .unwrap_or_default();
         let (cluster, name) = (
             app.spec.destination.cluster_segment().to_string(),
-            app.metadata.name.clone().unwrap_or_default(),
+            crate::app::key::app_name(&app),
         );
         if !policy.accepts(&cluster, &name) {
             return Err(PromoteError::NotUpstream {

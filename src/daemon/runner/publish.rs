@@ -14,7 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::Origin;
-use crate::app::{App, AppStatus, Phase};
+use crate::app::targets::TargetStatus;
+use crate::app::{App, AppStatus, Destination, Phase};
 use crate::object::owner::FIELD_MANAGER;
 use crate::store::apps::AppStatusRecord;
 use crate::store::{Store, StoreError};
@@ -170,6 +171,23 @@ pub fn status_patch(status: &AppStatus) -> Value {
     json!({ "status": fields })
 }
 
+/// The merge patch writing target `target`'s entry of `status.targets` (and clearing the
+/// top-level fields, which an App with targets does not use, but `observedGeneration`).
+pub fn target_status_patch(target: &str, destination: &Destination, status: &AppStatus) -> Value {
+    let mut fields = Map::new();
+    for name in STATUS_FIELDS.iter() {
+        if name != "targets" && name != "observedGeneration" {
+            fields.insert(name.clone(), Value::Null);
+        }
+    }
+    if let Some(generation) = status.observed_generation {
+        fields.insert("observedGeneration".into(), json!(generation));
+    }
+    let entry = serde_json::to_value(TargetStatus::of(destination, status)).unwrap_or(Value::Null);
+    fields.insert("targets".into(), json!({ target: entry }));
+    json!({ "status": fields })
+}
+
 /// The Event a transition into `phase` deserves: (warning, reason).
 fn transition_event(phase: Phase) -> Option<(bool, &'static str)> {
     match phase {
@@ -238,6 +256,7 @@ impl Writer {
                 }
             }
             Change::Removed { key } => {
+                self.drop_target_status(&key).await;
                 let Some(store) = &self.store else { return };
                 if let Err(error) = store.delete_app_status(&key).await {
                     tracing::warn!(app = %key, %error, "cannot delete the stored App status");
@@ -265,19 +284,40 @@ impl Writer {
     }
 
     async fn patch_status(&self, key: &str, app: &App, status: &AppStatus) {
-        let Some(resources) = &self.resources else {
+        let (Some(namespace), Some(name)) = (&app.metadata.namespace, &app.metadata.name) else {
             return;
         };
-        let (Some(namespace), Some(name)) = (&app.metadata.namespace, &app.metadata.name) else {
+        let patch = match &app.spec.destination.target {
+            Some(target) => target_status_patch(target, &app.spec.destination, status),
+            None => status_patch(&AppStatus {
+                cluster: Some(app.spec.destination.cluster_segment().to_string()),
+                ..status.clone()
+            }),
+        };
+        self.merge_status(key, namespace, name, patch).await;
+    }
+
+    /// Drops target `key`'s entry from its App resource's `status.targets` (nothing for an
+    /// App without targets: its resource is gone or its status is replaced next).
+    async fn drop_target_status(&self, key: &str) {
+        let Some((base, target)) = key.split_once(':') else {
+            return;
+        };
+        let Some((namespace, name)) = base.split_once('/') else {
+            return;
+        };
+        let patch = json!({ "status": { "targets": { target: null } } });
+        self.merge_status(key, namespace, name, patch).await;
+    }
+
+    /// Merge-patches the status subresource of App resource `namespace/name` (for App `key`).
+    async fn merge_status(&self, key: &str, namespace: &str, name: &str, patch: Value) {
+        let Some(resources) = &self.resources else {
             return;
         };
         let api: Api<App> = Api::namespaced(resources.client.clone(), namespace);
         let params = PatchParams::apply(FIELD_MANAGER);
-        let status = AppStatus {
-            cluster: Some(app.spec.destination.cluster_segment().to_string()),
-            ..status.clone()
-        };
-        let patch = Patch::Merge(status_patch(&status));
+        let patch = Patch::Merge(patch);
         match api.patch_status(name, &params, &patch).await {
             Ok(_) => {}
             // Deleted meanwhile: its removal follows from the watch.
@@ -291,6 +331,11 @@ impl Writer {
     async fn event(&self, app: &App, warning: bool, reason: &str, note: String) {
         let Some(resources) = &self.resources else {
             return;
+        };
+        let note = match &app.spec.destination.target {
+            Some(target) if !note.is_empty() => format!("target {target}: {note}"),
+            Some(target) => format!("target {target}"),
+            None => note,
         };
         let event = Event {
             type_: if warning {
@@ -352,6 +397,36 @@ mod tests {
                 .as_object()
                 .unwrap()
                 .contains_key("inventory")
+        );
+    }
+
+    #[test]
+    fn target_patches_write_their_entry_alone() {
+        let destination = Destination {
+            cluster: "prod".into(),
+            namespace: "shop".into(),
+            target: Some("prod".into()),
+            ..Destination::default()
+        };
+        let status = AppStatus {
+            phase: Some(Phase::Held),
+            plan_hash: Some("abc".into()),
+            observed_generation: Some(2),
+            ..Default::default()
+        };
+        let patch = target_status_patch("prod", &destination, &status);
+        let target = &patch["status"]["targets"]["prod"];
+        assert_eq!(
+            (&target["cluster"], &target["phase"], &target["planHash"]),
+            (&json!("prod"), &json!("Held"), &json!("abc"))
+        );
+        assert_eq!(patch["status"]["observedGeneration"], 2);
+        assert_eq!(patch["status"]["phase"], Value::Null);
+        assert!(
+            patch["status"]
+                .as_object()
+                .unwrap()
+                .contains_key("planHash")
         );
     }
 

@@ -16,7 +16,7 @@ use kube::{Client, ResourceExt};
 use super::publish::Change;
 use super::{Origin, Runner};
 use crate::app::App;
-use crate::app::key::app_key;
+use crate::app::key::{app_key, base_key};
 
 /// How often the CRD's presence is checked again while it is missing.
 const RETRY: Duration = Duration::from_secs(15);
@@ -134,7 +134,7 @@ async fn watch(runner: &Arc<Runner>, client: &Client, namespaces: &[String]) {
                 for key in runner.keys() {
                     let in_scope = prefix.as_deref().is_none_or(|p| key.starts_with(p));
                     if in_scope
-                        && !seen.contains(&key)
+                        && !seen.contains(base_key(&key))
                         && runner.origin(&key) == Some(Origin::Resource)
                     {
                         runner.remove(&key, Origin::Resource);
