@@ -216,6 +216,44 @@ async fn shards(process: &Process, cookie: &str) -> BTreeMap<String, Vec<String>
         .collect()
 }
 
+/// The value of gauge `name` of `process`'s own replica on its `/metrics`.
+async fn gauge(process: &Process, name: &str) -> Option<usize> {
+    let text = Client::new()
+        .get(process.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// How many of `apps` (App name, cluster) deploy to the clusters of `share`.
+fn apps_of(apps: &[(String, String)], share: &[String]) -> usize {
+    apps.iter().filter(|(_, c)| share.contains(c)).count()
+}
+
+/// Waits until each of `processes` (with its replica id) loads and renders exactly the Apps of
+/// its share in `assignment`, and no others.
+async fn until_loaded(
+    processes: &[(&str, &Process)],
+    apps: &[(String, String)],
+    assignment: &BTreeMap<String, Vec<String>>,
+) {
+    for (id, process) in processes {
+        let share = apps_of(apps, &assignment[*id]);
+        until("each replica loads only the Apps of its share", || async {
+            gauge(process, "wardn_shard_loaded_apps").await == Some(share)
+                && gauge(process, "wardn_shard_rendered_apps").await == Some(share)
+        })
+        .await;
+    }
+}
+
 /// The replica each write of `cluster` into namespace `team` came from, in order, with runs of
 /// the same replica collapsed.
 fn writers(cluster: &Cluster) -> Vec<String> {
@@ -335,6 +373,18 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
             .all(|(cluster, name)| version(&clusters[cluster], name).as_deref() == Some("1"))
     })
     .await;
+    // Each replica loads, renders and plans only the Apps of its own clusters.
+    let mut every_app: Vec<(String, String)> = objects
+        .iter()
+        .map(|(cluster, name)| (name.clone(), cluster.clone()))
+        .collect();
+    every_app.push(("gated".to_string(), "east-0".to_string()));
+    until_loaded(
+        &[("r0", &r0), ("r1", &r1), ("r2", &r2)],
+        &every_app,
+        &expected,
+    )
+    .await;
 
     // The Held plan: read through any replica (statuses live in the store), approved through
     // one that does not own east-0; its owner applies it, once.
@@ -406,6 +456,7 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         })
         .await;
     }
+    until_loaded(&[("r0", &r0), ("r1", &r1)], &every_app, &after).await;
     for (cluster, name) in &objects {
         let source = work.path().join("sources").join(name);
         write_source(&source, name, "2");
@@ -434,6 +485,20 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
             "{name}: {runs:?}"
         );
     }
+    // r2 joins again: it takes back its share, which r0 and r1 unload.
+    let r2 = replica("r2");
+    for process in [&r0, &r1, &r2] {
+        until("the three replicas agree on the shards again", || async {
+            shards(process, &cookie).await == expected
+        })
+        .await;
+    }
+    until_loaded(
+        &[("r0", &r0), ("r1", &r1), ("r2", &r2)],
+        &every_app,
+        &expected,
+    )
+    .await;
     let metrics = Client::new()
         .get(r0.url("/metrics"))
         .send()
@@ -442,12 +507,12 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         .text()
         .await
         .unwrap();
-    let owned = after["r0"].len();
+    let owned = expected["r0"].len();
     assert!(
         metrics.contains(&format!(
             "wardn_shard_owned_clusters{{replica=\"r0\"}} {owned}"
         )),
         "{metrics}"
     );
-    drop((r0, r1));
+    drop((r0, r1, r2));
 }

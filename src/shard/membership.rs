@@ -258,6 +258,14 @@ impl Membership {
         self.view.subscribe()
     }
 
+    /// Whether the live replicas route `cluster` to this one (rendezvous hashing over the
+    /// current view), whether or not it may write there yet: the Apps of such clusters are
+    /// the ones this replica loads, renders and plans. Unlike [`Membership::owns`], a Lease
+    /// renewal that failed once does not unload them.
+    pub fn routes_here(&self, cluster: &str) -> bool {
+        self.view.borrow().owner(cluster) == Some(self.config.replica_id.as_str())
+    }
+
     /// Whether this replica may write to `cluster` now; see [`Membership::fence`].
     pub fn owns(&self, cluster: &str) -> bool {
         self.fence(cluster).is_ok()
