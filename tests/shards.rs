@@ -2,7 +2,8 @@
 //! share the destination clusters by rendezvous hashing. In-process: membership and fencing
 //! against kubesim's Leases, checked with the real kubectl. As processes: three replicas on
 //! one throwaway PostgreSQL spread the Apps, a Held plan approved through a replica that does
-//! not own it is applied once by its owner, and after one replica is SIGKILLed its clusters
+//! not own it is applied once by its owner (as are a sync, a refresh, a diff and an unpin),
+//! each replica loads only the Apps of its own clusters, and after one replica is SIGKILLed its clusters
 //! move and every App converges, with no object written by two replicas out of turn (kubesim's
 //! write log names each request's replica).
 
@@ -384,6 +385,63 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         &every_app,
         &expected,
     )
+    .await;
+
+    // Sync, refresh, diff and unpin through a replica that does not own the App (and has not
+    // even rendered it) are handed to the owner through the store, which performs them.
+    let owner_1 = rendezvous::owner(all, "east-1").unwrap();
+    let stranger = [&r0, &r1, &r2][all.iter().position(|id| *id != owner_1).unwrap()];
+    let before = clusters["east-1"].writes().len();
+    write_source(
+        &work.path().join("sources").join("east-1-app-0"),
+        "east-1-app-0",
+        "1b",
+    );
+    let post = |path: &'static str| {
+        let url = stranger.url(&format!("/api/v1/apps/east-1/east-1-app-0/{path}"));
+        let cookie = cookie.clone();
+        async move {
+            let response = Client::new()
+                .post(url)
+                .header("cookie", cookie)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(status, 200, "{path}: {body}");
+            body
+        }
+    };
+    let refreshed = post("refresh").await;
+    assert_eq!(refreshed["status"]["phase"], "Synced", "{refreshed}");
+    until("the refreshed source is applied by the owner", || async {
+        version(&clusters["east-1"], "east-1-app-0").as_deref() == Some("1b")
+    })
+    .await;
+    let synced = post("sync").await;
+    assert_eq!(synced["status"]["phase"], "Synced", "{synced}");
+    let unpinned = post("unpin").await;
+    assert_eq!(unpinned["status"]["phase"], "Synced", "{unpinned}");
+    let diff = get(stranger, &cookie, "/api/v1/apps/east-1/east-1-app-0/diff").await;
+    assert_eq!(diff["plan"]["objects"][0]["action"], "unchanged", "{diff}");
+    let new_writes = clusters["east-1"].writes().split_off(before);
+    assert!(!new_writes.is_empty());
+    for write in &new_writes {
+        assert!(
+            write.user_agent.contains(&format!("(replica {owner_1})")),
+            "written by the owner only: {write:?}"
+        );
+    }
+    write_source(
+        &work.path().join("sources").join("east-1-app-0"),
+        "east-1-app-0",
+        "1",
+    );
+    until("east-1-app-0 back at version 1", || async {
+        version(&clusters["east-1"], "east-1-app-0").as_deref() == Some("1")
+    })
     .await;
 
     // The Held plan: read through any replica (statuses live in the store), approved through
