@@ -574,3 +574,62 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
     );
     drop((r0, r1, r2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_server_replicas_on_one_postgres_allow_only_the_documented_login_attempts() {
+    use support::running::{client_from, login_status_at};
+    use wardn::server::login_limit::{MAX_PER_ADDRESS, MAX_PER_USER};
+    let pg = Postgres::start();
+    let database = pg.create_database("logins");
+    let work = tempfile::tempdir().unwrap();
+    let replica = |id: &str| {
+        let args = ["--role", "server", "--database-url", &database];
+        let log = work.path().join(format!("{id}.log"));
+        Process::spawn(&args, &work.path().join(id), PASSWORD, &log)
+    };
+    let replicas = [replica("s0"), replica("s1")];
+    let base = |i: usize| replicas[i % 2].base.clone();
+
+    // One address guessing one user's password, alternating between the replicas: only
+    // MAX_PER_USER guesses are checked in all, not MAX_PER_USER per replica.
+    let guesser = client_from([127, 0, 0, 3]);
+    let mut statuses = Vec::new();
+    for i in 0..4 * MAX_PER_USER {
+        statuses.push(login_status_at(&guesser, &base(i), "admin", "wrong-password").await);
+    }
+    let checked = statuses.iter().filter(|s| **s == 401).count();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(
+        (checked, limited),
+        (MAX_PER_USER, 3 * MAX_PER_USER),
+        "{statuses:?}"
+    );
+    // Even the right password is refused from that address now, on either replica.
+    for i in 0..2 {
+        assert_eq!(
+            login_status_at(&guesser, &base(i), "admin", PASSWORD).await,
+            429
+        );
+    }
+
+    // One address trying many names, spread over both replicas at once: MAX_PER_ADDRESS in
+    // all are checked.
+    let sprayer = client_from([127, 0, 0, 4]);
+    let tries = (0..3 * MAX_PER_ADDRESS).map(|i| {
+        let (sprayer, base) = (&sprayer, base(i));
+        async move { login_status_at(sprayer, &base, &format!("user{i}"), "wrong-password").await }
+    });
+    let statuses = futures_util::future::join_all(tries).await;
+    let checked = statuses.iter().filter(|s| **s == 401).count();
+    assert_eq!(checked, MAX_PER_ADDRESS, "{statuses:?}");
+
+    // The real admin from another address logs in through either replica; a success
+    // refunds its attempt, so it may log in again and again.
+    let admin = client_from([127, 0, 0, 5]);
+    for i in 0..3 * MAX_PER_USER {
+        assert_eq!(
+            login_status_at(&admin, &base(i), "admin", PASSWORD).await,
+            200
+        );
+    }
+}
