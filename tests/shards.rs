@@ -156,6 +156,81 @@ async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_re
     assert!(leases.get_opt("wardn-shard-a").await.unwrap().is_none());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_renewals_keep_ownership_tasks_and_leases_steady() {
+    let mgmt = common::start(&["wardn"]).await;
+    let client = mgmt.cluster.client().await.unwrap();
+    // Renewed every 20 ms (the Lease still lasts 3 s, so a slow tick never loses it).
+    let config = |id: &str| ShardConfig {
+        renew_every: Duration::from_millis(20),
+        ..ShardConfig::new(id, "wardn", Duration::from_secs(3)).unwrap()
+    };
+    let a = Membership::start(client.clone(), config("a"))
+        .await
+        .unwrap();
+    let b = Membership::start(client.clone(), config("b"))
+        .await
+        .unwrap();
+    let clusters: Vec<String> = (0..40).map(|i| format!("cluster-{i}")).collect();
+    let expected_a: BTreeSet<String> = clusters
+        .iter()
+        .filter(|c| rendezvous::owner(["a", "b"], c) == Some("a"))
+        .cloned()
+        .collect();
+    until("both replicas own their share", || async {
+        owned(&a, &clusters) == expected_a && owned(&b, &clusters).len() + expected_a.len() == 40
+    })
+    .await;
+
+    // Every renewal of a publishes a view: at each of the next 1,000, both replicas are live,
+    // a owns exactly its share and b the rest (no flapping), and the number of live tasks does
+    // not grow with the renewals after the first hundred (no task leaked per renewal).
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "wardn");
+    let tasks = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    let mut views = a.subscribe();
+    let mut tasks_at_100 = 0;
+    for renewal in 1..=1000 {
+        views.changed().await.unwrap();
+        let ids: Vec<String> = views
+            .borrow_and_update()
+            .replicas
+            .iter()
+            .map(|r| r.id.clone())
+            .collect();
+        assert_eq!(ids, ["a", "b"], "renewal {renewal}");
+        assert_eq!(owned(&a, &clusters), expected_a, "renewal {renewal}");
+        let theirs = owned(&b, &clusters);
+        assert!(
+            theirs.is_disjoint(&expected_a) && theirs.len() + expected_a.len() == 40,
+            "renewal {renewal}: b owns {theirs:?}"
+        );
+        if renewal == 100 {
+            tasks_at_100 = tasks();
+        }
+    }
+    // Requests in flight (a's, b's, kubesim's) make the count vary by a few; a task leaked per
+    // renewal would add 900.
+    assert!(
+        tasks() < tasks_at_100 + 50,
+        "{} tasks after 1,000 renewals, {tasks_at_100} after 100",
+        tasks()
+    );
+    // The store of membership (the Leases) holds exactly the two replicas' Leases.
+    let listed = leases.list(&Default::default()).await.unwrap();
+    let names: Vec<String> = listed
+        .items
+        .iter()
+        .filter_map(|l| l.metadata.name.clone())
+        .collect();
+    assert_eq!(names, ["wardn-shard-a", "wardn-shard-b"]);
+    a.leave().await;
+    b.leave().await;
+}
+
 /// One App file: `name` deploys ConfigMap `name` from `source` to `cluster`'s `team`.
 fn app_file(name: &str, cluster: &str, source: &std::path::Path, approval: bool) -> String {
     format!(
