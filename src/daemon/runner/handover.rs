@@ -22,6 +22,11 @@ use crate::time::now_rfc3339;
 
 /// How often the owner looks for requests, and the asker for their outcome.
 const POLL: Duration = Duration::from_secs(1);
+/// Every how many polls the requests no asker waits for any more are deleted.
+const SWEEP_EVERY: u64 = 60;
+/// How long after its asker's deadline (health timeout plus two minutes) a request is kept:
+/// a request whose asker died would otherwise stay for ever.
+const KEEP_AFTER_DEADLINE: Duration = Duration::from_secs(600);
 
 /// The plan hash stored with the operations other than decisions. Replicas of an earlier
 /// version read every request that is not an approval as a rejection checked against this
@@ -162,13 +167,35 @@ impl Runner {
         }
     }
 
+    /// Deletes the requests older than any asker's deadline plus [`KEEP_AFTER_DEADLINE`].
+    async fn sweep_requests(&self, store: &Store) {
+        let age = self.options.health_timeout + Duration::from_secs(120) + KEEP_AFTER_DEADLINE;
+        let before = jiff::Timestamp::now()
+            .checked_sub(jiff::SignedDuration::try_from(age).unwrap_or(jiff::SignedDuration::MAX))
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        match store
+            .delete_app_requests_before(&crate::time::rfc3339(before))
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                requests = n,
+                "deleted handed-over requests no asker waits for"
+            ),
+            Err(e) => tracing::warn!(error = %e, "cannot delete stale handed-over requests"),
+        }
+    }
+
     /// The owner's side: every [`POLL`], claims the open requests of the Apps this replica
     /// owns, performs them and stores their outcomes. Runs until the runner stops.
     pub(super) async fn serve_handovers(self: Arc<Self>, store: Store, replica: String) {
         let mut ticker = tokio::time::interval(POLL);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
+        for tick in 0u64.. {
             ticker.tick().await;
+            if tick % SWEEP_EVERY == 0 {
+                self.sweep_requests(&store).await;
+            }
             let open = match store.open_app_requests().await {
                 Ok(open) => open,
                 Err(e) => {
