@@ -203,6 +203,12 @@ async fn a_thousand_renewals_keep_ownership_tasks_and_leases_steady() {
             .collect();
         assert_eq!(ids, ["a", "b"], "renewal {renewal}");
         assert_eq!(owned(&a, &clusters), expected_a, "renewal {renewal}");
+        let routed: BTreeSet<String> = clusters
+            .iter()
+            .filter(|c| a.routes_here(c))
+            .cloned()
+            .collect();
+        assert_eq!(routed, expected_a, "renewal {renewal}: a loads its share");
         let theirs = owned(&b, &clusters);
         assert!(
             theirs.is_disjoint(&expected_a) && theirs.len() + expected_a.len() == 40,
