@@ -162,11 +162,14 @@ impl Runner {
             self.unload(&key);
             return Ok(upserted);
         }
+        // Loaded before subscribing: the source's first update may arrive meanwhile.
+        if let Some(record) = self.apps.lock().get_mut(&key) {
+            record.loaded = true;
+        }
         match self.subscribe(&key, source).await {
             Ok(watch) => {
                 if let Some(record) = self.apps.lock().get_mut(&key) {
                     record.watch = watch;
-                    record.loaded = true;
                 }
                 Ok(upserted)
             }

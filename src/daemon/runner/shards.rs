@@ -138,12 +138,16 @@ impl Runner {
     /// Subscribes App `key` to its source (its first snapshot renders it and enqueues a pass);
     /// a source that cannot be started is the App's Failed status.
     async fn load(&self, key: &str) {
+        // Loaded before subscribing: the source's first update may arrive meanwhile.
         let found = self
             .apps
             .lock()
-            .get(key)
+            .get_mut(key)
             .filter(|r| !r.loaded)
-            .map(|r| (r.app.spec.source.validate(), r.source_key.clone()));
+            .map(|r| {
+                r.loaded = true;
+                (r.app.spec.source.validate(), r.source_key.clone())
+            });
         let Some((source, source_key)) = found else {
             return;
         };
@@ -160,10 +164,12 @@ impl Runner {
                 // Unless the App changed its source meanwhile (its upsert subscribes it).
                 if let Some(record) = apps.get_mut(key).filter(|r| r.source_key == source_key) {
                     record.watch = watch;
-                    record.loaded = true;
                 }
             }
             Err(e) => {
+                if let Some(record) = self.apps.lock().get_mut(key) {
+                    record.loaded = false;
+                }
                 tracing::warn!(app = %key, error = %e, "cannot load an App routed here");
                 let previous = self.status(key).unwrap_or_default();
                 let failed = status::failed(&previous, &e.to_string(), Timestamp::now());
