@@ -6,6 +6,7 @@ mod support;
 
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
+use support::running::{client_from, login_status_at};
 use support::server::{INTERNAL_TOKEN, TestServer, WEBHOOK_SECRET, kubeconfig};
 use wardn::server::{Access, route_table};
 use wardn::store::audit;
@@ -593,21 +594,8 @@ async fn repeated_failed_logins_are_rate_limited_per_user_and_audited() {
 }
 
 /// A client whose connections come from `ip` (any 127.0.0.0/8 address is loopback on Linux).
-fn client_from(ip: [u8; 4]) -> Client {
-    Client::builder()
-        .local_address(std::net::IpAddr::from(ip))
-        .build()
-        .unwrap()
-}
-
 async fn login_status(http: &Client, server: &TestServer, user: &str, password: &str) -> u16 {
-    http.post(server.url("/api/v1/auth/login"))
-        .json(&json!({"username": user, "password": password}))
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
+    login_status_at(http, &server.url(""), user, password).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -779,10 +767,11 @@ async fn huge_user_names_are_capped_in_the_limiter_and_the_audit_log() {
         let status = login_status(&http, &server, &format!("{i}{name}"), "x").await;
         assert!(status == 401 || status == 429, "{status}");
     }
-    let (_, pairs, bytes) = server.state.login_limiter().footprint();
+    let (rows, longest) = server.state.login_limiter().footprint().await.unwrap();
+    assert!(rows <= 2 * 200, "{rows} rows");
     assert!(
-        bytes <= pairs * MAX_USERNAME_CHARS,
-        "{bytes} bytes for {pairs}"
+        longest <= 2 + 39 + 1 + 4 * MAX_USERNAME_CHARS as i64,
+        "a subject of {longest} bytes"
     );
     assert_eq!(server.state.password_checks().total(), 0, "no such user");
     let token = server.token().await;

@@ -2,7 +2,8 @@
 //! share the destination clusters by rendezvous hashing. In-process: membership and fencing
 //! against kubesim's Leases, checked with the real kubectl. As processes: three replicas on
 //! one throwaway PostgreSQL spread the Apps, a Held plan approved through a replica that does
-//! not own it is applied once by its owner, and after one replica is SIGKILLed its clusters
+//! not own it is applied once by its owner (as are a sync, a refresh, a diff and an unpin),
+//! each replica loads only the Apps of its own clusters, and after one replica is SIGKILLed its clusters
 //! move and every App converges, with no object written by two replicas out of turn (kubesim's
 //! write log names each request's replica).
 
@@ -155,6 +156,87 @@ async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_re
     assert!(leases.get_opt("wardn-shard-a").await.unwrap().is_none());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_renewals_keep_ownership_tasks_and_leases_steady() {
+    let mgmt = common::start(&["wardn"]).await;
+    let client = mgmt.cluster.client().await.unwrap();
+    // Renewed every 20 ms (the Lease still lasts 3 s, so a slow tick never loses it).
+    let config = |id: &str| ShardConfig {
+        renew_every: Duration::from_millis(20),
+        ..ShardConfig::new(id, "wardn", Duration::from_secs(3)).unwrap()
+    };
+    let a = Membership::start(client.clone(), config("a"))
+        .await
+        .unwrap();
+    let b = Membership::start(client.clone(), config("b"))
+        .await
+        .unwrap();
+    let clusters: Vec<String> = (0..40).map(|i| format!("cluster-{i}")).collect();
+    let expected_a: BTreeSet<String> = clusters
+        .iter()
+        .filter(|c| rendezvous::owner(["a", "b"], c) == Some("a"))
+        .cloned()
+        .collect();
+    until("both replicas own their share", || async {
+        owned(&a, &clusters) == expected_a && owned(&b, &clusters).len() + expected_a.len() == 40
+    })
+    .await;
+
+    // Every renewal of a publishes a view: at each of the next 1,000, both replicas are live,
+    // a owns exactly its share and b the rest (no flapping), and the number of live tasks does
+    // not grow with the renewals after the first hundred (no task leaked per renewal).
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "wardn");
+    let tasks = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    let mut views = a.subscribe();
+    let mut tasks_at_100 = 0;
+    for renewal in 1..=1000 {
+        views.changed().await.unwrap();
+        let ids: Vec<String> = views
+            .borrow_and_update()
+            .replicas
+            .iter()
+            .map(|r| r.id.clone())
+            .collect();
+        assert_eq!(ids, ["a", "b"], "renewal {renewal}");
+        assert_eq!(owned(&a, &clusters), expected_a, "renewal {renewal}");
+        let routed: BTreeSet<String> = clusters
+            .iter()
+            .filter(|c| a.routes_here(c))
+            .cloned()
+            .collect();
+        assert_eq!(routed, expected_a, "renewal {renewal}: a loads its share");
+        let theirs = owned(&b, &clusters);
+        assert!(
+            theirs.is_disjoint(&expected_a) && theirs.len() + expected_a.len() == 40,
+            "renewal {renewal}: b owns {theirs:?}"
+        );
+        if renewal == 100 {
+            tasks_at_100 = tasks();
+        }
+    }
+    // Requests in flight (a's, b's, kubesim's) make the count vary by a few; a task leaked per
+    // renewal would add 900.
+    assert!(
+        tasks() < tasks_at_100 + 50,
+        "{} tasks after 1,000 renewals, {tasks_at_100} after 100",
+        tasks()
+    );
+    // The store of membership (the Leases) holds exactly the two replicas' Leases.
+    let listed = leases.list(&Default::default()).await.unwrap();
+    let names: Vec<String> = listed
+        .items
+        .iter()
+        .filter_map(|l| l.metadata.name.clone())
+        .collect();
+    assert_eq!(names, ["wardn-shard-a", "wardn-shard-b"]);
+    a.leave().await;
+    b.leave().await;
+}
+
 /// One App file: `name` deploys ConfigMap `name` from `source` to `cluster`'s `team`.
 fn app_file(name: &str, cluster: &str, source: &std::path::Path, approval: bool) -> String {
     format!(
@@ -214,6 +296,44 @@ async fn shards(process: &Process, cookie: &str) -> BTreeMap<String, Vec<String>
             )
         })
         .collect()
+}
+
+/// The value of gauge `name` of `process`'s own replica on its `/metrics`.
+async fn gauge(process: &Process, name: &str) -> Option<usize> {
+    let text = Client::new()
+        .get(process.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// How many of `apps` (App name, cluster) deploy to the clusters of `share`.
+fn apps_of(apps: &[(String, String)], share: &[String]) -> usize {
+    apps.iter().filter(|(_, c)| share.contains(c)).count()
+}
+
+/// Waits until each of `processes` (with its replica id) loads and renders exactly the Apps of
+/// its share in `assignment`, and no others.
+async fn until_loaded(
+    processes: &[(&str, &Process)],
+    apps: &[(String, String)],
+    assignment: &BTreeMap<String, Vec<String>>,
+) {
+    for (id, process) in processes {
+        let share = apps_of(apps, &assignment[*id]);
+        until("each replica loads only the Apps of its share", || async {
+            gauge(process, "wardn_shard_loaded_apps").await == Some(share)
+                && gauge(process, "wardn_shard_rendered_apps").await == Some(share)
+        })
+        .await;
+    }
 }
 
 /// The replica each write of `cluster` into namespace `team` came from, in order, with runs of
@@ -335,6 +455,75 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
             .all(|(cluster, name)| version(&clusters[cluster], name).as_deref() == Some("1"))
     })
     .await;
+    // Each replica loads, renders and plans only the Apps of its own clusters.
+    let mut every_app: Vec<(String, String)> = objects
+        .iter()
+        .map(|(cluster, name)| (name.clone(), cluster.clone()))
+        .collect();
+    every_app.push(("gated".to_string(), "east-0".to_string()));
+    until_loaded(
+        &[("r0", &r0), ("r1", &r1), ("r2", &r2)],
+        &every_app,
+        &expected,
+    )
+    .await;
+
+    // Sync, refresh, diff and unpin through a replica that does not own the App (and has not
+    // even rendered it) are handed to the owner through the store, which performs them.
+    let owner_1 = rendezvous::owner(all, "east-1").unwrap();
+    let stranger = [&r0, &r1, &r2][all.iter().position(|id| *id != owner_1).unwrap()];
+    let before = clusters["east-1"].writes().len();
+    write_source(
+        &work.path().join("sources").join("east-1-app-0"),
+        "east-1-app-0",
+        "1b",
+    );
+    let post = |path: &'static str| {
+        let url = stranger.url(&format!("/api/v1/apps/east-1/east-1-app-0/{path}"));
+        let cookie = cookie.clone();
+        async move {
+            let response = Client::new()
+                .post(url)
+                .header("cookie", cookie)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            let body: Value = response.json().await.unwrap();
+            assert_eq!(status, 200, "{path}: {body}");
+            body
+        }
+    };
+    let refreshed = post("refresh").await;
+    assert_eq!(refreshed["status"]["phase"], "Synced", "{refreshed}");
+    until("the refreshed source is applied by the owner", || async {
+        version(&clusters["east-1"], "east-1-app-0").as_deref() == Some("1b")
+    })
+    .await;
+    let synced = post("sync").await;
+    assert_eq!(synced["status"]["phase"], "Synced", "{synced}");
+    let unpinned = post("unpin").await;
+    assert_eq!(unpinned["status"]["phase"], "Synced", "{unpinned}");
+    let diff = get(stranger, &cookie, "/api/v1/apps/east-1/east-1-app-0/diff").await;
+    assert_eq!(diff["plan"]["objects"][0]["action"], "unchanged", "{diff}");
+    let new_writes = clusters["east-1"].writes().split_off(before);
+    assert!(!new_writes.is_empty());
+    for write in &new_writes {
+        assert!(
+            write.user_agent.contains(&format!("(replica {owner_1})")),
+            "written by the owner only: {write:?}"
+        );
+    }
+    write_source(
+        &work.path().join("sources").join("east-1-app-0"),
+        "east-1-app-0",
+        "1",
+    );
+    until("east-1-app-0 back at version 1", || async {
+        version(&clusters["east-1"], "east-1-app-0").as_deref() == Some("1")
+    })
+    .await;
 
     // The Held plan: read through any replica (statuses live in the store), approved through
     // one that does not own east-0; its owner applies it, once.
@@ -406,6 +595,7 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         })
         .await;
     }
+    until_loaded(&[("r0", &r0), ("r1", &r1)], &every_app, &after).await;
     for (cluster, name) in &objects {
         let source = work.path().join("sources").join(name);
         write_source(&source, name, "2");
@@ -434,6 +624,20 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
             "{name}: {runs:?}"
         );
     }
+    // r2 joins again: it takes back its share, which r0 and r1 unload.
+    let r2 = replica("r2");
+    for process in [&r0, &r1, &r2] {
+        until("the three replicas agree on the shards again", || async {
+            shards(process, &cookie).await == expected
+        })
+        .await;
+    }
+    until_loaded(
+        &[("r0", &r0), ("r1", &r1), ("r2", &r2)],
+        &every_app,
+        &expected,
+    )
+    .await;
     let metrics = Client::new()
         .get(r0.url("/metrics"))
         .send()
@@ -442,12 +646,71 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         .text()
         .await
         .unwrap();
-    let owned = after["r0"].len();
+    let owned = expected["r0"].len();
     assert!(
         metrics.contains(&format!(
             "wardn_shard_owned_clusters{{replica=\"r0\"}} {owned}"
         )),
         "{metrics}"
     );
-    drop((r0, r1));
+    drop((r0, r1, r2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_server_replicas_on_one_postgres_allow_only_the_documented_login_attempts() {
+    use support::running::{client_from, login_status_at};
+    use wardn::server::login_limit::{MAX_PER_ADDRESS, MAX_PER_USER};
+    let pg = Postgres::start();
+    let database = pg.create_database("logins");
+    let work = tempfile::tempdir().unwrap();
+    let replica = |id: &str| {
+        let args = ["--role", "server", "--database-url", &database];
+        let log = work.path().join(format!("{id}.log"));
+        Process::spawn(&args, &work.path().join(id), PASSWORD, &log)
+    };
+    let replicas = [replica("s0"), replica("s1")];
+    let base = |i: usize| replicas[i % 2].base.clone();
+
+    // One address guessing one user's password, alternating between the replicas: only
+    // MAX_PER_USER guesses are checked in all, not MAX_PER_USER per replica.
+    let guesser = client_from([127, 0, 0, 3]);
+    let mut statuses = Vec::new();
+    for i in 0..4 * MAX_PER_USER {
+        statuses.push(login_status_at(&guesser, &base(i), "admin", "wrong-password").await);
+    }
+    let checked = statuses.iter().filter(|s| **s == 401).count();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(
+        (checked, limited),
+        (MAX_PER_USER, 3 * MAX_PER_USER),
+        "{statuses:?}"
+    );
+    // Even the right password is refused from that address now, on either replica.
+    for i in 0..2 {
+        assert_eq!(
+            login_status_at(&guesser, &base(i), "admin", PASSWORD).await,
+            429
+        );
+    }
+
+    // One address trying many names, spread over both replicas at once: MAX_PER_ADDRESS in
+    // all are checked.
+    let sprayer = client_from([127, 0, 0, 4]);
+    let tries = (0..3 * MAX_PER_ADDRESS).map(|i| {
+        let (sprayer, base) = (&sprayer, base(i));
+        async move { login_status_at(sprayer, &base, &format!("user{i}"), "wrong-password").await }
+    });
+    let statuses = futures_util::future::join_all(tries).await;
+    let checked = statuses.iter().filter(|s| **s == 401).count();
+    assert_eq!(checked, MAX_PER_ADDRESS, "{statuses:?}");
+
+    // The real admin from another address logs in through either replica; a success
+    // refunds its attempt, so it may log in again and again.
+    let admin = client_from([127, 0, 0, 5]);
+    for i in 0..3 * MAX_PER_USER {
+        assert_eq!(
+            login_status_at(&admin, &base(i), "admin", PASSWORD).await,
+            200
+        );
+    }
 }

@@ -888,8 +888,8 @@ async fn statuses_since(db: TestDb) {
     store.close().await;
 }
 
-/// Decisions handed between replicas: exactly one claim wins, the outcome reads back, and the
-/// row goes when deleted.
+/// Operations handed between replicas: exactly one claim wins, the outcome reads back, the
+/// row goes when deleted, and stale rows go.
 async fn app_requests(db: TestDb) {
     let store = Store::connect(&db.url).await.unwrap();
     let other = Store::connect(&db.url).await.unwrap();
@@ -944,6 +944,24 @@ async fn app_requests(db: TestDb) {
     }
     assert!(store.open_app_requests().await.unwrap().is_empty());
     assert_eq!(store.app_request("long-999").await.unwrap(), None);
+    // Requests whose asker died (claimed and answered, or never claimed) go once stale.
+    for (id, at) in [
+        ("old", "2026-01-01T00:00:00Z"),
+        ("new", "2026-01-01T02:00:00Z"),
+    ] {
+        store
+            .insert_app_request(id, "team/app", "approve", None, at)
+            .await
+            .unwrap();
+    }
+    assert!(other.claim_app_request("old", "replica-b").await.unwrap());
+    let deleted = other
+        .delete_app_requests_before("2026-01-01T01:00:00Z")
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+    assert_eq!(store.app_request("old").await.unwrap(), None);
+    assert!(store.app_request("new").await.unwrap().is_some());
     other.close().await;
     store.close().await;
 }

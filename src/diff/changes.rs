@@ -1,11 +1,11 @@
 //! The structured change set: every leaf that differs between two versions of an object, as a
 //! JSON pointer with its before and after values.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// What happened at one path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeOp {
     /// The path exists only after.
@@ -17,7 +17,7 @@ pub enum ChangeOp {
 }
 
 /// One difference between two documents.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Change {
     /// RFC 6901 JSON pointer, e.g. `/spec/replicas`.
     pub path: String,

@@ -10,7 +10,7 @@ pub mod mask;
 pub mod normalize;
 pub mod text;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::object::ObjectRef;
@@ -18,7 +18,7 @@ use crate::object::owner::{FIELD_MANAGER, managed_by_wardn};
 use changes::Change;
 
 /// What a plan does with one rendered object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     /// The cluster does not have it.
@@ -30,7 +30,7 @@ pub enum Action {
 }
 
 /// The diff of one rendered object against the cluster.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObjectDiff {
     /// Which object.
     pub object: ObjectRef,

@@ -2,7 +2,7 @@
 //! rendered digest and the live resourceVersion of every object the plan touches, so an
 //! approval names exactly one change.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::app::PlanSummary;
@@ -11,7 +11,7 @@ use crate::diff::{Action, ObjectDiff};
 use crate::object::ObjectRef;
 
 /// An object of the previous inventory that the plan deletes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prune {
     /// Which object.
     pub object: ObjectRef,
@@ -20,7 +20,7 @@ pub struct Prune {
 }
 
 /// A plan: per-object diffs, prunes, and the hash an approval must name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// The source revision rendered.
     pub revision: String,

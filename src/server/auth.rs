@@ -336,13 +336,20 @@ pub async fn login(
             .failed(ip, &username, kind, Instant::now());
         login_audit::write(state.store(), rows)
     };
-    if let Err(wait) = state.login_limiter().attempt(ip, &username, Instant::now()) {
-        failed(Failure::RateLimited).await;
-        return Ok(too_many(
-            wait,
-            "too many login attempts for this user from this address",
-        ));
-    }
+    let admitted = match state
+        .login_limiter()
+        .attempt(ip, &username, super::login_limit::now_ms())
+        .await?
+    {
+        Ok(admitted) => admitted,
+        Err(wait) => {
+            failed(Failure::RateLimited).await;
+            return Ok(too_many(
+                wait,
+                "too many login attempts for this user from this address",
+            ));
+        }
+    };
     let stored = if too_long {
         None
     } else {
@@ -375,7 +382,7 @@ pub async fn login(
             &now_rfc3339(),
         )
         .await;
-    state.login_limiter().succeeded(ip, &username);
+    state.login_limiter().succeeded(&admitted).await?;
     let session = random_secret(32).map_err(|err| ApiError::internal(&err))?;
     state
         .store()

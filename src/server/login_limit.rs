@@ -6,22 +6,25 @@
 //! is refused (429 with `Retry-After`) without a password check; a successful login refunds
 //! its attempt and forgets the failures of that user from that address. The limits are per
 //! source address (IPv6 per /64), so a flood from one address cannot lock the real user out
-//! from another. Its memory is bounded whatever the input: user names are cut to
-//! [`MAX_USERNAME_CHARS`] before they reach it, and it tracks at most [`MAX_TRACKED`] keys of
-//! each kind, evicting the least recently used.
+//! from another. The attempts are counted in the store ([`crate::store::login_attempts`]), so
+//! server replicas sharing one PostgreSQL together allow only these attempts, whichever
+//! replica each request reaches. The rows are bounded whatever the input: user names are cut
+//! to [`MAX_USERNAME_CHARS`] before they reach it, a subject holds at most its limit of rows,
+//! rows leave after the window, and the table keeps at most [`MAX_ROWS`], the oldest going
+//! first.
 //!
 //! [`PasswordChecks`] caps how many argon2 checks (about 19 MiB each) run at once, and how
 //! many logins may wait for one and for how long: a login beyond them gets 429 at once, so
 //! under a flood attempts are refused quickly instead of queueing for seconds.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::Mutex;
 use tokio::sync::{Semaphore, SemaphorePermit};
+
+use crate::store::login_attempts::AttemptLimits;
+use crate::store::{Store, StoreError};
 
 /// Login attempts allowed per source address and user name within [`WINDOW`].
 pub const MAX_PER_USER: usize = 5;
@@ -29,9 +32,11 @@ pub const MAX_PER_USER: usize = 5;
 pub const MAX_PER_ADDRESS: usize = 20;
 /// The sliding window attempts are counted in.
 pub const WINDOW: Duration = Duration::from_secs(60);
-/// Most keys tracked at once, per kind (address, address and user); beyond it the key used
-/// least recently is forgotten.
+/// Most keys tracked at once, per kind (address, address and user), where they are kept in
+/// memory (the failed-login audit's aggregation).
 pub const MAX_TRACKED: usize = 10_000;
+/// Most login-attempt rows the store keeps (every replica together); beyond it the oldest go.
+pub const MAX_ROWS: i64 = 50_000;
 /// User names are cut to this many characters before any use (longer names exist nowhere, so
 /// such a login fails without a password check).
 pub const MAX_USERNAME_CHARS: usize = 64;
@@ -62,152 +67,76 @@ pub fn address_key(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Sliding-window attempt times per key, bounded in keys.
-struct Windows<K> {
-    limit: usize,
-    times: HashMap<K, VecDeque<Instant>>,
-}
-
-impl<K: Hash + Eq + Clone> Windows<K> {
-    fn new(limit: usize) -> Self {
-        Windows {
-            limit,
-            times: HashMap::new(),
-        }
-    }
-
-    /// How long `key` must wait at `now`; `None` if it may try now.
-    fn wait(&mut self, key: &K, now: Instant) -> Option<Duration> {
-        let recent = self.times.get_mut(key)?;
-        while recent
-            .front()
-            .is_some_and(|t| now.saturating_duration_since(*t) >= WINDOW)
-        {
-            recent.pop_front();
-        }
-        if recent.len() < self.limit {
-            return None;
-        }
-        let oldest = *recent.front()?;
-        Some(WINDOW.saturating_sub(now.saturating_duration_since(oldest)))
-    }
-
-    fn record(&mut self, key: &K, now: Instant) {
-        if self.times.len() >= MAX_TRACKED && !self.times.contains_key(key) {
-            self.times.retain(|_, times| {
-                times
-                    .back()
-                    .is_some_and(|t| now.saturating_duration_since(*t) < WINDOW)
-            });
-            if self.times.len() >= MAX_TRACKED {
-                let oldest = self
-                    .times
-                    .iter()
-                    .min_by_key(|(_, times)| times.back().copied())
-                    .map(|(key, _)| key.clone());
-                if let Some(oldest) = oldest {
-                    self.times.remove(&oldest);
-                }
-            }
-        }
-        let recent = self.times.entry(key.clone()).or_default();
-        recent.push_back(now);
-        while recent.len() > self.limit {
-            recent.pop_front();
-        }
-    }
-
-    /// Takes back the newest attempt of `key`.
-    fn refund(&mut self, key: &K) {
-        if let Some(recent) = self.times.get_mut(key) {
-            recent.pop_back();
-            if recent.is_empty() {
-                self.times.remove(key);
-            }
-        }
-    }
-
-    fn forget(&mut self, key: &K) {
-        self.times.remove(key);
-    }
-
-    fn len(&self) -> usize {
-        self.times.len()
-    }
-
-    fn key_bytes(&self, size: impl Fn(&K) -> usize) -> usize {
-        self.times.keys().map(size).sum()
-    }
-}
-
-struct Limits {
-    per_address: Windows<IpAddr>,
-    per_user: Windows<(IpAddr, String)>,
-}
-
-/// Login attempts per source address and per (address, user name).
+/// Login attempts per source address and per (address, user name), counted in the store.
 pub struct LoginLimiter {
-    limits: Mutex<Limits>,
+    store: Store,
 }
 
-impl Default for LoginLimiter {
-    fn default() -> Self {
-        LoginLimiter::new()
-    }
+/// An attempt the limiter admitted: what a successful login refunds.
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    /// The attempt's row under its address.
+    address_row: String,
+    /// The (address, user name) subject, whose failures a success forgets.
+    pair: String,
 }
 
 impl LoginLimiter {
-    /// An empty limiter.
-    pub fn new() -> LoginLimiter {
-        LoginLimiter {
-            limits: Mutex::new(Limits {
-                per_address: Windows::new(MAX_PER_ADDRESS),
-                per_user: Windows::new(MAX_PER_USER),
-            }),
-        }
+    /// A limiter counting in `store`.
+    pub fn new(store: Store) -> LoginLimiter {
+        LoginLimiter { store }
     }
 
-    /// Counts an attempt of `user` from `ip` at `now`, before its password is checked: `Ok`
-    /// if it may proceed, else how long to wait (the refused attempt is not counted).
-    pub fn attempt(&self, ip: IpAddr, user: &str, now: Instant) -> Result<(), Duration> {
+    /// Counts an attempt of `user` from `ip` at `now_ms` (Unix milliseconds), before its
+    /// password is checked: `Ok(admitted)` if it may proceed, else how long to wait (the
+    /// refused attempt is not counted).
+    pub async fn attempt(
+        &self,
+        ip: IpAddr,
+        user: &str,
+        now_ms: i64,
+    ) -> Result<Result<Admitted, Duration>, StoreError> {
         let address = address_key(ip);
-        let pair = (address, bounded_username(user).to_string());
-        let mut limits = self.limits.lock();
-        let wait = [
-            limits.per_address.wait(&address, now),
-            limits.per_user.wait(&pair, now),
-        ]
-        .into_iter()
-        .flatten()
-        .max();
-        if let Some(wait) = wait {
-            return Err(wait);
-        }
-        limits.per_address.record(&address, now);
-        limits.per_user.record(&pair, now);
-        Ok(())
-    }
-
-    /// A successful login of `user` from `ip`: its attempt is refunded and its earlier
-    /// failures from that address forgotten.
-    pub fn succeeded(&self, ip: IpAddr, user: &str) {
-        let address = address_key(ip);
-        let pair = (address, bounded_username(user).to_string());
-        let mut limits = self.limits.lock();
-        limits.per_address.refund(&address);
-        limits.per_user.forget(&pair);
-    }
-
-    /// Keys tracked (addresses, address-and-user pairs) and the bytes of the user names held:
-    /// for tests and benchmarks of the limiter's bounds.
-    pub fn footprint(&self) -> (usize, usize, usize) {
-        let limits = self.limits.lock();
-        (
-            limits.per_address.len(),
-            limits.per_user.len(),
-            limits.per_user.key_bytes(|(_, user)| user.len()),
+        let address_subject = format!("a {address}");
+        let pair = format!("u {address} {}", bounded_username(user));
+        let limits = AttemptLimits {
+            subjects: vec![
+                (address_subject, MAX_PER_ADDRESS),
+                (pair.clone(), MAX_PER_USER),
+            ],
+            window_ms: i64::try_from(WINDOW.as_millis()).unwrap_or(i64::MAX),
+            max_rows: MAX_ROWS,
+        };
+        Ok(
+            match self.store.count_login_attempt(&limits, now_ms).await? {
+                Ok(counted) => Ok(Admitted {
+                    address_row: counted.rows.into_iter().next().unwrap_or_default(),
+                    pair,
+                }),
+                Err(ms) => Err(Duration::from_millis(u64::try_from(ms).unwrap_or(1))),
+            },
         )
     }
+
+    /// A successful login after `admitted`: its attempt is refunded and the earlier failures
+    /// of that user from that address forgotten.
+    pub async fn succeeded(&self, admitted: &Admitted) -> Result<(), StoreError> {
+        self.store
+            .forget_login_attempts(&admitted.address_row, &admitted.pair)
+            .await
+    }
+
+    /// The attempt rows kept and the longest subject's bytes: for tests and benchmarks of
+    /// the limiter's bounds.
+    pub async fn footprint(&self) -> Result<(i64, i64), StoreError> {
+        self.store.login_attempts_footprint().await
+    }
+}
+
+/// The current time in Unix milliseconds, as [`LoginLimiter::attempt`] takes it.
+pub fn now_ms() -> i64 {
+    let now = jiff::Timestamp::now();
+    now.as_millisecond()
 }
 
 /// The password-check slots: at most [`MAX_CONCURRENT_CHECKS`] argon2 checks at once, at most
@@ -317,53 +246,94 @@ mod tests {
     const A: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
     const B: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2));
 
-    #[test]
-    fn attempts_are_limited_per_address_and_user_and_expire() {
-        let limiter = LoginLimiter::new();
-        let start = Instant::now();
-        let at = |secs: u64| start + Duration::from_secs(secs);
-        for i in 0..MAX_PER_USER as u64 {
-            assert_eq!(limiter.attempt(A, "admin", at(i)), Ok(()));
+    /// A limiter on a fresh SQLite store (and the directory holding it).
+    async fn limiter() -> (LoginLimiter, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).await.unwrap();
+        (LoginLimiter::new(store), dir)
+    }
+
+    #[tokio::test]
+    async fn attempts_are_limited_per_address_and_user_and_expire() {
+        let (limiter, _dir) = limiter().await;
+        let start = 1_700_000_000_000i64;
+        let at = |secs: i64| start + secs * 1000;
+        for i in 0..MAX_PER_USER as i64 {
+            assert!(limiter.attempt(A, "admin", at(i)).await.unwrap().is_ok());
         }
         assert_eq!(
-            limiter.attempt(A, "admin", at(10)),
-            Err(Duration::from_secs(50))
+            limiter
+                .attempt(A, "admin", at(10))
+                .await
+                .unwrap()
+                .unwrap_err(),
+            Duration::from_secs(50)
         );
         // Another address, or another name, is not affected.
-        assert_eq!(limiter.attempt(B, "admin", at(10)), Ok(()));
-        assert_eq!(limiter.attempt(A, "other", at(10)), Ok(()));
-        assert_eq!(limiter.attempt(A, "admin", at(60)), Ok(()));
+        assert!(limiter.attempt(B, "admin", at(10)).await.unwrap().is_ok());
+        assert!(limiter.attempt(A, "other", at(10)).await.unwrap().is_ok());
+        let admitted = limiter.attempt(A, "admin", at(60)).await.unwrap().unwrap();
         assert_eq!(
-            limiter.attempt(A, "admin", at(60)),
-            Err(Duration::from_secs(1))
+            limiter
+                .attempt(A, "admin", at(60))
+                .await
+                .unwrap()
+                .unwrap_err(),
+            Duration::from_secs(1)
         );
-        limiter.succeeded(A, "admin");
-        assert_eq!(limiter.attempt(A, "admin", at(60)), Ok(()));
+        limiter.succeeded(&admitted).await.unwrap();
+        assert!(limiter.attempt(A, "admin", at(60)).await.unwrap().is_ok());
     }
 
-    #[test]
-    fn one_address_gets_a_bounded_number_of_names() {
-        let limiter = LoginLimiter::new();
-        let now = Instant::now();
-        let allowed = (0..100)
-            .filter(|i| limiter.attempt(A, &format!("user{i}"), now).is_ok())
-            .count();
-        assert_eq!(allowed, MAX_PER_ADDRESS);
-        assert!(limiter.attempt(B, "admin", now).is_ok());
-    }
-
-    #[test]
-    fn memory_is_bounded_whatever_the_input() {
-        let limiter = LoginLimiter::new();
-        let now = Instant::now();
-        let long = "x".repeat(1 << 20);
-        for i in 0..(MAX_TRACKED as u32 + 500) {
-            let ip = IpAddr::V4(std::net::Ipv4Addr::from(i));
-            let _ = limiter.attempt(ip, &long, now);
+    #[tokio::test]
+    async fn one_address_gets_a_bounded_number_of_names() {
+        let (limiter, _dir) = limiter().await;
+        let now = now_ms();
+        let mut allowed = 0;
+        for i in 0..100 {
+            if limiter
+                .attempt(A, &format!("user{i}"), now)
+                .await
+                .unwrap()
+                .is_ok()
+            {
+                allowed += 1;
+            }
         }
-        let (addresses, pairs, bytes) = limiter.footprint();
-        assert!(addresses <= MAX_TRACKED && pairs <= MAX_TRACKED);
-        assert!(bytes <= MAX_TRACKED * MAX_USERNAME_CHARS, "{bytes}");
+        assert_eq!(allowed, MAX_PER_ADDRESS);
+        assert!(limiter.attempt(B, "admin", now).await.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn rows_are_bounded_whatever_the_input_and_leave_after_the_window() {
+        let (limiter, _dir) = limiter().await;
+        let now = now_ms();
+        let long = "x".repeat(1 << 20);
+        for i in 0..300u32 {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::from(i));
+            let _ = limiter.attempt(ip, &long, now).await.unwrap();
+        }
+        let (rows, longest) = limiter.footprint().await.unwrap();
+        assert_eq!(rows, 600, "one row per address and per pair");
+        assert!(
+            longest <= 2 + 39 + 1 + 4 * MAX_USERNAME_CHARS as i64,
+            "{longest}"
+        );
+        // One attempt after the window: every earlier row has left.
+        let later = now + i64::try_from(WINDOW.as_millis()).unwrap();
+        limiter.attempt(A, "admin", later).await.unwrap().unwrap();
+        assert_eq!(limiter.footprint().await.unwrap().0, 2);
+        // Beyond the total cap the oldest rows go first.
+        for i in 0..20i64 {
+            let limits = AttemptLimits {
+                subjects: vec![(format!("a 10.1.0.{i}"), 5)],
+                window_ms: 60_000,
+                max_rows: 10,
+            };
+            let counted = limiter.store.count_login_attempt(&limits, later + i).await;
+            counted.unwrap().unwrap();
+        }
+        assert_eq!(limiter.footprint().await.unwrap().0, 10);
     }
 
     #[test]

@@ -80,6 +80,7 @@ impl AppState {
         runner: Arc<Runner>,
         repositories: Arc<Repositories>,
     ) -> AppState {
+        let login_limiter = Arc::new(login_limit::LoginLimiter::new(registry.store().clone()));
         AppState {
             registry,
             internal_token_hash: internal_token
@@ -88,7 +89,7 @@ impl AppState {
             webhook,
             runner,
             repositories,
-            login_limiter: Arc::default(),
+            login_limiter,
             password_checks: Arc::default(),
             failed_logins: Arc::default(),
             secure_cookies: false,
@@ -115,7 +116,7 @@ impl AppState {
         &self.repositories
     }
 
-    /// Login attempts per source address and user name (rate limiting).
+    /// Login attempts per source address and user name (rate limiting, counted in the store).
     pub fn login_limiter(&self) -> &Arc<login_limit::LoginLimiter> {
         &self.login_limiter
     }

@@ -258,6 +258,23 @@ impl Membership {
         self.view.subscribe()
     }
 
+    /// Whether the live replicas and this one route `cluster` here (rendezvous hashing over
+    /// the current view, with this replica counted live even while its own Lease shows
+    /// expired), whether or not it may write there: the Apps of such clusters are the ones
+    /// this replica loads, renders and plans. Unlike [`Membership::owns`], a renewal that came
+    /// late (an overloaded or paused process) does not unload and reload every App; fencing
+    /// alone keeps such a replica from writing.
+    pub fn routes_here(&self, cluster: &str) -> bool {
+        let me = self.config.replica_id.as_str();
+        let view = self.view.borrow();
+        let others = view
+            .replicas
+            .iter()
+            .map(|r| r.id.as_str())
+            .filter(|id| *id != me);
+        rendezvous::owner(others.chain([me]), cluster) == Some(me)
+    }
+
     /// Whether this replica may write to `cluster` now; see [`Membership::fence`].
     pub fn owns(&self, cluster: &str) -> bool {
         self.fence(cluster).is_ok()

@@ -47,6 +47,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0008_app_requests.sql",
         include_str!("../../migrations/0008_app_requests.sql"),
     ),
+    (
+        10,
+        "0010_login_attempts.sql",
+        include_str!("../../migrations/0010_login_attempts.sql"),
+    ),
 ];
 
 /// The PostgreSQL advisory lock key held while migrating ("wardn mi" in ASCII): replicas

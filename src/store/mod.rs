@@ -10,6 +10,7 @@ pub mod apps;
 pub mod audit;
 pub mod auth;
 pub mod clusters;
+pub mod login_attempts;
 mod migrate;
 pub mod promotions;
 pub mod repositories;

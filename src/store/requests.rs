@@ -107,4 +107,14 @@ impl Store {
             .await?;
         Ok(())
     }
+
+    /// Deletes the requests recorded before `before` (RFC 3339, as stored): no asker waits for
+    /// them any more (it died, or gave up). Returns how many went.
+    pub async fn delete_app_requests_before(&self, before: &str) -> Result<u64, StoreError> {
+        let result = sqlx::query("DELETE FROM app_requests WHERE requested_at < $1")
+            .bind(before)
+            .execute(&self.pool)
+            .await?;
+        Ok(result.rows_affected())
+    }
 }

@@ -78,6 +78,31 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// An HTTP client whose connections come from `ip` (a loopback address such as 127.0.0.2),
+/// as a distinct source address for the login limits.
+pub fn client_from(ip: [u8; 4]) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from(ip))
+        .build()
+        .unwrap()
+}
+
+/// The HTTP status of a login as `username` with `password` at `base` through `http`.
+pub async fn login_status_at(
+    http: &reqwest::Client,
+    base: &str,
+    username: &str,
+    password: &str,
+) -> u16 {
+    http.post(format!("{base}/api/v1/auth/login"))
+        .json(&serde_json::json!({"username": username, "password": password}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 /// Logs in as admin with `password` at the server `base` (`http://127.0.0.1:PORT`) and returns
 /// the session cookie (`wardn_session=…`).
 pub async fn login(base: &str, password: &str) -> String {

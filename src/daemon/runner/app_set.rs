@@ -101,6 +101,7 @@ struct Version {
     source_key: SourceKey,
     watch: Option<DirectoryWatch>,
     manifests: Option<Arc<crate::reconcile::pass::Manifests>>,
+    loaded: bool,
 }
 
 impl Runner {
@@ -191,16 +192,27 @@ impl Runner {
         // previous version (and its watch) is kept until the new source runs. Manifests of
         // another source must not be applied under the new spec.
         let source_key = source_key(&key, &source)?;
+        let routed = self.routes_here(app.spec.destination.cluster_segment());
         let previous = self.switch_source(&key, app, origin, source_key);
+        let upserted = match previous {
+            Some(_) => Upserted::Resubscribed,
+            None => Upserted::Added,
+        };
+        if !routed {
+            // Another replica loads it; this one keeps its spec and status for the API.
+            self.unload(&key);
+            return Ok(upserted);
+        }
+        // Loaded before subscribing: the source's first update may arrive meanwhile.
+        if let Some(record) = self.apps.lock().get_mut(&key) {
+            record.loaded = true;
+        }
         match self.subscribe(&key, source).await {
             Ok(watch) => {
                 if let Some(record) = self.apps.lock().get_mut(&key) {
                     record.watch = watch;
                 }
-                Ok(match previous {
-                    Some(_) => Upserted::Resubscribed,
-                    None => Upserted::Added,
-                })
+                Ok(upserted)
             }
             Err(e) => {
                 let mut apps = self.apps.lock();
@@ -212,6 +224,7 @@ impl Runner {
                             record.source_key = previous.source_key;
                             record.watch = previous.watch;
                             record.manifests = previous.manifests;
+                            record.loaded = previous.loaded;
                         }
                     }
                     None => {
@@ -240,6 +253,7 @@ impl Runner {
                 source_key: std::mem::replace(&mut record.source_key, source_key),
                 watch: record.watch.take(),
                 manifests: record.manifests.take(),
+                loaded: record.loaded,
             };
             return Some(previous);
         }
@@ -256,6 +270,7 @@ impl Runner {
                 verified: Arc::default(),
                 operation: Arc::default(),
                 removed: watch::Sender::new(false),
+                loaded: false,
             },
         );
         None
@@ -263,7 +278,7 @@ impl Runner {
 
     /// Subscribes App `key` to `source`: Git through the poller (replacing any previous
     /// subscription), a directory through a new watch (returned).
-    async fn subscribe(
+    pub(super) async fn subscribe(
         &self,
         key: &str,
         source: Source,

@@ -22,7 +22,7 @@ impl Runner {
                 .apps
                 .lock()
                 .get(&update.app)
-                .filter(|r| r.source_key == update.status.source_key)
+                .filter(|r| r.loaded && r.source_key == update.status.source_key)
                 .map(|r| r.app.spec.source.clone());
             let Some(source) = current else {
                 continue;

@@ -88,6 +88,9 @@ struct AppRecord {
     operation: Arc<tokio::sync::Mutex<()>>,
     /// Set when the App is removed: cancels an operation in flight.
     removed: watch::Sender<bool>,
+    /// Whether this process follows the App's source, renders and plans it: always unless
+    /// sharded, where only the Apps routed to this replica are loaded (see [`shards`]).
+    loaded: bool,
 }
 
 /// Where the runner's notifications go.

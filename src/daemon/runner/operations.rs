@@ -106,12 +106,10 @@ impl Runner {
             .get(key)
             .map(|record| record.removed.subscribe())
             .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
-        // Plans only read; everything else is the owning replica's.
-        if !matches!(operation, Operation::Plan)
-            && let Some(owner) = self.elsewhere(key)
-        {
-            if let (Some(store), Operation::Approve(_) | Operation::Reject(_)) =
-                (&self.store, &operation)
+        // Only the owner loads the App: every operation on it is the owning replica's.
+        if let Some(owner) = self.elsewhere(key) {
+            if let Some(store) = &self.store
+                && super::handover::can_hand_over(&operation)
             {
                 return self.hand_over(store, key, &operation).await;
             }

@@ -11,6 +11,7 @@ use jiff::Timestamp;
 
 use super::Runner;
 use crate::app::AppStatus;
+use crate::reconcile::status;
 use crate::shard::Membership;
 
 /// Every how many steps of following the fleet all statuses are reloaded, not only the
@@ -72,6 +73,117 @@ impl Runner {
     /// sharded.
     pub(super) fn owns_cluster(&self, cluster: &str) -> bool {
         self.sharding.get().is_none_or(|m| m.owns(cluster))
+    }
+
+    /// Whether this process loads (follows the source of, renders and plans) the Apps
+    /// deploying to `cluster`: always unless sharded, else when the live replicas route the
+    /// cluster here ([`Membership::routes_here`]).
+    pub(super) fn routes_here(&self, cluster: &str) -> bool {
+        self.sharding.get().is_none_or(|m| m.routes_here(cluster))
+    }
+
+    /// Loads the Apps now routed here that are not loaded yet, and unloads the loaded ones
+    /// now routed to another replica, so a replica holds the rendered manifests, source
+    /// subscriptions and drift watches of its share only. Called at every step of following
+    /// the fleet, so an App added while ownership moved is caught at the next renewal.
+    async fn rebalance(&self) {
+        let (load, unload): (Vec<String>, Vec<String>) = {
+            let apps = self.apps.lock();
+            let mut load = Vec::new();
+            let mut unload = Vec::new();
+            for (key, record) in apps.iter() {
+                let routed = self.routes_here(record.app.spec.destination.cluster_segment());
+                match (routed, record.loaded) {
+                    (true, false) => load.push(key.clone()),
+                    (false, true) => unload.push(key.clone()),
+                    _ => {}
+                }
+            }
+            (load, unload)
+        };
+        if !load.is_empty() || !unload.is_empty() {
+            tracing::info!(
+                load = load.len(),
+                unload = unload.len(),
+                "following the fleet: loading the Apps routed here, unloading the others"
+            );
+        }
+        for key in &unload {
+            self.unload(key);
+        }
+        for key in &load {
+            self.load(key).await;
+        }
+    }
+
+    /// Stops following App `key`'s source and drops its rendered manifests, render-cache
+    /// entry and drift watches (another replica loads it); its spec and status stay, for the
+    /// API.
+    pub(super) fn unload(&self, key: &str) {
+        {
+            let mut apps = self.apps.lock();
+            let Some(record) = apps.get_mut(key) else {
+                return;
+            };
+            record.loaded = false;
+            record.watch = None;
+            record.manifests = None;
+            record.verified = Arc::default();
+        }
+        self.poller.unsubscribe(key);
+        self.cache.remove(key);
+        self.upkeep.forget(key);
+    }
+
+    /// Subscribes App `key` to its source (its first snapshot renders it and enqueues a pass);
+    /// a source that cannot be started is the App's Failed status.
+    async fn load(&self, key: &str) {
+        // Loaded before subscribing: the source's first update may arrive meanwhile.
+        let found = self
+            .apps
+            .lock()
+            .get_mut(key)
+            .filter(|r| !r.loaded)
+            .map(|r| {
+                r.loaded = true;
+                (r.app.spec.source.validate(), r.source_key.clone())
+            });
+        let Some((source, source_key)) = found else {
+            return;
+        };
+        let subscribed = match source {
+            Ok(source) => self.subscribe(key, source).await,
+            Err(source) => Err(super::RunnerError::Spec {
+                app: key.to_string(),
+                source,
+            }),
+        };
+        match subscribed {
+            Ok(watch) => {
+                let mut apps = self.apps.lock();
+                // Unless the App changed its source meanwhile (its upsert subscribes it).
+                if let Some(record) = apps.get_mut(key).filter(|r| r.source_key == source_key) {
+                    record.watch = watch;
+                }
+            }
+            Err(e) => {
+                if let Some(record) = self.apps.lock().get_mut(key) {
+                    record.loaded = false;
+                }
+                tracing::warn!(app = %key, error = %e, "cannot load an App routed here");
+                let previous = self.status(key).unwrap_or_default();
+                let failed = status::failed(&previous, &e.to_string(), Timestamp::now());
+                self.record(key, failed);
+            }
+        }
+    }
+
+    /// How many managed Apps this process loads, and how many of those are rendered.
+    fn loaded_counts(&self) -> (usize, usize) {
+        let apps = self.apps.lock();
+        let loaded = apps.values().filter(|r| r.loaded).count();
+        let rendered = apps.values().filter(|r| r.manifests.is_some()).count();
+        (loaded, rendered)
     }
 
     /// The destination cluster segment of App `key`.
@@ -196,6 +308,7 @@ impl Runner {
         for key in keys {
             self.scheduler.enqueue(key);
         }
+        self.rebalance().await;
         (owned, Some(next))
     }
 
@@ -247,6 +360,7 @@ impl Runner {
             .map(|e| (e.clusters.len(), e.apps))
             .unwrap_or_default();
         let live = membership.view().replicas.len();
+        let (loaded, rendered) = self.loaded_counts();
         format!(
             "# HELP wardn_shard_owned_clusters Destination clusters this replica owns.\n\
              # TYPE wardn_shard_owned_clusters gauge\n\
@@ -256,7 +370,13 @@ impl Runner {
              wardn_shard_owned_apps{{replica=\"{me}\"}} {apps}\n\
              # HELP wardn_shard_live_replicas Replicas whose Lease this replica sees live.\n\
              # TYPE wardn_shard_live_replicas gauge\n\
-             wardn_shard_live_replicas{{replica=\"{me}\"}} {live}\n"
+             wardn_shard_live_replicas{{replica=\"{me}\"}} {live}\n\
+             # HELP wardn_shard_loaded_apps Apps whose source this replica follows, renders and plans.\n\
+             # TYPE wardn_shard_loaded_apps gauge\n\
+             wardn_shard_loaded_apps{{replica=\"{me}\"}} {loaded}\n\
+             # HELP wardn_shard_rendered_apps Apps whose rendered manifests this replica holds.\n\
+             # TYPE wardn_shard_rendered_apps gauge\n\
+             wardn_shard_rendered_apps{{replica=\"{me}\"}} {rendered}\n"
         )
     }
 }
