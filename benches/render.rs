@@ -14,9 +14,10 @@
 //!     `wardn render TREE` against `kubectl kustomize TREE`.
 //!
 //! Each process's wall time is taken around it, its CPU time and peak RSS from GNU time.
-//! `WARDN_BENCH_QUICK=1` (`make bench`): 20 overlays in (b), one kustomize run per tree in
-//! (d); otherwise 200 and three (the median is printed). Set `KUBECTL` to override the
-//! reference binary.
+//! `WARDN_BENCH_QUICK=1` (`make bench`, under a minute): 10 overlays in (b), three wardn
+//! runs per measurement and one kustomize run per tree in (d); otherwise 200 overlays, five
+//! wardn runs and three kustomize runs (the median is printed). Set `KUBECTL` to override
+//! the reference binary.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -177,9 +178,17 @@ fn generate_monorepo(root: &Path, count: usize) -> Vec<PathBuf> {
     overlays
 }
 
+/// The machine's load averages (1, 5 and 15 minutes) from `/proc/loadavg`: the machine is
+/// shared, and the figures mean little without it.
+fn load() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 fn report(label: &str, wardn: Usage, kustomize: Usage) {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    println!("{label}");
+    println!("{label} [load {}]", load());
     for (name, u) in [("wardn    ", wardn), ("kustomize", kustomize)] {
         println!(
             "  {name} wall {:>10.1} ms   cpu {:>10.1} ms   peak RSS {:>8.1} MiB",
@@ -200,6 +209,7 @@ fn main() {
     let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| DEFAULT_KUBECTL.to_string());
     let wardn = env!("CARGO_BIN_EXE_wardn");
     let quick = support::quick();
+    let wardn_runs = if quick { 3 } else { 5 };
     let tmp = tempfile::tempdir().expect("tempdir");
     // A Git work tree marker so `wardn render` roots its tree at the generated repository.
     fs::create_dir_all(tmp.path().join(".git")).expect("mkdir .git");
@@ -212,7 +222,7 @@ fn main() {
         if ours == theirs { "yes" } else { "NO" },
         theirs.len()
     );
-    let w = median(5, Command::new(wardn).arg("render").arg(&big));
+    let w = median(wardn_runs, Command::new(wardn).arg("render").arg(&big));
     let k = measure(Command::new(&kubectl).arg("kustomize").arg(&big));
     report(
         "(a) one overlay of 2,000 objects (namespace, prefix, labels, 100 images, 1 patch)",
@@ -220,10 +230,10 @@ fn main() {
         k,
     );
 
-    let count = if quick { 20 } else { 200 };
+    let count = if quick { 10 } else { 200 };
     let overlays = generate_monorepo(tmp.path(), count);
     let w = median(
-        5,
+        wardn_runs,
         Command::new(wardn)
             .arg("render")
             .arg(tmp.path().join("mono")),
@@ -251,13 +261,13 @@ fn main() {
         k,
     );
 
-    real_world_corpus(wardn, &kubectl, if quick { 1 } else { 3 });
+    real_world_corpus(wardn, &kubectl, wardn_runs, if quick { 1 } else { 3 });
 }
 
 /// (c) and (d): the corpus table, then the three largest trees, whole processes. Whether
 /// wardn's output is kustomize's is known from (c) (the stored outputs and digests were
 /// captured from `kubectl kustomize`), so kustomize runs only to be measured.
-fn real_world_corpus(wardn: &str, kubectl: &str, kustomize_runs: usize) {
+fn real_world_corpus(wardn: &str, kubectl: &str, wardn_runs: usize, kustomize_runs: usize) {
     println!("(c) real-world corpus (fixtures/real-world), wardn against kustomize's outputs");
     let cases = real_world::cases();
     let mut table = real_world::Table::new();
@@ -278,7 +288,7 @@ fn real_world_corpus(wardn: &str, kubectl: &str, kustomize_runs: usize) {
     sized.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (bytes, outcome, case) in sized.into_iter().take(3) {
         let path = case.root.join(&case.tree);
-        let w = median(5, Command::new(wardn).arg("render").arg(&path));
+        let w = median(wardn_runs, Command::new(wardn).arg("render").arg(&path));
         let k = median(
             kustomize_runs,
             Command::new(kubectl).arg("kustomize").arg(&path),

@@ -479,6 +479,15 @@ fn analyze(s: &str) -> Analysis {
     let mut chars = s.chars().peekable();
     let mut first = true;
     while let Some(c) = chars.next() {
+        // Most characters of long values (rule expressions, embedded JSON) are graphic ASCII
+        // other than the indicators that matter after the first character: they only reset
+        // the space and break trackers.
+        if !first && c.is_ascii_graphic() && c != ':' && c != '#' {
+            previous_space = false;
+            previous_break = false;
+            preceded_by_ws = false;
+            continue;
+        }
         let next = chars.peek().copied();
         let last = next.is_none();
         let followed_by_ws = matches!(next, None | Some(' ' | '\t'));

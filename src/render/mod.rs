@@ -25,6 +25,7 @@ mod resource;
 mod scalar;
 mod selector;
 mod sort;
+mod split;
 mod transform;
 pub mod tree;
 mod vars;

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::RenderError;
+use super::{RenderError, split};
 
 /// Largest file the renderer reads (bytes).
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -19,17 +19,20 @@ const MAX_NODES: usize = 5_000_000;
 /// Most events replayed from aliases in one file (alias-bomb guard).
 const MAX_ALIAS_REPLAY: usize = 100_000;
 
-fn options() -> serde_saphyr::Options {
+/// The parser's options for one of `shares` equal parts of a file (1: the whole file): each
+/// part gets its share of the file's budgets.
+fn options(shares: usize) -> serde_saphyr::Options {
+    let shares = shares.max(1);
     let mut options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
-            max_documents: MAX_DOCUMENTS,
-            max_nodes: MAX_NODES,
-            max_events: MAX_NODES * 2,
+            max_documents: MAX_DOCUMENTS / shares,
+            max_nodes: MAX_NODES / shares,
+            max_events: MAX_NODES * 2 / shares,
         },
         strict_booleans: true,
         legacy_octal_numbers: true,
     };
-    options.alias_limits.max_total_replayed_events = MAX_ALIAS_REPLAY;
+    options.alias_limits.max_total_replayed_events = MAX_ALIAS_REPLAY / shares;
     // Comments are never rendered: recognised, but their text is not kept.
     options.emit_comments = false;
     options
@@ -39,14 +42,56 @@ fn options() -> serde_saphyr::Options {
 pub fn documents(file: &str, bytes: &[u8]) -> Result<Vec<Value>, RenderError> {
     let text = text(file, bytes)?;
     let mut docs =
-        serde_saphyr::from_multiple_with_options::<Value>(text, options()).map_err(|e| {
-            RenderError::Yaml {
-                file: file.to_string(),
-                message: first_line(&e.to_string()),
-            }
-        })?;
+        match in_parallel(text) {
+            Some(docs) => docs,
+            None => serde_saphyr::from_multiple_with_options::<Value>(text, options(1)).map_err(
+                |e| RenderError::Yaml {
+                    file: file.to_string(),
+                    message: first_line(&e.to_string()),
+                },
+            )?,
+        };
     clip_block_scalar_at_eof(text, &mut docs);
     Ok(docs)
+}
+
+/// Smallest file parsed on several threads (below this, threads cost more than they save).
+const PARALLEL_BYTES: usize = 256 * 1024;
+/// Most threads parsing one file.
+const MAX_PARALLEL: usize = 4;
+
+/// The documents of a large multi-document `text`, parsed as runs of whole documents (see
+/// [`split::document_runs`]) on several threads, each run with its share of the file's
+/// budgets. `None` when the file is small, cannot be cut, or any run fails: the caller then
+/// parses it whole, which gives the same documents (the documents of a file are independent)
+/// and reports a failure exactly as a sequential parse does.
+fn in_parallel(text: &str) -> Option<Vec<Value>> {
+    if text.len() < PARALLEL_BYTES {
+        return None;
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_PARALLEL);
+    let runs = split::document_runs(text, threads)?;
+    let parsed: Vec<Option<Vec<Value>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = runs
+            .iter()
+            .map(|run| {
+                scope.spawn(|| {
+                    serde_saphyr::from_multiple_with_options::<Value>(run, options(runs.len())).ok()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    });
+    let mut docs = Vec::new();
+    for run in parsed {
+        docs.extend(run?);
+    }
+    Some(docs)
 }
 
 /// A clipped block scalar (`|`, `>`) whose last line ends the file without a line break has
@@ -298,6 +343,66 @@ mod tests {
         }
         let err = documents("bomb.yaml", bomb.as_bytes()).unwrap_err();
         assert!(err.to_string().contains("bomb.yaml"), "{err}");
+    }
+
+    /// A file large enough to be parsed in parallel: `count` documents with block scalars
+    /// holding `---`-like lines, anchors and aliases, comments and a final unterminated line.
+    fn large_file(count: usize) -> String {
+        let mut text = String::from("# leading comment\n");
+        for i in 0..count {
+            text.push_str(&format!(
+                "---\nkind: ConfigMap\nmetadata:\n  name: cm{i} # comment\n  labels: &l\n    a: \"{i}\"\ndata:\n  script: |\n    ---x\n    --- indented\n\n    done\n  other: *l\n  folded: >-\n    a\n    b\n---\n# an empty document\n"
+            ));
+        }
+        text.push_str("--- \nlast: |\n  x");
+        text
+    }
+
+    #[test]
+    fn large_files_parse_in_parallel_as_they_parse_whole() {
+        let text = large_file(3000);
+        assert!(text.len() >= PARALLEL_BYTES);
+        let parallel = in_parallel(&text).expect("parsed in parallel");
+        let whole = serde_saphyr::from_multiple_with_options::<Value>(&text, options(1)).unwrap();
+        assert_eq!(parallel, whole);
+        let docs = documents("big.yaml", text.as_bytes()).unwrap();
+        assert_eq!(docs.len(), 3001);
+        assert_eq!(docs[2999]["metadata"]["name"], "cm2999");
+        assert_eq!(docs[1234]["data"]["script"], "---x\n--- indented\n\ndone\n");
+        assert_eq!(docs[1234]["data"]["other"]["a"], "1234");
+        assert_eq!(docs[3000]["last"], "x");
+    }
+
+    #[test]
+    fn large_hostile_files_fail_as_they_fail_whole() {
+        // A document-start line inside a quoted scalar, an alias to an anchor of another
+        // document (and run) and a document storm over the budget: the outcome, error message
+        // included, is the whole file's.
+        let mut quoted = large_file(1000);
+        quoted.push_str("\n---\na: \"open\n---\nclosed\"\n");
+        quoted.push_str(&large_file(1000));
+        let mut alias = String::from("first: &only 1\n");
+        alias.push_str(&large_file(1500));
+        alias.push_str("\n---\nx: *only\n");
+        let storm = "---\naaaaaaaaaaaa: 1\n".repeat(MAX_DOCUMENTS + 1);
+        for text in [quoted, alias, storm] {
+            assert!(text.len() >= PARALLEL_BYTES);
+            assert!(in_parallel(&text).is_none());
+            let whole = serde_saphyr::from_multiple_with_options::<Value>(&text, options(1))
+                .map_err(|e| format!("big.yaml: {}", first_line(&e.to_string())));
+            let ours = documents("big.yaml", text.as_bytes()).map_err(|e| e.to_string());
+            assert!(whole.is_err());
+            assert_eq!(ours, whole);
+        }
+    }
+
+    #[test]
+    fn parallel_parsing_is_stable_over_many_runs() {
+        let text = large_file(1200);
+        let first = documents("big.yaml", text.as_bytes()).unwrap();
+        for _ in 0..30 {
+            assert_eq!(documents("big.yaml", text.as_bytes()).unwrap(), first);
+        }
     }
 
     #[test]
