@@ -17,6 +17,7 @@ pub mod login_audit;
 pub mod login_limit;
 pub mod metrics;
 pub mod openapi;
+pub mod passwords;
 pub mod promotions;
 pub mod repositories;
 pub mod shards;
@@ -62,6 +63,7 @@ pub struct AppState {
     repositories: Arc<Repositories>,
     login_limiter: Arc<login_limit::LoginLimiter>,
     password_checks: Arc<login_limit::PasswordChecks>,
+    password_workers: Arc<passwords::PasswordWorkers>,
     failed_logins: Arc<login_audit::FailedLogins>,
     /// Whether session cookies carry `Secure` (the API is reached over https).
     secure_cookies: bool,
@@ -90,6 +92,7 @@ impl AppState {
             repositories,
             login_limiter: Arc::default(),
             password_checks: Arc::default(),
+            password_workers: Arc::default(),
             failed_logins: Arc::default(),
             secure_cookies: false,
             shell_sessions: Arc::default(),
@@ -123,6 +126,11 @@ impl AppState {
     /// The password-check slots (at most a few argon2 checks at once).
     pub fn password_checks(&self) -> &Arc<login_limit::PasswordChecks> {
         &self.password_checks
+    }
+
+    /// The threads that hash and check passwords, each reusing one argon2 block buffer.
+    pub fn password_workers(&self) -> &Arc<passwords::PasswordWorkers> {
+        &self.password_workers
     }
 
     /// Failed logins, audited one entry per source and window.
