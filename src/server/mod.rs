@@ -757,8 +757,9 @@ impl OperatorServer {
 
 /// Makes the allocator return large blocks (1 MiB and more) to the system when they are
 /// freed. glibc otherwise raises its mmap threshold after the first large free, and then keeps
-/// each thread arena's argon2 block (about 19 MiB a password check) and webhook bodies (up to
-/// 25 MB) resident: memory that unauthenticated requests could pin. Call once at start.
+/// large freed buffers resident in each thread's arena (the argon2 blocks of a hash made
+/// outside the [`passwords`] workers, at start-up, among them): memory that requests could
+/// pin. Call once at start.
 pub fn return_large_allocations() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator tuning; M_MMAP_THRESHOLD with a value within its
