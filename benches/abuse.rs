@@ -2,20 +2,29 @@
 //! SQLite file with its WAL and shared-memory index) under parallel bad logins and parallel
 //! forged 24 MB webhooks, login latency (p99) under parallel attempts,
 //! and `/api/v1/health` latency (p99) while partial-header connections (slowloris) are held
-//! open. In-process server on SQLite. Prints figures; asserts nothing about time.
+//! open. Prints figures; asserts nothing about time.
+//!
+//! Two servers on SQLite: one in this process (its peak RSS counts the client's connections
+//! too; it exposes the password-check counters and the audit log), then `wardn serve` as its
+//! own process, measured alone (`/proc/PID`), beside the client's growth: bad logins twice
+//! (the first flood allocates the argon2 workers' buffers, the second reuses them), the timed
+//! logins, and parallel unauthenticated requests to each public route.
 //!
 //! Full: 1,000 bad logins, 100 webhooks, 200 timed logins, 20,000 partial connections (fewer if
-//! the file-descriptor limit does not allow them, said in the output). `-- --quick` or
-//! `WARDN_BENCH_QUICK=1`: 200, 20, 50 and 2,000.
+//! the file-descriptor limit does not allow them, said in the output), 1,000 requests per
+//! public route. `-- --quick` or `WARDN_BENCH_QUICK=1`: 200, 20, 50, 2,000 and 200.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::net::IpAddr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use reqwest::Client;
 use serde_json::json;
+use support::replica::Process;
+use support::rss::Rss;
 use support::server::TestServer;
 use tokio::io::AsyncWriteExt;
 
@@ -24,30 +33,9 @@ fn quick() -> bool {
         || std::env::var("WARDN_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-fn status_kib(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(field))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .unwrap_or(f64::NAN)
-}
-
-/// Resets the peak RSS (VmHWM) to the current RSS and returns it in MiB.
-fn reset_peak() -> f64 {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-    status_kib("VmRSS:") / 1024.0
-}
-
-fn peak_mib() -> f64 {
-    status_kib("VmHWM:") / 1024.0
-}
-
-/// Bytes of the server's SQLite database: the file, its WAL and shared-memory index.
-fn db_bytes(server: &TestServer) -> u64 {
-    std::fs::read_dir(server.data.path())
+/// Bytes of the SQLite database in `data`: the file, its WAL and shared-memory index.
+fn db_bytes(data: &Path) -> u64 {
+    std::fs::read_dir(data)
         .into_iter()
         .flatten()
         .flatten()
@@ -57,9 +45,9 @@ fn db_bytes(server: &TestServer) -> u64 {
         .sum()
 }
 
-/// Growth from `before` bytes to now, in KiB.
-fn db_growth_kib(server: &TestServer, before: u64) -> f64 {
-    (db_bytes(server) as f64 - before as f64) / 1024.0
+/// Growth of the database in `data` from `before` bytes to now, in KiB.
+fn db_growth_kib(data: &Path, before: u64) -> f64 {
+    (db_bytes(data) as f64 - before as f64) / 1024.0
 }
 
 /// Entries in the server's audit log.
@@ -93,9 +81,9 @@ fn tally(statuses: &[u16]) -> String {
     format!("{counts:?}")
 }
 
-async fn login(http: &Client, server: &TestServer, user: &str, password: &str) -> u16 {
+async fn login(http: &Client, base: &str, user: &str, password: &str) -> u16 {
     match http
-        .post(server.url("/api/v1/auth/login"))
+        .post(format!("{base}/api/v1/auth/login"))
         .json(&json!({"username": user, "password": password}))
         .send()
         .await
@@ -105,22 +93,30 @@ async fn login(http: &Client, server: &TestServer, user: &str, password: &str) -
     }
 }
 
+/// `count` parallel bad logins of `admin` against `base`, from 50 addresses 127.0.NET.i; their
+/// statuses.
+async fn flood_logins(base: &str, net: u8, count: usize) -> Vec<u16> {
+    let clients: Vec<Client> = (0..50).map(|i| client_from(net, i + 1)).collect();
+    let attempts = (0..count).map(|i| login(&clients[i % clients.len()], base, "admin", "wrong"));
+    futures_util::future::join_all(attempts).await
+}
+
 async fn bad_logins(server: &TestServer, count: usize) {
-    let clients: Vec<Client> = (0..50).map(|i| client_from(10, i + 1)).collect();
-    let db = db_bytes(server);
+    let data = server.data.path();
+    let rss = Rss::this();
+    let db = db_bytes(data);
     let entries = audit_entries(server).await;
-    let base = reset_peak();
+    let base = rss.reset_peak();
     let start = Instant::now();
-    let attempts = (0..count).map(|i| login(&clients[i % clients.len()], server, "admin", "wrong"));
-    let statuses = futures_util::future::join_all(attempts).await;
+    let statuses = flood_logins(&server.base, 10, count).await;
     let elapsed = start.elapsed();
-    let (peak, db) = (peak_mib() - base, db_growth_kib(server, db));
+    let (peak, db) = (rss.peak_mib() - base, db_growth_kib(data, db));
     let entries = audit_entries(server).await - entries;
     let checks = server.state.password_checks();
     println!(
-        "{count} parallel bad logins from 50 addresses: peak RSS +{peak:.1} MiB, DB +{db:.0} KiB \
-         (+{entries} audit entries, the windows' counts follow), {:.1} s, argon2 checks {} (at \
-         most {} at once, {} refused a slot), statuses {}",
+        "in process: {count} parallel bad logins from 50 addresses: peak RSS +{peak:.1} MiB \
+         (server and client), DB +{db:.0} KiB (+{entries} audit entries, the windows' counts \
+         follow), {:.1} s, argon2 checks {} (at most {} at once, {} refused a slot), statuses {}",
         elapsed.as_secs_f64(),
         checks.total(),
         checks.peak(),
@@ -129,20 +125,130 @@ async fn bad_logins(server: &TestServer, count: usize) {
     );
 }
 
-async fn login_latency(server: &TestServer, count: usize) {
+/// `wardn serve` as its own process on SQLite in `data`, with its memory.
+struct Subprocess {
+    process: Process,
+    rss: Rss,
+}
+
+impl Subprocess {
+    fn start(work: &Path) -> Subprocess {
+        let process = Process::spawn(
+            &[],
+            &work.join("data"),
+            support::server::ADMIN_PASSWORD,
+            &work.join("serve.log"),
+        );
+        let rss = Rss::of(process.pid());
+        Subprocess { process, rss }
+    }
+
+    /// Runs `flood` against the server and prints `what` with the server's peak RSS growth,
+    /// the client's (this process), the database's growth and the statuses.
+    async fn measure<F: Future<Output = Vec<u16>>>(
+        &self,
+        data: &Path,
+        what: &str,
+        flood: impl FnOnce(String) -> F,
+    ) {
+        let client = Rss::this();
+        let db = db_bytes(data);
+        let (server_base, client_base) = (self.rss.reset_peak(), client.reset_peak());
+        let start = Instant::now();
+        let statuses = flood(self.process.base.clone()).await;
+        println!(
+            "subprocess: {what}: server peak RSS +{:.1} MiB (from {server_base:.1} MiB), client \
+             +{:.1} MiB, DB +{:.0} KiB, {:.1} s, statuses {}",
+            self.rss.peak_mib() - server_base,
+            client.peak_mib() - client_base,
+            db_growth_kib(data, db),
+            start.elapsed().as_secs_f64(),
+            tally(&statuses),
+        );
+    }
+}
+
+/// `count` parallel GETs of `path` (or, for the webhook route, small forged POSTs) from 50
+/// addresses; their statuses.
+async fn flood_route(base: &str, path: &str, count: usize) -> Vec<u16> {
+    let clients: Vec<Client> = (0..50).map(|i| client_from(40, i + 1)).collect();
+    let body = br#"{"repository":{"clone_url":"https://example.com/x.git"}}"#;
+    let forged = wardn::sources::webhook::sign(b"guess", body);
+    let requests = (0..count).map(|i| {
+        let http = &clients[i % clients.len()];
+        let url = format!("{base}{path}");
+        let request = if path == wardn::sources::webhook::ROUTE {
+            http.post(url)
+                .header("x-hub-signature-256", &forged)
+                .header("content-type", "application/json")
+                .body(&body[..])
+        } else {
+            http.get(url)
+        };
+        async move {
+            match request.send().await {
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let _ = response.bytes().await;
+                    status
+                }
+                Err(_) => 0,
+            }
+        }
+    });
+    futures_util::future::join_all(requests).await
+}
+
+/// The public routes (no authentication): health, metrics, the OpenAPI document, the UI's
+/// login page and a script, and the Git webhook.
+const PUBLIC_ROUTES: [&str; 6] = [
+    "/api/v1/health",
+    "/metrics",
+    "/api/v1/openapi.json",
+    "/ui/login",
+    "/ui/assets/app.js",
+    wardn::sources::webhook::ROUTE,
+];
+
+async fn subprocess_figures(logins: usize, timed: usize, per_route: usize) {
+    let work = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
+    let data = work.path().join("data");
+    let server = Subprocess::start(work.path());
+    // Each flood from other addresses, so that the limiter lets some reach a password check.
+    for (round, net) in [("first", 11), ("second", 12)] {
+        let what = format!("{logins} parallel bad logins from 50 addresses ({round} flood)");
+        server
+            .measure(&data, &what, |base| async move {
+                flood_logins(&base, net, logins).await
+            })
+            .await;
+    }
+    login_latency(&server.process.base, timed).await;
+    for route in PUBLIC_ROUTES {
+        let what = format!("{per_route} parallel unauthenticated requests to {route}");
+        server
+            .measure(&data, &what, |base| async move {
+                flood_route(&base, route, per_route).await
+            })
+            .await;
+    }
+}
+
+async fn login_latency(base: &str, count: usize) {
     let clients: Vec<Client> = (0..count)
         .map(|i| client_from(20 + (i / 200) as u8, (i % 200) as u8 + 1))
         .collect();
     let attempts = clients.iter().map(|c| async move {
         let start = Instant::now();
-        let status = login(c, server, "admin", "wrong").await;
+        let status = login(c, base, "admin", "wrong").await;
         (start.elapsed(), status)
     });
     let results = futures_util::future::join_all(attempts).await;
     let statuses: Vec<u16> = results.iter().map(|(_, s)| *s).collect();
     let mut times: Vec<Duration> = results.into_iter().map(|(d, _)| d).collect();
     println!(
-        "{count} parallel login attempts (one per address): p50 {:.0} ms, p99 {:.0} ms, statuses {}",
+        "subprocess: {count} parallel login attempts (one per address): p50 {:.0} ms, p99 {:.0} ms, \
+         statuses {}",
         percentile(&mut times, 0.5),
         percentile(&mut times, 0.99),
         tally(&statuses),
@@ -153,8 +259,10 @@ async fn webhooks(server: &TestServer, count: usize) {
     let body = axum::body::Bytes::from(vec![b'x'; 24 << 20]);
     let forged = wardn::sources::webhook::sign(b"guess", &body);
     let http = Client::new();
-    let db = db_bytes(server);
-    let base = reset_peak();
+    let data = server.data.path();
+    let rss = Rss::this();
+    let db = db_bytes(data);
+    let base = rss.reset_peak();
     let start = Instant::now();
     let posts = (0..count).map(|_| {
         let request = http
@@ -170,10 +278,10 @@ async fn webhooks(server: &TestServer, count: usize) {
     });
     let statuses = futures_util::future::join_all(posts).await;
     println!(
-        "{count} parallel 24 MB webhooks with a forged signature: peak RSS +{:.1} MiB \
+        "in process: {count} parallel 24 MB webhooks with a forged signature: peak RSS +{:.1} MiB \
          (the bodies themselves are shared by the client), DB +{:.0} KiB, {:.1} s, statuses {}",
-        peak_mib() - base,
-        db_growth_kib(server, db),
+        rss.peak_mib() - base,
+        db_growth_kib(data, db),
         start.elapsed().as_secs_f64(),
         tally(&statuses),
     );
@@ -238,7 +346,7 @@ async fn slowloris(server: &TestServer, wanted: usize) {
         String::new()
     };
     println!(
-        "{count} partial-header connections{note} opened in {:.1} s ({refused} refused or reset): \
+        "in process: {count} partial-header connections{note} opened in {:.1} s ({refused} refused or reset): \
          /health p50 {:.1} ms, p99 {:.1} ms over {} probes, {failures} failed",
         opened.as_secs_f64(),
         if times.is_empty() {
@@ -272,19 +380,19 @@ fn rlimit_nofile() -> usize {
 async fn main() {
     wardn::server::return_large_allocations();
     let quick = quick();
-    let (logins, hooks, timed, partial) = if quick {
-        (200, 20, 50, 2_000)
+    let (logins, hooks, timed, partial, per_route) = if quick {
+        (200, 20, 50, 2_000, 200)
     } else {
-        (1_000, 100, 200, 20_000)
+        (1_000, 100, 200, 20_000, 1_000)
     };
     println!(
-        "abuse benchmark ({}), in-process server on SQLite",
+        "abuse benchmark ({}), servers on SQLite: in this process, then `wardn serve` alone",
         if quick { "quick" } else { "full" }
     );
     let server = TestServer::start(None).await;
     bad_logins(&server, logins).await;
-    login_latency(&server, timed).await;
     webhooks(&server, hooks).await;
     slowloris(&server, partial).await;
     server.stop().await;
+    subprocess_figures(logins, timed, per_route).await;
 }

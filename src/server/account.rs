@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::AppState;
-use super::auth::{Actor, Caller, hash_password, now_secs, set_session_cookie, verify_password};
+use super::auth::{Actor, Caller, now_secs, set_session_cookie};
 use super::body::JsonBody;
 use super::error::ApiError;
 use crate::time::now_rfc3339;
@@ -59,7 +59,9 @@ pub async fn change_password(
     let current = body.current_password;
     let valid = match stored {
         // A 1 MiB "current password" costs argon2 no more than the login's does.
-        Some(stored) => tokio::task::spawn_blocking(move || verify_password(&current, &stored))
+        Some(stored) => state
+            .password_workers()
+            .verify(current, stored)
             .await
             .map_err(|err| ApiError::internal(&err))?,
         None => false,
@@ -82,9 +84,10 @@ pub async fn change_password(
         ));
     }
     let new_password = body.new_password;
-    let hash = tokio::task::spawn_blocking(move || hash_password(&new_password))
+    let hash = state
+        .password_workers()
+        .hash(new_password)
         .await
-        .map_err(|err| ApiError::internal(&err))?
         .map_err(|err| ApiError::internal(&err))?;
     let ended = store
         .change_password(&caller.user.username, &hash, caller.session_hash.as_deref())

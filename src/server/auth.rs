@@ -7,8 +7,6 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use argon2::Argon2;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -66,6 +64,9 @@ pub enum AuthError {
     /// The random generator failed.
     #[error("random generator failed: {0}")]
     Random(String),
+    /// The password worker threads ([`super::passwords`]) could not run a hash or check.
+    #[error("password workers: {0}")]
+    Workers(&'static str),
 }
 
 /// The `Set-Cookie` value of a session cookie holding `value` for `max_age` seconds (0 ends
@@ -93,26 +94,10 @@ pub fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// An argon2id PHC string for `password`.
+/// An argon2id PHC string for `password`, computed on the calling thread in a buffer of its
+/// own (for start-up; request handlers use the [`super::passwords`] workers).
 pub fn hash_password(password: &str) -> Result<String, AuthError> {
-    let mut salt = [0u8; 16];
-    getrandom::fill(&mut salt).map_err(|err| AuthError::Random(err.to_string()))?;
-    let salt = SaltString::encode_b64(&salt).map_err(|err| AuthError::Hash(err.to_string()))?;
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|hash| hash.to_string())
-        .map_err(|err| AuthError::Hash(err.to_string()))
-}
-
-/// Whether `password` matches the stored PHC string.
-pub fn verify_password(password: &str, stored: &str) -> bool {
-    PasswordHash::new(stored)
-        .map(|parsed| {
-            Argon2::default()
-                .verify_password(password.as_bytes(), &parsed)
-                .is_ok()
-        })
-        .unwrap_or(false)
+    super::passwords::hash_with(password.as_bytes(), &mut Vec::new())
 }
 
 pub(super) fn now_secs() -> i64 {
@@ -315,8 +300,9 @@ fn too_many(wait: Duration, message: &str) -> Response {
 /// The user name is cut to [`MAX_USERNAME_CHARS`] before any use. The attempt is counted
 /// against the peer address and the (address, user) pair before the password is checked
 /// ([`super::login_limit::LoginLimiter`]); at most a few argon2 checks run at once
-/// ([`super::login_limit::PasswordChecks`]), and a login that finds no free slot at once
-/// (too many waiting already) or within [`CHECK_WAIT`] gets 429. Failures are audited per
+/// ([`super::login_limit::PasswordChecks`]), each on one of the [`super::passwords`] workers
+/// and its reused memory, and a login that finds no free slot at once (too many waiting
+/// already) or within [`CHECK_WAIT`] gets 429. Failures are audited per
 /// source and window ([`super::login_audit`]); successes one entry each.
 pub async fn login(
     State(state): State<AppState>,
@@ -361,8 +347,9 @@ pub async fn login(
                 failed(Failure::Busy).await;
                 return Ok(too_many(CHECK_WAIT, "too many logins in progress"));
             };
-            let password = body.password;
-            tokio::task::spawn_blocking(move || verify_password(&password, &stored))
+            state
+                .password_workers()
+                .verify(body.password, stored)
                 .await
                 .map_err(|err| ApiError::internal(&err))?
         }

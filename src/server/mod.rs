@@ -17,6 +17,7 @@ pub mod login_audit;
 pub mod login_limit;
 pub mod metrics;
 pub mod openapi;
+pub mod passwords;
 pub mod promotions;
 pub mod repositories;
 pub mod shards;
@@ -62,6 +63,7 @@ pub struct AppState {
     repositories: Arc<Repositories>,
     login_limiter: Arc<login_limit::LoginLimiter>,
     password_checks: Arc<login_limit::PasswordChecks>,
+    password_workers: Arc<passwords::PasswordWorkers>,
     failed_logins: Arc<login_audit::FailedLogins>,
     /// Whether session cookies carry `Secure` (the API is reached over https).
     secure_cookies: bool,
@@ -91,6 +93,7 @@ impl AppState {
             repositories,
             login_limiter,
             password_checks: Arc::default(),
+            password_workers: Arc::default(),
             failed_logins: Arc::default(),
             secure_cookies: false,
             shell_sessions: Arc::default(),
@@ -124,6 +127,11 @@ impl AppState {
     /// The password-check slots (at most a few argon2 checks at once).
     pub fn password_checks(&self) -> &Arc<login_limit::PasswordChecks> {
         &self.password_checks
+    }
+
+    /// The threads that hash and check passwords, each reusing one argon2 block buffer.
+    pub fn password_workers(&self) -> &Arc<passwords::PasswordWorkers> {
+        &self.password_workers
     }
 
     /// Failed logins, audited one entry per source and window.
@@ -750,8 +758,9 @@ impl OperatorServer {
 
 /// Makes the allocator return large blocks (1 MiB and more) to the system when they are
 /// freed. glibc otherwise raises its mmap threshold after the first large free, and then keeps
-/// each thread arena's argon2 block (about 19 MiB a password check) and webhook bodies (up to
-/// 25 MB) resident: memory that unauthenticated requests could pin. Call once at start.
+/// large freed buffers resident in each thread's arena (the argon2 blocks of a hash made
+/// outside the [`passwords`] workers, at start-up, among them): memory that requests could
+/// pin. Call once at start.
 pub fn return_large_allocations() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator tuning; M_MMAP_THRESHOLD with a value within its

@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::AppState;
 use super::account::check_new_password;
-use super::auth::{Actor, hash_password};
+use super::auth::Actor;
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::login_limit::MAX_USERNAME_CHARS;
@@ -196,9 +196,10 @@ pub async fn create(
         created_at: now_rfc3339(),
     };
     let password = body.password;
-    let hash = tokio::task::spawn_blocking(move || hash_password(&password))
+    let hash = state
+        .password_workers()
+        .hash(password)
         .await
-        .map_err(|err| ApiError::internal(&err))?
         .map_err(|err| ApiError::internal(&err))?;
     let result = state
         .store()
