@@ -123,6 +123,17 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if r.group.is_empty() && r.plural == "serviceaccounts" {
+            resources.push(json!({
+                "name": "serviceaccounts/token",
+                "singularName": "",
+                "namespaced": true,
+                "group": "authentication.k8s.io",
+                "version": "v1",
+                "kind": "TokenRequest",
+                "verbs": ["create"],
+            }));
+        }
         if r.scale.is_some() {
             resources.push(json!({
                 "name": format!("{}/scale", r.plural),

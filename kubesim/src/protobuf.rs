@@ -1,8 +1,9 @@
 //! The small part of Kubernetes' protobuf encoding kubesim reads: the `k8s\0` envelope
 //! (runtime.Unknown) and the bodies kubectl's typed clients send as protobuf for the common
 //! imperative commands: SelfSubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
-//! (`kubectl auth can-i --list`), Namespace, ConfigMap
-//! and Secret (`kubectl create namespace|configmap|secret`). Other kinds are refused with 415.
+//! (`kubectl auth can-i --list`), SelfSubjectReview (`kubectl auth whoami`), TokenRequest
+//! (`kubectl create token`), TokenReview, Namespace, ConfigMap,
+//! Secret and ServiceAccount (`kubectl create namespace|configmap|secret|serviceaccount`). Other kinds are refused with 415.
 
 use serde_json::{Map, Value, json};
 
@@ -70,6 +71,15 @@ fn message(buf: &[u8], field: u64) -> Result<Option<&[u8]>, String> {
             (true, Wire::Bytes(b)) => Some(b),
             _ => None,
         }))
+}
+
+/// The set (non-empty) string fields of a message; Go's encoder writes unset ones as "".
+fn set_strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
+    let mut out = strings(buf, names)?;
+    if let Some(m) = out.as_object_mut() {
+        m.retain(|_, v| v.as_str() != Some(""));
+    }
+    Ok(out)
 }
 
 fn strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
@@ -209,6 +219,53 @@ pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
                 None => json!({}),
             };
         }
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {}
+        ("authentication.k8s.io/v1", "TokenRequest") => {
+            obj["spec"] = match message(raw, 2)? {
+                Some(spec) => token_request_spec(spec)?,
+                None => json!({}),
+            };
+        }
+        ("authentication.k8s.io/v1", "TokenReview") => {
+            if let Some(spec) = message(raw, 2)? {
+                let mut out = strings(spec, &[(1, "token")])?;
+                if let Some(audiences) = repeated_strings(spec, 2)? {
+                    out["audiences"] = audiences;
+                }
+                obj["spec"] = out;
+            }
+        }
+        ("v1", "ServiceAccount") => {
+            let mut secrets = Vec::new();
+            let mut pull = Vec::new();
+            for (field, wire) in fields(raw)? {
+                match (field, wire) {
+                    (2, Wire::Bytes(r)) => secrets.push(set_strings(
+                        r,
+                        &[
+                            (1, "kind"),
+                            (2, "namespace"),
+                            (3, "name"),
+                            (4, "uid"),
+                            (5, "apiVersion"),
+                            (6, "resourceVersion"),
+                            (7, "fieldPath"),
+                        ],
+                    )?),
+                    (3, Wire::Bytes(r)) => pull.push(set_strings(r, &[(1, "name")])?),
+                    _ => {}
+                }
+            }
+            if !secrets.is_empty() {
+                obj["secrets"] = Value::Array(secrets);
+            }
+            if !pull.is_empty() {
+                obj["imagePullSecrets"] = Value::Array(pull);
+            }
+            if let Some(automount) = bool_field(raw, 4)? {
+                obj["automountServiceAccountToken"] = json!(automount);
+            }
+        }
         ("v1", "Namespace") => {
             if let Some(spec) = message(raw, 2)? {
                 obj["spec"] = json!({});
@@ -249,6 +306,26 @@ pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
         }
     }
     Ok(obj)
+}
+
+/// A TokenRequestSpec: audiences (1), boundObjectRef (3), expirationSeconds (4).
+fn token_request_spec(spec: &[u8]) -> Result<Value, String> {
+    let mut out = json!({});
+    if let Some(audiences) = repeated_strings(spec, 1)? {
+        out["audiences"] = audiences;
+    }
+    if let Some(reference) = message(spec, 3)? {
+        out["boundObjectRef"] = set_strings(
+            reference,
+            &[(1, "kind"), (2, "apiVersion"), (3, "name"), (4, "uid")],
+        )?;
+    }
+    for (field, wire) in fields(spec)? {
+        if let (4, Wire::Varint(v)) = (field, wire) {
+            out["expirationSeconds"] = json!(v as i64);
+        }
+    }
+    Ok(out)
 }
 
 fn access_review_spec(raw: &[u8]) -> Result<Value, String> {

@@ -7,6 +7,7 @@ mod delete;
 mod patch;
 mod read;
 mod review;
+mod token;
 mod watch;
 mod write;
 
@@ -202,6 +203,7 @@ fn parse_target(
         Some("status") => info.status,
         Some("scale") => info.scale.is_some(),
         Some("finalize") => info.plural == "namespaces" && info.group.is_empty(),
+        Some("token") => info.plural == "serviceaccounts" && info.group.is_empty(),
         Some(_) => false,
     };
     if !sub_ok {
@@ -222,7 +224,7 @@ fn verb(method: &Method, target: &Target, query: &Query) -> Option<&'static str>
         Method::GET | Method::HEAD if target.watch_path || query.flag("watch") => "watch",
         Method::GET | Method::HEAD if named => "get",
         Method::GET | Method::HEAD => "list",
-        Method::POST if !named => "create",
+        Method::POST if !named || target.subresource.as_deref() == Some("token") => "create",
         Method::PUT if named => "update",
         Method::PATCH if named => "patch",
         Method::DELETE if named => "delete",
@@ -304,6 +306,10 @@ pub async fn route(
     let target = parse_target(state, group, version, rest)?;
     let query = Query::parse(parts.uri.query());
     let verb = verb(&parts.method, &target, &query).ok_or_else(ApiError::method_not_allowed)?;
+    // TokenRequest is the create-only subresource of ServiceAccounts.
+    if target.subresource.as_deref() == Some("token") && verb != "create" {
+        return Err(ApiError::method_not_allowed());
+    }
     if target.info.create_only != (verb == "create") && target.info.create_only {
         return Err(ApiError::method_not_allowed());
     }
@@ -362,6 +368,9 @@ pub async fn route(
         "get" => read::get(&req).map(printed),
         "list" => read::list(&req).map(printed),
         "watch" => watch::watch(&req),
+        "create" if req.target.subresource.as_deref() == Some("token") => {
+            token::create(&req).map(reply)
+        }
         "create" => write::create(&req).map(reply),
         "update" => write::update(&req).map(reply),
         "patch" => patch::patch(&req).map(reply),
