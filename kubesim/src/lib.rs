@@ -3,6 +3,7 @@
 //! Start a cluster in-process with [`Cluster::start`], point kubectl or kube-rs at
 //! [`Cluster::kubeconfig`], and read what they did with [`Cluster::get_object`].
 
+mod api_services;
 mod auth;
 mod cluster;
 mod config;

@@ -20,6 +20,7 @@ const REPLICA_SETS: &str = "apps/replicasets";
 const PODS: &str = "/pods";
 const SERVICES: &str = "/services";
 const ENDPOINTS: &str = "/endpoints";
+const ENDPOINT_SLICES: &str = "discovery.k8s.io/endpointslices";
 /// Resources whose objects the simulated controllers act on.
 const WORKLOADS: &[&str] = &[
     DEPLOYMENTS,
@@ -90,6 +91,7 @@ fn sync_endpoints(state: &State, namespace: &str) {
     let pods: Vec<&Value> = pods.iter().map(|p| &**p).collect();
     let services: Vec<Arc<Value>> = store.list(SERVICES, Some(namespace)).cloned().collect();
     for service in &services {
+        sync_endpoint_slices(&mut store, service, &pods);
         let Some(mut wanted) = kwok::endpoints_for(service, &pods) else {
             continue;
         };
@@ -128,6 +130,74 @@ fn sync_endpoints(state: &State, namespace: &str) {
                 store.put(ENDPOINTS, wanted, EventType::Added);
             }
         }
+    }
+}
+
+/// Keeps the EndpointSlices of `service` in step with its Pods (the EndpointSlice
+/// controller): existing slices of the Service are updated in name order, new ones get a
+/// generated name, and surplus ones are removed.
+fn sync_endpoint_slices(store: &mut Store, service: &Value, pods: &[&Value]) {
+    let Some(wanted) = kwok::endpoint_slices_for(service, pods) else {
+        return;
+    };
+    let (namespace, name) = ns_name(service);
+    let label = |s: &Value, key: &str| {
+        s.pointer("/metadata/labels")
+            .and_then(|l| l.get(key))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let mut existing: Vec<Arc<Value>> = store
+        .list(ENDPOINT_SLICES, Some(&namespace))
+        .filter(|s| label(s, kwok::SERVICE_NAME_LABEL).as_deref() == Some(name.as_str()))
+        .filter(|s| {
+            label(s, kwok::MANAGED_BY_LABEL).as_deref() == Some(kwok::ENDPOINT_SLICE_CONTROLLER)
+        })
+        .cloned()
+        .collect();
+    existing.sort_by_key(|s| ns_name(s).1);
+    let wanted_count = wanted.len();
+    for (i, mut slice) in wanted.into_iter().enumerate() {
+        match existing.get(i) {
+            Some(current) => {
+                let mut next = (**current).clone();
+                for field in ["addressType", "endpoints", "ports"] {
+                    match slice.get_mut(field).map(Value::take) {
+                        Some(v) => next[field] = v,
+                        None => {
+                            if let Some(m) = next.as_object_mut() {
+                                m.remove(field);
+                            }
+                        }
+                    }
+                }
+                next["metadata"]["labels"] = slice["metadata"]["labels"].take();
+                if next != **current {
+                    let generation = current
+                        .pointer("/metadata/generation")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1);
+                    next["metadata"]["generation"] = json!(generation + 1);
+                    store.put(ENDPOINT_SLICES, next, EventType::Modified);
+                }
+            }
+            None => {
+                let slice_name = loop {
+                    let candidate = format!("{name}-{}", crate::util::name_suffix());
+                    if store.get(ENDPOINT_SLICES, &namespace, &candidate).is_none() {
+                        break candidate;
+                    }
+                };
+                slice["metadata"]["name"] = json!(slice_name);
+                slice["metadata"]["uid"] = json!(new_uid());
+                slice["metadata"]["generation"] = json!(1);
+                slice["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+                store.put(ENDPOINT_SLICES, slice, EventType::Added);
+            }
+        }
+    }
+    for surplus in existing.iter().skip(wanted_count) {
+        store.remove(ENDPOINT_SLICES, &namespace, &ns_name(surplus).1);
     }
 }
 

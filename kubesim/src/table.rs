@@ -5,6 +5,7 @@
 //! For the common built-in kinds they are kube-apiserver's printers' (`printers`); other
 //! built-ins keep answering plain JSON (kubectl then prints NAME and AGE itself).
 
+mod more_kinds;
 mod printers;
 
 use chrono::{DateTime, Utc};

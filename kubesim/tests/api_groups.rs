@@ -323,3 +323,530 @@ async fn a_thousand_token_requests_each_authenticate() {
         }
     }
 }
+
+/// A GET with an `Accept` header: (status, content type, parsed body).
+async fn get_accepting(env: &Env, path: &str, accept: &str) -> (u16, String, Value) {
+    use http_body_util::BodyExt;
+    let client = env.cluster.client().await.unwrap();
+    let req = hyper::http::Request::builder()
+        .uri(path)
+        .header("accept", accept)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = client.send(req).await.expect("request sent");
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        content_type,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+#[tokio::test]
+async fn aggregated_discovery_lists_every_group_version_resource_and_subresource() {
+    let env = Env::start().await;
+    let (code, content_type, apis) = get_accepting(&env, "/apis", AGGREGATED).await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        content_type,
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+    assert_eq!(apis["kind"], "APIGroupDiscoveryList");
+    assert_eq!(apis["apiVersion"], "apidiscovery.k8s.io/v2");
+    let groups: Vec<&str> = apis["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["metadata"]["name"].as_str().unwrap())
+        .collect();
+    for wanted in [
+        "apps",
+        "autoscaling",
+        "admissionregistration.k8s.io",
+        "apiregistration.k8s.io",
+        "authentication.k8s.io",
+        "certificates.k8s.io",
+        "discovery.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+        "node.k8s.io",
+        "storage.k8s.io",
+    ] {
+        assert!(groups.contains(&wanted), "{wanted} missing from {groups:?}");
+    }
+    let autoscaling = apis["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "autoscaling")
+        .unwrap();
+    let versions: Vec<&str> = autoscaling["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["v2", "v1"], "preferred version first");
+    let apps = apis["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "apps")
+        .unwrap();
+    let deployments = apps["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "deployments")
+        .unwrap();
+    assert_eq!(deployments["scope"], "Namespaced");
+    assert_eq!(deployments["responseKind"]["kind"], "Deployment");
+    assert_eq!(deployments["shortNames"][0], "deploy");
+    let subs: Vec<&str> = deployments["subresources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["subresource"].as_str().unwrap())
+        .collect();
+    assert_eq!(subs, ["status", "scale"]);
+
+    let (_, _, core) = get_accepting(&env, "/api", AGGREGATED).await;
+    let core_resources = core["items"][0]["versions"][0]["resources"]
+        .as_array()
+        .unwrap();
+    let sa = core_resources
+        .iter()
+        .find(|r| r["resource"] == "serviceaccounts")
+        .unwrap();
+    assert_eq!(sa["subresources"][0]["subresource"], "token");
+    assert_eq!(
+        sa["subresources"][0]["responseKind"]["kind"],
+        "TokenRequest"
+    );
+    assert!(
+        core_resources
+            .iter()
+            .any(|r| r["resource"] == "replicationcontrollers")
+    );
+
+    // A client that does not ask gets the legacy documents.
+    let (_, content_type, legacy) = get_accepting(&env, "/apis", "application/json").await;
+    assert_eq!(content_type, "application/json");
+    assert_eq!(legacy["kind"], "APIGroupList");
+    // A malformed or partial aggregated Accept header is not mistaken for one.
+    let (_, _, partial) = get_accepting(
+        &env,
+        "/apis",
+        "application/json;g=apidiscovery.k8s.io;as=APIGroupDiscoveryList",
+    )
+    .await;
+    assert_eq!(partial["kind"], "APIGroupList");
+
+    // kubectl 1.32 reads everything from the two aggregated documents.
+    let out = env.kubectl(&["api-resources", "-v=6"]).await.ok();
+    let requests = out.stderr.matches("round_trippers").count();
+    assert_eq!(requests, 2, "{}", out.stderr);
+    assert!(out.stdout.contains("endpointslices"), "{}", out.stdout);
+}
+
+/// The EndpointSlices of a Service in team-a, as kubectl lists them (JSON).
+async fn slices_of(env: &Env, service: &str) -> String {
+    let selector = format!("kubernetes.io/service-name={service}");
+    env.kubectl(&[
+        "get",
+        "endpointslices",
+        "-n",
+        "team-a",
+        "-l",
+        &selector,
+        "-o",
+        "json",
+    ])
+    .await
+    .ok()
+    .stdout
+}
+
+#[tokio::test]
+async fn endpoint_slices_follow_services_and_their_pods() {
+    let env = Env::start().await;
+    let app = env.write(
+        "app.yaml",
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team-a}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: nginx, ports: [{name: http, containerPort: 8080}]}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: team-a, labels: {tier: front}}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nobody, namespace: team-a}
+spec:
+  selector: {app: nobody}
+  ports: [{port: 80, name: x}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: manual, namespace: team-a}
+spec:
+  ports: [{port: 80}]
+"#,
+    );
+    env.kubectl(&["apply", "-f", app.to_str().unwrap()])
+        .await
+        .ok();
+    // Wait until both Pods are ready and listed.
+    let mut list = Value::Null;
+    for _ in 0..100 {
+        list = serde_json::from_str(&slices_of(&env, "web").await).unwrap();
+        let ready = list["items"][0]["endpoints"].as_array().map_or(0, |e| {
+            e.iter()
+                .filter(|e| e["conditions"]["ready"] == true)
+                .count()
+        });
+        if ready == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{list}");
+    let slice = &items[0];
+    assert_eq!(slice["addressType"], "IPv4");
+    assert_eq!(
+        slice["ports"],
+        json!([{"name": "", "port": 8080, "protocol": "TCP"}])
+    );
+    assert_eq!(slice["metadata"]["labels"]["tier"], "front");
+    assert_eq!(
+        slice["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"],
+        "endpointslice-controller.k8s.io"
+    );
+    assert_eq!(slice["metadata"]["ownerReferences"][0]["kind"], "Service");
+    assert!(
+        slice["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("web-")
+    );
+    let endpoint = &slice["endpoints"][0];
+    assert_eq!(endpoint["targetRef"]["kind"], "Pod");
+    assert_eq!(endpoint["conditions"]["serving"], true);
+    // The Endpoints and the slice list the same addresses.
+    let ep = env
+        .kubectl(&[
+            "get",
+            "endpoints",
+            "web",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.subsets[0].addresses[*].ip}",
+        ])
+        .await
+        .ok()
+        .stdout;
+    let mut from_endpoints: Vec<&str> = ep.split_whitespace().collect();
+    let mut from_slice: Vec<&str> = slice["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["addresses"][0].as_str().unwrap())
+        .collect();
+    from_endpoints.sort();
+    from_slice.sort();
+    assert_eq!(from_endpoints, from_slice);
+
+    // A Service that selects nothing has one placeholder slice; one without a selector none.
+    let nobody: Value = serde_json::from_str(&slices_of(&env, "nobody").await).unwrap();
+    assert_eq!(nobody["items"].as_array().unwrap().len(), 1);
+    assert!(nobody["items"][0]["endpoints"].is_null());
+    let manual: Value = serde_json::from_str(&slices_of(&env, "manual").await).unwrap();
+    assert!(manual["items"].as_array().unwrap().is_empty());
+
+    // kubectl prints the server's columns.
+    let table = env
+        .kubectl(&["get", "endpointslices", "-n", "team-a"])
+        .await
+        .ok();
+    assert!(
+        table.stdout.starts_with("NAME") && table.stdout.contains("ADDRESSTYPE   PORTS"),
+        "{}",
+        table.stdout
+    );
+
+    // Deleting the Service takes its slices along (they are owned by it).
+    env.kubectl(&["delete", "service", "web", "-n", "team-a"])
+        .await
+        .ok();
+    let gone: Value = serde_json::from_str(&slices_of(&env, "web").await).unwrap();
+    assert!(gone["items"].as_array().unwrap().is_empty(), "{gone}");
+}
+
+#[tokio::test]
+async fn slices_stay_one_per_service_through_a_hundred_scalings() {
+    let env = Env::start().await;
+    let app = env.write(
+        "app.yaml",
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team-a}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: nginx}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: team-a}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+"#,
+    );
+    env.kubectl(&["apply", "-f", app.to_str().unwrap()])
+        .await
+        .ok();
+    let scale = "/apis/apps/v1/namespaces/team-a/deployments/web/scale";
+    for i in 0..100 {
+        let replicas = 1 + i % 4;
+        let (code, out) = env
+            .json(
+                "PUT",
+                scale,
+                &json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+                    "metadata": {"name": "web", "namespace": "team-a"},
+                    "spec": {"replicas": replicas}}),
+            )
+            .await;
+        assert_eq!(code, 200, "scaling {i}: {out}");
+    }
+    // The last scale wants 4 Pods; wait until the slice lists 4 ready endpoints.
+    let path = "/apis/discovery.k8s.io/v1/namespaces/team-a/endpointslices";
+    let mut slices = Value::Null;
+    for _ in 0..200 {
+        (_, slices) = env.raw("GET", path, "", vec![]).await;
+        let ready = slices["items"][0]["endpoints"].as_array().map_or(0, |e| {
+            e.iter()
+                .filter(|e| e["conditions"]["ready"] == true)
+                .count()
+        });
+        if slices["items"].as_array().map_or(0, Vec::len) == 1 && ready == 4 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let items = slices["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "one slice for one port set: {slices}");
+    let ips: std::collections::BTreeSet<&str> = items[0]["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["conditions"]["ready"] == true)
+        .map(|e| e["addresses"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(ips.len(), 4, "{slices}");
+}
+
+#[tokio::test]
+async fn administrators_kinds_are_served_defaulted_and_validated() {
+    let env = Env::start().await;
+    let good = env.write(
+        "good.yaml",
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: policy}
+webhooks:
+- name: policy.example.com
+  clientConfig: {service: {name: p, namespace: default}}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: ebs.csi.aws.com}
+spec: {}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: rc, namespace: team-a}
+spec:
+  replicas: 1
+  template:
+    metadata: {labels: {app: rc}}
+    spec: {containers: [{name: a, image: nginx}]}
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: pt, namespace: team-a}
+template:
+  metadata: {labels: {app: pt}}
+  spec: {containers: [{name: a, image: nginx}]}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: wardn}
+spec: {priorityLevelConfiguration: {name: workload-low}}
+"#,
+    );
+    let out = env
+        .kubectl(&["apply", "--server-side", "-f", good.to_str().unwrap()])
+        .await
+        .ok();
+    assert_eq!(
+        out.stdout.matches("serverside-applied").count(),
+        6,
+        "{out:?}"
+    );
+    let hook: Value = serde_json::from_str(
+        &env.kubectl(&[
+            "get",
+            "validatingwebhookconfiguration",
+            "policy",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .stdout,
+    )
+    .unwrap();
+    let w = &hook["webhooks"][0];
+    assert_eq!(
+        (&w["failurePolicy"], &w["matchPolicy"], &w["timeoutSeconds"]),
+        (&json!("Fail"), &json!("Equivalent"), &json!(10))
+    );
+    assert_eq!(w["clientConfig"]["service"]["port"], 443);
+    assert_eq!(w["rules"][0]["scope"], "*");
+    let csi = env
+        .kubectl(&[
+            "get",
+            "csidriver",
+            "ebs.csi.aws.com",
+            "-o",
+            "jsonpath={.spec.attachRequired} {.spec.fsGroupPolicy} {.spec.volumeLifecycleModes}",
+        ])
+        .await
+        .ok();
+    assert_eq!(csi.stdout, "true ReadWriteOnceWithFSType [\"Persistent\"]");
+    let rc = env
+        .kubectl(&[
+            "get",
+            "rc",
+            "rc",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.spec.selector.app}",
+        ])
+        .await
+        .ok();
+    assert_eq!(
+        rc.stdout, "rc",
+        "the selector defaults to the template's labels"
+    );
+    let fs = env
+        .kubectl(&[
+            "get",
+            "flowschema",
+            "wardn",
+            "-o",
+            "jsonpath={.spec.matchingPrecedence}",
+        ])
+        .await
+        .ok();
+    assert_eq!(fs.stdout, "1000");
+    let services = env.kubectl(&["get", "apiservices"]).await.ok();
+    assert!(services.stdout.contains("v1.apps"), "{}", services.stdout);
+    assert!(
+        services.stdout.contains("Local     True"),
+        "{}",
+        services.stdout
+    );
+
+    let bad = env.write(
+        "bad.yaml",
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: bad}
+webhooks:
+- name: bad
+  clientConfig: {}
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: bad}
+handler: "Not_OK"
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1.wrong}
+spec: {group: metrics.k8s.io, version: v1beta1, groupPriorityMinimum: 0, versionPriority: 100}
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata: {name: va}
+spec: {attacher: ebs.csi.aws.com, source: {}}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: bad, namespace: team-a}
+spec:
+  selector: {app: other}
+  template:
+    metadata: {labels: {app: rc}}
+    spec: {containers: [{name: a, image: nginx}]}
+"#,
+    );
+    let out = env.kubectl(&["apply", "-f", bad.to_str().unwrap()]).await;
+    assert_ne!(out.code, 0);
+    for message in [
+        "webhooks[0].name: Invalid value: \"bad\": should be a domain with at least three segments separated by dots",
+        "webhooks[0].clientConfig: Required value: exactly one of url or service is required",
+        "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
+        "webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1",
+        "RuntimeClass.node.k8s.io \"bad\" is invalid: handler: Invalid value: \"Not_OK\"",
+        "metadata.name: Invalid value: \"v1.wrong\": must be `spec.version+\".\"+spec.group`",
+        "spec.groupPriorityMinimum: Invalid value: 0: must be positive and less than 20000",
+        "spec.nodeName: Required value",
+        "spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName",
+        "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"rc\"}: `selector` does not match template `labels`",
+    ] {
+        assert!(out.stderr.contains(message), "{message}\n{}", out.stderr);
+    }
+    for (kind, name) in [
+        ("mutatingwebhookconfiguration", "bad"),
+        ("runtimeclass", "bad"),
+        ("volumeattachment", "va"),
+    ] {
+        let missing = env.kubectl(&["get", kind, name]).await;
+        assert_ne!(missing.code, 0, "{kind}/{name} was stored");
+    }
+}

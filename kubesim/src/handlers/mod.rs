@@ -267,6 +267,24 @@ pub async fn route(
         };
         check(state, &identity, &request)?;
     }
+    let accept = parts
+        .headers
+        .get(hyper::header::ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if discovery::wants_aggregated(accept) && matches!(segments.as_slice(), ["api"] | ["apis"]) {
+        let doc = discovery::aggregated(&registry, segments.len() == 1 && segments[0] == "api");
+        let mut resp = json_reply(200, &doc);
+        resp.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static(discovery::AGGREGATED),
+        );
+        resp.headers_mut().insert(
+            hyper::header::VARY,
+            hyper::header::HeaderValue::from_static("Accept"),
+        );
+        return Ok(resp);
+    }
     let (group, version, rest) = match segments.as_slice() {
         ["api"] => {
             let host = parts

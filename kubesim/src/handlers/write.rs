@@ -34,6 +34,7 @@ const GENERATION_KINDS: &[&str] = &[
     "StatefulSet",
     "DaemonSet",
     "ReplicaSet",
+    "ReplicationController",
     "Job",
     "CronJob",
     "Ingress",
