@@ -131,6 +131,13 @@ fn subresources(r: &ResourceInfo) -> Vec<Subresource> {
             verbs: READ_WRITE,
         });
     }
+    if r.group.is_empty() && r.plural == "pods" {
+        out.push(Subresource {
+            name: "log",
+            response: own(),
+            verbs: &["get"],
+        });
+    }
     if r.group.is_empty() && r.plural == "serviceaccounts" {
         out.push(Subresource {
             name: "token",

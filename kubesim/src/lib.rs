@@ -7,6 +7,7 @@ mod api_services;
 mod auth;
 mod cluster;
 mod config;
+mod controller_events;
 pub mod defaults;
 mod discovery;
 mod error;

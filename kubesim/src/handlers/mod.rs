@@ -4,6 +4,7 @@
 mod apply;
 mod body;
 mod delete;
+mod logs;
 mod patch;
 mod read;
 mod review;
@@ -204,6 +205,7 @@ fn parse_target(
         Some("scale") => info.scale.is_some(),
         Some("finalize") => info.plural == "namespaces" && info.group.is_empty(),
         Some("token") => info.plural == "serviceaccounts" && info.group.is_empty(),
+        Some("log") => info.plural == "pods" && info.group.is_empty(),
         Some(_) => false,
     };
     if !sub_ok {
@@ -328,6 +330,10 @@ pub async fn route(
     if target.subresource.as_deref() == Some("token") && verb != "create" {
         return Err(ApiError::method_not_allowed());
     }
+    // A Pod's log is read-only.
+    if target.subresource.as_deref() == Some("log") && verb != "get" {
+        return Err(ApiError::method_not_allowed());
+    }
     if target.info.create_only != (verb == "create") && target.info.create_only {
         return Err(ApiError::method_not_allowed());
     }
@@ -383,6 +389,7 @@ pub async fn route(
     // `kubectl get` asks for a Table: custom resources and the printed built-ins answer one.
     let printed = |(code, v): (u16, Value)| json_reply(code, &req.printed(v));
     let response = match verb {
+        "get" if req.target.subresource.as_deref() == Some("log") => logs::get(&req),
         "get" => read::get(&req).map(printed),
         "list" => read::list(&req).map(printed),
         "watch" => watch::watch(&req),

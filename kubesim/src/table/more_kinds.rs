@@ -1,8 +1,10 @@
 //! kube-apiserver's printers for HorizontalPodAutoscalers (`printHorizontalPodAutoscaler`:
 //! Reference, Targets, MinPods, MaxPods, Replicas; whichever version is addressed),
 //! EndpointSlices (`printEndpointSlice`: AddressType, Ports, Endpoints) and APIServices
-//! (the aggregator's printer: Service, Available).
+//! (the aggregator's printer: Service, Available) and Events (`printEvent`: Last Seen, Type,
+//! Reason, Object, Message and the wide columns; no leading Name).
 
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::resources::ResourceInfo;
@@ -20,6 +22,18 @@ pub fn columns(info: &ResourceInfo) -> Option<Vec<Column>> {
             ("MaxPods", "integer", 0),
             ("Replicas", "integer", 0),
             ("Age", "string", 0),
+        ],
+        ("" | "events.k8s.io", "Event") => vec![
+            ("Last Seen", "string", 0),
+            ("Type", "string", 0),
+            ("Reason", "string", 0),
+            ("Object", "string", 0),
+            ("Subobject", "string", 1),
+            ("Source", "string", 1),
+            ("Message", "string", 0),
+            ("First Seen", "string", 1),
+            ("Count", "string", 1),
+            ("Name", "string", 1),
         ],
         ("apiregistration.k8s.io", "APIService") => vec![
             ("Service", "string", 0),
@@ -159,10 +173,74 @@ fn api_service_cells(obj: &Value, age: Value) -> Vec<Value> {
     vec![json!(service), json!(available), age]
 }
 
+/// An Event's cells (printEvent, wide): Last Seen, Type, Reason, Object, Subobject, Source,
+/// Message, First Seen, Count, Name.
+fn event_cells(info: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let core = if crate::resources::is_events_view(info) {
+        crate::event_versions::to_core(obj)
+    } else {
+        obj.clone()
+    };
+    let age = |pointer: &str| {
+        DateTime::parse_from_rfc3339(&text(&core, pointer))
+            .ok()
+            .map(|t| {
+                super::human_duration(
+                    now.signed_duration_since(t.with_timezone(&Utc))
+                        .num_seconds(),
+                )
+            })
+    };
+    let first = age("/firstTimestamp")
+        .or_else(|| age("/eventTime"))
+        .unwrap_or_else(|| "<unknown>".into());
+    let mut last = age("/lastTimestamp").unwrap_or_else(|| first.clone());
+    let mut count = core.get("count").and_then(Value::as_i64).unwrap_or(0);
+    if let Some(series) = core.get("series").filter(|s| s.is_object()) {
+        last = age("/series/lastObservedTime").unwrap_or(last);
+        count = series.get("count").and_then(Value::as_i64).unwrap_or(count);
+    } else if count == 0 {
+        count = 1;
+    }
+    let kind = text(&core, "/involvedObject/kind").to_ascii_lowercase();
+    let name = text(&core, "/involvedObject/name");
+    let target = if name.is_empty() {
+        kind
+    } else {
+        format!("{kind}/{name}")
+    };
+    let first_set = |a: &str, b: &str| {
+        let a = text(&core, a);
+        if a.is_empty() { text(&core, b) } else { a }
+    };
+    let component = first_set("/source/component", "/reportingComponent");
+    let instance = first_set("/source/host", "/reportingInstance");
+    let source = match (component.is_empty(), instance.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) => component,
+        (false, false) => format!("{component}, {instance}"),
+    };
+    vec![
+        json!(last),
+        json!(text(&core, "/type")),
+        json!(text(&core, "/reason")),
+        json!(target),
+        json!(text(&core, "/involvedObject/fieldPath")),
+        json!(source),
+        json!(text(&core, "/message").trim()),
+        json!(first),
+        json!(count),
+        json!(text(&core, "/metadata/name")),
+    ]
+}
+
 /// The cells after Name (Age given), for an object of a kind [`columns`] knows.
-pub fn cells(info: &ResourceInfo, obj: &Value, age: Value) -> Vec<Value> {
+pub fn cells(info: &ResourceInfo, obj: &Value, age: Value, now: DateTime<Utc>) -> Vec<Value> {
     if info.kind == "APIService" {
         return api_service_cells(obj, age);
+    }
+    if info.kind == "Event" {
+        return event_cells(info, obj, now);
     }
     if info.kind == "EndpointSlice" {
         let (ports, endpoints) = slice_cells(obj);

@@ -301,7 +301,8 @@ pub fn cells(info: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> Vec<Value>
         ("networking.k8s.io", "Ingress") => ingress(obj, age),
         ("autoscaling", "HorizontalPodAutoscaler")
         | ("discovery.k8s.io", "EndpointSlice")
-        | ("apiregistration.k8s.io", "APIService") => super::more_kinds::cells(info, obj, age),
+        | ("apiregistration.k8s.io", "APIService")
+        | ("" | "events.k8s.io", "Event") => super::more_kinds::cells(info, obj, age, now),
         _ => vec![age],
     }
 }
