@@ -3,7 +3,11 @@
 //! imperative commands: SelfSubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
 //! (`kubectl auth can-i --list`), SelfSubjectReview (`kubectl auth whoami`), TokenRequest
 //! (`kubectl create token`), TokenReview, Namespace, ConfigMap,
-//! Secret and ServiceAccount (`kubectl create namespace|configmap|secret|serviceaccount`). Other kinds are refused with 415.
+//! Secret and ServiceAccount (`kubectl create namespace|configmap|secret|serviceaccount`);
+//! `admin` decodes Roles, ClusterRoles, their bindings, PriorityClasses and ResourceQuotas
+//! (`kubectl create role|clusterrole|rolebinding|clusterrolebinding|priorityclass|quota`). Other kinds are refused with 415.
+
+mod admin;
 
 use serde_json::{Map, Value, json};
 
@@ -13,7 +17,7 @@ pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 const MAGIC: &[u8] = b"k8s\0";
 
 /// One protobuf field value.
-enum Wire<'a> {
+pub(super) enum Wire<'a> {
     Varint(u64),
     Bytes(&'a [u8]),
 }
@@ -32,7 +36,7 @@ fn varint(buf: &[u8], pos: &mut usize) -> Result<u64, String> {
 }
 
 /// The fields of one message, in order.
-fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, String> {
+pub(super) fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, String> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < buf.len() {
@@ -64,7 +68,7 @@ fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, String> {
     Ok(out)
 }
 
-fn message(buf: &[u8], field: u64) -> Result<Option<&[u8]>, String> {
+pub(super) fn message(buf: &[u8], field: u64) -> Result<Option<&[u8]>, String> {
     Ok(fields(buf)?
         .into_iter()
         .find_map(|(f, w)| match (f == field, w) {
@@ -74,7 +78,7 @@ fn message(buf: &[u8], field: u64) -> Result<Option<&[u8]>, String> {
 }
 
 /// The set (non-empty) string fields of a message; Go's encoder writes unset ones as "".
-fn set_strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
+pub(super) fn set_strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
     let mut out = strings(buf, names)?;
     if let Some(m) = out.as_object_mut() {
         m.retain(|_, v| v.as_str() != Some(""));
@@ -82,7 +86,7 @@ fn set_strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
     Ok(out)
 }
 
-fn strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
+pub(super) fn strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
     let mut out = Map::new();
     for (field, wire) in fields(buf)? {
         if let (Some((_, name)), Wire::Bytes(b)) = (names.iter().find(|(f, _)| *f == field), wire) {
@@ -125,14 +129,18 @@ impl From<String> for DecodeError {
     }
 }
 
-fn utf8(b: &[u8]) -> Result<String, String> {
+pub(super) fn utf8(b: &[u8]) -> Result<String, String> {
     std::str::from_utf8(b)
         .map(String::from)
         .map_err(|e| e.to_string())
 }
 
 /// A `map<string, string|bytes>` field: every entry message with key 1 and value 2.
-fn map_field(buf: &[u8], field: u64, bytes_values: bool) -> Result<Option<Value>, String> {
+pub(super) fn map_field(
+    buf: &[u8],
+    field: u64,
+    bytes_values: bool,
+) -> Result<Option<Value>, String> {
     let mut out = Map::new();
     let mut seen = false;
     for (f, wire) in fields(buf)? {
@@ -157,7 +165,7 @@ fn map_field(buf: &[u8], field: u64, bytes_values: bool) -> Result<Option<Value>
     Ok(seen.then_some(Value::Object(out)))
 }
 
-fn repeated_strings(buf: &[u8], field: u64) -> Result<Option<Value>, String> {
+pub(super) fn repeated_strings(buf: &[u8], field: u64) -> Result<Option<Value>, String> {
     let mut out = Vec::new();
     for (f, wire) in fields(buf)? {
         if let (true, Wire::Bytes(b)) = (f == field, wire) {
@@ -191,7 +199,7 @@ fn object_meta(buf: &[u8]) -> Result<Value, String> {
     Ok(meta)
 }
 
-fn bool_field(buf: &[u8], field: u64) -> Result<Option<bool>, String> {
+pub(super) fn bool_field(buf: &[u8], field: u64) -> Result<Option<bool>, String> {
     Ok(fields(buf)?
         .into_iter()
         .find_map(|(f, w)| match (f == field, w) {
@@ -300,9 +308,11 @@ pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
             }
         }
         _ => {
-            return Err(DecodeError::Unsupported(format!(
-                "{api_version}, Kind={kind}"
-            )));
+            if !admin::decode(&api_version, &kind, raw, &mut obj)? {
+                return Err(DecodeError::Unsupported(format!(
+                    "{api_version}, Kind={kind}"
+                )));
+            }
         }
     }
     Ok(obj)
