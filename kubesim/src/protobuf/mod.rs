@@ -5,9 +5,13 @@
 //! (`kubectl create token`), TokenReview, Namespace, ConfigMap,
 //! Secret and ServiceAccount (`kubectl create namespace|configmap|secret|serviceaccount`);
 //! `admin` decodes Roles, ClusterRoles, their bindings, PriorityClasses and ResourceQuotas
-//! (`kubectl create role|clusterrole|rolebinding|clusterrolebinding|priorityclass|quota`). Other kinds are refused with 415.
+//! (`kubectl create role|clusterrole|rolebinding|clusterrolebinding|priorityclass|quota`),
+//! `workloads` Pods, Deployments, Jobs, CronJobs, Services, Ingresses, PDBs and v1 HPAs
+//! (`kubectl run`, `kubectl create deployment|job|cronjob|service|ingress|pdb`, `kubectl
+//! autoscale`). Other kinds are refused with 415.
 
 mod admin;
+mod workloads;
 
 use serde_json::{Map, Value, json};
 
@@ -175,7 +179,7 @@ pub(super) fn repeated_strings(buf: &[u8], field: u64) -> Result<Option<Value>, 
     Ok((!out.is_empty()).then_some(Value::Array(out)))
 }
 
-fn object_meta(buf: &[u8]) -> Result<Value, String> {
+pub(super) fn object_meta(buf: &[u8]) -> Result<Value, String> {
     let mut meta = strings(
         buf,
         &[
@@ -308,7 +312,19 @@ pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
             }
         }
         _ => {
-            if !admin::decode(&api_version, &kind, raw, &mut obj)? {
+            let known = admin::decode(&api_version, &kind, raw, &mut obj)?
+                || match workloads::decode(&api_version, &kind, raw, &mut obj) {
+                    Ok(known) => known,
+                    Err(workloads::Unknown(why)) => {
+                        return Err(match why.strip_prefix("malformed: ") {
+                            Some(e) => DecodeError::Malformed(e.to_string()),
+                            None => DecodeError::Unsupported(format!(
+                                "{api_version}, Kind={kind} ({why})"
+                            )),
+                        });
+                    }
+                };
+            if !known {
                 return Err(DecodeError::Unsupported(format!(
                     "{api_version}, Kind={kind}"
                 )));
@@ -386,7 +402,7 @@ mod tests {
         assert!(decode(b"nope").is_err());
         assert!(decode(b"k8s\0\x0a\xff\xff").is_err());
         assert!(decode(b"k8s\0\x0a\x05ab").is_err());
-        let pod = b"k8s\0\x0a\x09\x0a\x02v1\x12\x03Pod";
-        assert!(matches!(decode(pod), Err(DecodeError::Unsupported(_))));
+        let sts = b"k8s\0\x0a\x16\x0a\x07apps/v1\x12\x0bStatefulSet";
+        assert!(matches!(decode(sts), Err(DecodeError::Unsupported(_))));
     }
 }
