@@ -315,3 +315,77 @@ async fn a_thousand_log_reads_answer_the_same_lines() {
         assert_eq!(text, want[..limit], "read {i}");
     }
 }
+
+#[tokio::test]
+async fn a_hundred_scalings_leave_an_unbroken_chain_of_scaling_events() {
+    let env = Env::start().await;
+    let file = env.write("web.yaml", DEPLOYMENT);
+    env.kubectl(&["apply", "-f", file.to_str().unwrap()])
+        .await
+        .ok();
+    let scale = "/apis/apps/v1/namespaces/team-a/deployments/web/scale";
+    for i in 0..100 {
+        let body = serde_json::json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "web", "namespace": "team-a"},
+            "spec": {"replicas": 1 + i % 5}});
+        let (code, out) = env.json("PUT", scale, &body).await;
+        assert_eq!(code, 200, "scaling {i}: {out}");
+        if i % 10 == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // The last scale asks for 5: wait until the events reach it.
+    let mut messages: Vec<String> = Vec::new();
+    for _ in 0..200 {
+        let (_, list) = env
+            .raw(
+                "GET",
+                "/api/v1/namespaces/team-a/events?fieldSelector=reason%3DScalingReplicaSet",
+                "",
+                vec![],
+            )
+            .await;
+        messages = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["message"].as_str().unwrap().to_string())
+            .collect();
+        if messages.last().is_some_and(|m| m.ends_with(" to 5")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(messages.len() >= 2, "{messages:?}");
+    // Each event starts where the one before it ended, and says up or down rightly.
+    let mut at = 0;
+    for m in &messages {
+        let words: Vec<&str> = m.split(' ').collect();
+        let (from, to): (i64, i64) = (words[6].parse().unwrap(), words[8].parse().unwrap());
+        assert_eq!(from, at, "{m} after {at}: {messages:?}");
+        assert_eq!(words[1], if to > from { "up" } else { "down" }, "{m}");
+        at = to;
+    }
+    assert_eq!(at, 5);
+}
+
+#[tokio::test]
+async fn jobs_record_successful_create_for_their_pods() {
+    let env = Env::start().await;
+    let job = env.write(
+        "job.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: once, namespace: team-a}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: a, image: busybox}]\n",
+    );
+    env.kubectl(&["apply", "-f", job.to_str().unwrap()])
+        .await
+        .ok();
+    let events = until(&env, &["get", "events", "-n", "team-a"], |o| {
+        o.contains("job/once")
+    })
+    .await;
+    let line = events.lines().find(|l| l.contains("job/once")).unwrap();
+    assert!(
+        line.contains("SuccessfulCreate") && line.contains("Created pod: once-"),
+        "{events}"
+    );
+}
