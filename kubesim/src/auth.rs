@@ -143,7 +143,38 @@ pub fn authenticate(state: &State, header: Option<&str>) -> Result<Identity, Api
     if let Some((ns, _)) = tokens.namespaced.iter().find(|(_, t)| t.as_str() == token) {
         return Ok(Identity::Namespaced(ns.clone()));
     }
-    service_account_for(state, token).ok_or_else(ApiError::unauthorized)
+    service_account_for(state, token)
+        .or_else(|| bound_service_account(state, token))
+        .ok_or_else(ApiError::unauthorized)
+}
+
+/// The ServiceAccount a TokenRequest token (see [`crate::sa_tokens`]) authenticates as: the
+/// token verifies, and its ServiceAccount and bound object still exist with the uids it names.
+fn bound_service_account(state: &State, token: &str) -> Option<Identity> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    let claims = crate::sa_tokens::verify(&state.sa_key, token, now)?;
+    let store = state.store();
+    let uid_of = |key: &str, name: &str| {
+        store
+            .get(key, &claims.namespace, name)
+            .and_then(|o| o.pointer("/metadata/uid")?.as_str().map(String::from))
+    };
+    if uid_of("/serviceaccounts", &claims.name)? != claims.uid {
+        return None;
+    }
+    if let Some((kind, name, uid)) = &claims.bound {
+        let key = if kind == "Pod" { "/pods" } else { "/secrets" };
+        if uid_of(key, name)? != *uid {
+            return None;
+        }
+    }
+    Some(Identity::ServiceAccount {
+        namespace: claims.namespace,
+        name: claims.name,
+    })
 }
 
 fn rbac_objects(state: &State, key: &str) -> Vec<Value> {

@@ -33,6 +33,12 @@ pub struct Cluster {
 /// Namespaces every cluster starts with.
 const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
+/// The store key of APIServices.
+const API_SERVICES: &str = "apiregistration.k8s.io/apiservices";
+
+/// The objects every cluster starts with: system namespaces (with their ServiceAccount and
+/// root CA), the `default/kubernetes` Service, the local APIServices and the RBAC bootstrap
+/// policy.
 fn seed(state: &State) {
     let mut store = state.store();
     let registry = state.registry();
@@ -55,6 +61,16 @@ fn seed(state: &State) {
     }
     if store.get("/services", "default", "kubernetes").is_none() {
         store.put("/services", kubernetes_service(), EventType::Added);
+    }
+    for mut service in crate::api_services::local_api_services(&registry, &now_rfc3339()) {
+        let name = service["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if store.get(API_SERVICES, "", &name).is_none() {
+            service["metadata"]["uid"] = json!(new_uid());
+            store.put(API_SERVICES, service, EventType::Added);
+        }
     }
     for mut obj in crate::rbac::bootstrap_policy() {
         let Some(info) = obj

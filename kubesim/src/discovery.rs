@@ -1,6 +1,7 @@
-//! Legacy discovery documents: `/api`, `/apis`, `/apis/{group}`, `/api/v1` and
-//! `/apis/{group}/{version}`, plus `/version`. Clients asking for aggregated discovery get
-//! these with `Content-Type: application/json` and fall back to them.
+//! Discovery documents: legacy (`/api`, `/apis`, `/apis/{group}`, `/api/v1` and
+//! `/apis/{group}/{version}`), aggregated (`apidiscovery.k8s.io/v2` APIGroupDiscoveryList on
+//! `/api` and `/apis`, for clients that ask for it in `Accept`, as kubectl 1.32 does first),
+//! plus `/version`.
 
 use serde_json::{Value, json};
 
@@ -102,6 +103,55 @@ fn fxhash(s: &str) -> u64 {
     })
 }
 
+/// One subresource of a served resource.
+struct Subresource {
+    name: &'static str,
+    /// The kind answered, as (group, version, kind).
+    response: (String, String, String),
+    verbs: &'static [&'static str],
+}
+
+const READ_WRITE: &[&str] = &["get", "patch", "update"];
+
+/// The subresources `r` serves: status, scale, and ServiceAccounts' token.
+fn subresources(r: &ResourceInfo) -> Vec<Subresource> {
+    let own = || (r.group.clone(), r.version.clone(), r.kind.clone());
+    let mut out = Vec::new();
+    if r.status {
+        out.push(Subresource {
+            name: "status",
+            response: own(),
+            verbs: READ_WRITE,
+        });
+    }
+    if r.scale.is_some() {
+        out.push(Subresource {
+            name: "scale",
+            response: ("autoscaling".into(), "v1".into(), "Scale".into()),
+            verbs: READ_WRITE,
+        });
+    }
+    if r.group.is_empty() && r.plural == "pods" {
+        out.push(Subresource {
+            name: "log",
+            response: own(),
+            verbs: &["get"],
+        });
+    }
+    if r.group.is_empty() && r.plural == "serviceaccounts" {
+        out.push(Subresource {
+            name: "token",
+            response: (
+                "authentication.k8s.io".into(),
+                "v1".into(),
+                "TokenRequest".into(),
+            ),
+            verbs: &["create"],
+        });
+    }
+    out
+}
+
 /// `/api/v1` or `/apis/{group}/{version}`: the resources and subresources served there.
 pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     if !registry.has_group_version(group, version) {
@@ -114,25 +164,19 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
         .filter(|r| r.group == group && r.version == version)
     {
         resources.push(resource_entry(r));
-        if r.status {
-            resources.push(json!({
-                "name": format!("{}/status", r.plural),
+        for sub in subresources(r) {
+            let mut e = json!({
+                "name": format!("{}/{}", r.plural, sub.name),
                 "singularName": "",
                 "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": ["get", "patch", "update"],
-            }));
-        }
-        if r.scale.is_some() {
-            resources.push(json!({
-                "name": format!("{}/scale", r.plural),
-                "singularName": "",
-                "namespaced": r.namespaced,
-                "group": "autoscaling",
-                "version": "v1",
-                "kind": "Scale",
-                "verbs": ["get", "patch", "update"],
-            }));
+                "kind": sub.response.2,
+                "verbs": sub.verbs,
+            });
+            if sub.response.0 != r.group || sub.response.1 != r.version {
+                e["group"] = json!(sub.response.0);
+                e["version"] = json!(sub.response.1);
+            }
+            resources.push(e);
         }
     }
     let group_version = if group.is_empty() {
@@ -146,6 +190,93 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
         "groupVersion": group_version,
         "resources": resources,
     }))
+}
+
+/// The media type of aggregated discovery documents.
+pub const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an `Accept` header asks for aggregated discovery (`apidiscovery.k8s.io/v2`).
+pub fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|media| {
+        let params: Vec<&str> = media.split(';').map(str::trim).collect();
+        params.contains(&"g=apidiscovery.k8s.io")
+            && params.contains(&"v=v2")
+            && params.contains(&"as=APIGroupDiscoveryList")
+    })
+}
+
+fn kind_ref(group: &str, version: &str, kind: &str) -> Value {
+    json!({"group": group, "version": version, "kind": kind})
+}
+
+/// One resource as aggregated discovery lists it.
+fn aggregated_resource(r: &ResourceInfo) -> Value {
+    let mut e = json!({
+        "resource": r.plural,
+        "responseKind": kind_ref(&r.group, &r.version, &r.kind),
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": r.verbs(),
+    });
+    if !r.short_names.is_empty() {
+        e["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        e["categories"] = json!(r.categories);
+    }
+    let subs: Vec<Value> = subresources(r)
+        .iter()
+        .map(|s| {
+            json!({
+                "subresource": s.name,
+                "responseKind": kind_ref(&s.response.0, &s.response.1, &s.response.2),
+                "verbs": s.verbs,
+            })
+        })
+        .collect();
+    if !subs.is_empty() {
+        e["subresources"] = Value::Array(subs);
+    }
+    e
+}
+
+fn aggregated_group(registry: &Registry, group: &str, versions: &[String]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| {
+            let resources: Vec<Value> = registry
+                .all()
+                .iter()
+                .filter(|r| r.group == group && r.version == *v)
+                .map(|r| aggregated_resource(r))
+                .collect();
+            json!({"version": v, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    let mut metadata = json!({"creationTimestamp": null});
+    if !group.is_empty() {
+        metadata["name"] = json!(group);
+    }
+    json!({"metadata": metadata, "versions": versions})
+}
+
+/// The aggregated discovery document of `/api` (`core: true`: the core group) or `/apis`
+/// (every named group, preferred version first).
+pub fn aggregated(registry: &Registry, core: bool) -> Value {
+    let items: Vec<Value> = if core {
+        vec![aggregated_group(registry, "", &["v1".to_string()])]
+    } else {
+        groups(registry)
+            .iter()
+            .map(|(g, v)| aggregated_group(registry, g, v))
+            .collect()
+    };
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    })
 }
 
 #[cfg(test)]

@@ -5,8 +5,6 @@
 
 use serde_json::Value;
 
-use crate::resources::{ResourceInfo, is_events_view};
-
 /// `(events.k8s.io/v1 field, core v1 field)`.
 const RENAMED: &[(&str, &str)] = &[
     ("regarding", "involvedObject"),
@@ -42,15 +40,6 @@ pub fn to_events_view(event: &Value) -> Value {
     let mut out = renamed(event, RENAMED.iter().map(|(view, core)| (*core, *view)));
     out["apiVersion"] = Value::String("events.k8s.io/v1".into());
     out
-}
-
-/// The form `object`, written through `info`, is stored in.
-pub fn storage_form(info: &ResourceInfo, object: Value) -> Value {
-    if is_events_view(info) {
-        to_core(&object)
-    } else {
-        object
-    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,11 @@
 //! Start a cluster in-process with [`Cluster::start`], point kubectl or kube-rs at
 //! [`Cluster::kubeconfig`], and read what they did with [`Cluster::get_object`].
 
+mod api_services;
 mod auth;
 mod cluster;
 mod config;
+mod controller_events;
 pub mod defaults;
 mod discovery;
 mod error;
@@ -13,6 +15,7 @@ mod event_versions;
 mod faults;
 mod handlers;
 mod hooks;
+mod hpa_versions;
 pub mod kwok;
 mod lifecycle;
 mod names;
@@ -22,6 +25,7 @@ mod quantity;
 pub mod rbac;
 mod reply;
 mod resources;
+mod sa_tokens;
 pub mod selectors;
 mod server;
 mod sim;
@@ -33,6 +37,7 @@ mod tls;
 mod tokens;
 mod util;
 mod validation;
+mod versions;
 pub mod write_log;
 
 pub use cluster::Cluster;

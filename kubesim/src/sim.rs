@@ -20,6 +20,7 @@ const REPLICA_SETS: &str = "apps/replicasets";
 const PODS: &str = "/pods";
 const SERVICES: &str = "/services";
 const ENDPOINTS: &str = "/endpoints";
+const ENDPOINT_SLICES: &str = "discovery.k8s.io/endpointslices";
 /// Resources whose objects the simulated controllers act on.
 const WORKLOADS: &[&str] = &[
     DEPLOYMENTS,
@@ -90,6 +91,7 @@ fn sync_endpoints(state: &State, namespace: &str) {
     let pods: Vec<&Value> = pods.iter().map(|p| &**p).collect();
     let services: Vec<Arc<Value>> = store.list(SERVICES, Some(namespace)).cloned().collect();
     for service in &services {
+        sync_endpoint_slices(&mut store, service, &pods);
         let Some(mut wanted) = kwok::endpoints_for(service, &pods) else {
             continue;
         };
@@ -128,6 +130,74 @@ fn sync_endpoints(state: &State, namespace: &str) {
                 store.put(ENDPOINTS, wanted, EventType::Added);
             }
         }
+    }
+}
+
+/// Keeps the EndpointSlices of `service` in step with its Pods (the EndpointSlice
+/// controller): existing slices of the Service are updated in name order, new ones get a
+/// generated name, and surplus ones are removed.
+fn sync_endpoint_slices(store: &mut Store, service: &Value, pods: &[&Value]) {
+    let Some(wanted) = kwok::endpoint_slices_for(service, pods) else {
+        return;
+    };
+    let (namespace, name) = ns_name(service);
+    let label = |s: &Value, key: &str| {
+        s.pointer("/metadata/labels")
+            .and_then(|l| l.get(key))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let mut existing: Vec<Arc<Value>> = store
+        .list(ENDPOINT_SLICES, Some(&namespace))
+        .filter(|s| label(s, kwok::SERVICE_NAME_LABEL).as_deref() == Some(name.as_str()))
+        .filter(|s| {
+            label(s, kwok::MANAGED_BY_LABEL).as_deref() == Some(kwok::ENDPOINT_SLICE_CONTROLLER)
+        })
+        .cloned()
+        .collect();
+    existing.sort_by_key(|s| ns_name(s).1);
+    let wanted_count = wanted.len();
+    for (i, mut slice) in wanted.into_iter().enumerate() {
+        match existing.get(i) {
+            Some(current) => {
+                let mut next = (**current).clone();
+                for field in ["addressType", "endpoints", "ports"] {
+                    match slice.get_mut(field).map(Value::take) {
+                        Some(v) => next[field] = v,
+                        None => {
+                            if let Some(m) = next.as_object_mut() {
+                                m.remove(field);
+                            }
+                        }
+                    }
+                }
+                next["metadata"]["labels"] = slice["metadata"]["labels"].take();
+                if next != **current {
+                    let generation = current
+                        .pointer("/metadata/generation")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1);
+                    next["metadata"]["generation"] = json!(generation + 1);
+                    store.put(ENDPOINT_SLICES, next, EventType::Modified);
+                }
+            }
+            None => {
+                let slice_name = loop {
+                    let candidate = format!("{name}-{}", crate::util::name_suffix());
+                    if store.get(ENDPOINT_SLICES, &namespace, &candidate).is_none() {
+                        break candidate;
+                    }
+                };
+                slice["metadata"]["name"] = json!(slice_name);
+                slice["metadata"]["uid"] = json!(new_uid());
+                slice["metadata"]["generation"] = json!(1);
+                slice["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+                store.put(ENDPOINT_SLICES, slice, EventType::Added);
+            }
+        }
+    }
+    for surplus in existing.iter().skip(wanted_count) {
+        store.remove(ENDPOINT_SLICES, &namespace, &ns_name(surplus).1);
     }
 }
 
@@ -428,24 +498,63 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
         let owned = owned_by(&store, REPLICA_SETS, ns, &uid);
         let rs_name = kwok::replica_set_name(&obj);
         let current = owned.iter().find(|rs| ns_name(rs).1 == rs_name).cloned();
-        let revision = current
+        // The current ReplicaSet keeps its revision while it is the newest; an older one that
+        // becomes current again (`kubectl rollout undo`, a reverted template) gets the next
+        // revision, its old one appended to `revision-history`, as the controller does.
+        let newest_old = owned
+            .iter()
+            .filter(|rs| ns_name(rs).1 != rs_name)
+            .map(|rs| kwok::revision(rs))
+            .max()
+            .unwrap_or(0);
+        let kept = current
             .as_deref()
             .map(kwok::revision)
-            .unwrap_or_else(|| owned.iter().map(|rs| kwok::revision(rs)).max().unwrap_or(0) + 1);
-        upsert(
+            .filter(|r| *r > newest_old);
+        let revision = kept.unwrap_or(newest_old + 1);
+        let mut wanted_rs = kwok::replica_set_for(&obj, revision);
+        if let Some(rs) = current.as_deref() {
+            let history_key = "deployment.kubernetes.io/revision-history";
+            let existing = rs
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(history_key))
+                .and_then(Value::as_str)
+                .filter(|h| !h.is_empty());
+            let history = match (existing, kept) {
+                (h, Some(_)) => h.map(String::from),
+                (Some(h), None) => Some(format!("{h},{}", kwok::revision(rs))),
+                (None, None) => Some(kwok::revision(rs).to_string()),
+            };
+            if let Some(history) = history {
+                wanted_rs["metadata"]["annotations"][history_key] = json!(history);
+            }
+        }
+        let replicas = |rs: &Value| rs.pointer("/spec/replicas").and_then(Value::as_i64);
+        let scaled_from = current.as_deref().map_or(Some(0), replicas).unwrap_or(1);
+        let scaled_to = replicas(&wanted_rs).unwrap_or(1);
+        upsert(&mut store, REPLICA_SETS, current.as_ref(), wanted_rs, &now);
+        crate::controller_events::scaled_replica_set(
             &mut store,
-            REPLICA_SETS,
-            current.as_ref(),
-            kwok::replica_set_for(&obj, revision),
-            &now,
+            &obj,
+            &rs_name,
+            scaled_from,
+            scaled_to,
         );
         for old in owned.iter().filter(|rs| ns_name(rs).1 != rs_name) {
             if old.get("spec").is_some_and(Value::is_object)
                 && old.pointer("/spec/replicas").and_then(Value::as_i64) != Some(0)
             {
                 let mut scaled = (**old).clone();
+                let from = replicas(old).unwrap_or(1);
                 scaled["spec"]["replicas"] = json!(0);
                 upsert(&mut store, REPLICA_SETS, Some(old), scaled, &now);
+                crate::controller_events::scaled_replica_set(
+                    &mut store,
+                    &obj,
+                    &ns_name(old).1,
+                    from,
+                    0,
+                );
             }
         }
         let mut deployment = (*obj).clone();
@@ -487,10 +596,15 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
         {
             continue;
         }
+        let created = current.is_none();
         upsert(&mut store, PODS, current.as_ref(), pod, &now);
+        if created {
+            crate::controller_events::pod_changed(&mut store, &obj, &pod_name, true);
+        }
     }
     for pod in existing.iter().filter(|p| !wanted.contains(&ns_name(p).1)) {
         store.remove(PODS, ns, &ns_name(pod).1);
+        crate::controller_events::pod_changed(&mut store, &obj, &ns_name(pod).1, false);
     }
     write_status(
         &mut store,

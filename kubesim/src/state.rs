@@ -21,6 +21,8 @@ pub struct State {
     pub tokens: Tokens,
     /// PEM of the cluster CA, filled into service-account token Secrets.
     pub ca_pem: String,
+    /// The key bound ServiceAccount tokens are signed with (see [`crate::sa_tokens`]).
+    pub sa_key: [u8; 32],
     store: Mutex<Store>,
     registry: RwLock<Arc<Registry>>,
     faults: Mutex<Faults>,
@@ -44,6 +46,7 @@ impl State {
             config,
             tokens,
             ca_pem,
+            sa_key: crate::util::random_bytes(),
             registry: RwLock::new(Arc::new(Registry::new(&[]))),
             faults: Mutex::new(Faults::default()),
             writes: AtomicUsize::new(0),

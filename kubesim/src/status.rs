@@ -35,7 +35,8 @@ fn details(group: &str, plural: &str, name: &str) -> Value {
 }
 
 impl ApiError {
-    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
+    /// A Failure Status with the given code, reason and message.
+    pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
         ApiError {
             code,
             reason,

@@ -5,6 +5,7 @@
 //! For the common built-in kinds they are kube-apiserver's printers' (`printers`); other
 //! built-ins keep answering plain JSON (kubectl then prints NAME and AGE itself).
 
+mod more_kinds;
 mod printers;
 
 use chrono::{DateTime, Utc};
@@ -33,7 +34,9 @@ pub fn of(info: &ResourceInfo, result: &Value, include: Option<&str>) -> Option<
                 json!({"name": name, "type": ty, "format": "", "description": "", "priority": priority})
             })
             .collect();
-        return Some(table(result, include, definitions, |o| {
+        // Events have no leading Name column (their name is a wide column at the end).
+        let with_name = info.kind != "Event";
+        return Some(table(result, include, definitions, with_name, |o| {
             printers::cells(info, o, now)
         }));
     };
@@ -57,16 +60,18 @@ pub fn of(info: &ResourceInfo, result: &Value, include: Option<&str>) -> Option<
                 "description": c.description, "priority": c.priority})
         })
         .collect();
-    Some(table(result, include, definitions, |object| {
+    Some(table(result, include, definitions, true, |object| {
         columns.iter().map(|c| cell(c, object, now)).collect()
     }))
 }
 
-/// The Table of `result` with a Name column, then `definitions` filled by `cells`.
+/// The Table of `result` with a Name column (when `with_name`), then `definitions` filled by
+/// `cells`.
 fn table(
     result: &Value,
     include: Option<&str>,
     definitions: Vec<Value>,
+    with_name: bool,
     cells_of: impl Fn(&Value) -> Vec<Value>,
 ) -> Value {
     let (objects, metadata) = match result.get("items").and_then(Value::as_array) {
@@ -76,20 +81,26 @@ fn table(
             json!({"resourceVersion": result.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null)}),
         ),
     };
-    let mut all = vec![json!({
-        "name": "Name", "type": "string", "format": "name", "priority": 0,
-        "description": "Name must be unique within a namespace. More info: http://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
-    })];
+    let mut all = Vec::new();
+    if with_name {
+        all.push(json!({
+            "name": "Name", "type": "string", "format": "name", "priority": 0,
+            "description": "Name must be unique within a namespace. More info: http://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+        }));
+    }
     all.extend(definitions);
     let rows: Vec<Value> = objects
         .into_iter()
         .map(|object| {
-            let mut cells = vec![
-                object
-                    .pointer("/metadata/name")
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            ];
+            let mut cells = Vec::new();
+            if with_name {
+                cells.push(
+                    object
+                        .pointer("/metadata/name")
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                );
+            }
             cells.extend(cells_of(object));
             let mut row = Map::new();
             row.insert("cells".into(), Value::Array(cells));

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::admin_kinds::{admission_policy, csi_driver, replication_controller_labels, webhooks};
 use super::fields::{child, default};
 use super::other_kinds::{
     crd, hpa_v2, namespace, network_policy, persistent_volume_claim, role_binding, secret,
@@ -32,6 +33,7 @@ pub fn apply_defaults(api_version: &str, kind: &str, object: &mut Value) {
             }
         }
         ("v1", "ReplicationController") => {
+            replication_controller_labels(root);
             if let Some(spec) = child(root, "spec") {
                 default(spec, "replicas", json!(1));
                 if let Some(template) = child(spec, "template") {
@@ -66,6 +68,21 @@ pub fn apply_defaults(api_version: &str, kind: &str, object: &mut Value) {
             );
         }
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => crd(root),
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+            webhooks(root, true);
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
+            webhooks(root, false);
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+            admission_policy(root);
+        }
+        ("storage.k8s.io/v1", "CSIDriver") => csi_driver(root),
+        ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema") => {
+            if let Some(spec) = child(root, "spec") {
+                default(spec, "matchingPrecedence", json!(1000));
+            }
+        }
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => {
             role_binding(root);
         }

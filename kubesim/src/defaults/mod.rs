@@ -29,6 +29,11 @@
 //! | PersistentVolumeClaim | spec.volumeMode Filesystem, status.phase Pending | `SetDefaults_PersistentVolumeClaim(Spec)` |
 //! | HorizontalPodAutoscaler v2 | minReplicas 1, metrics cpu Utilization 80 when empty, behavior rules filled when behavior is given (scaleUp: 0s window, Max, Pods 4/15s + Percent 100/15s; scaleDown: Max, Percent 100/15s, no window) | `pkg/apis/autoscaling/v2/defaults.go` |
 //! | HorizontalPodAutoscaler v1 | minReplicas 1 | `pkg/apis/autoscaling/v1/defaults.go` |
+//! | ReplicationController | spec.selector and metadata.labels from the template's labels when empty, replicas 1 | `SetDefaults_ReplicationController` |
+//! | Mutating/ValidatingWebhookConfiguration | failurePolicy Fail, matchPolicy Equivalent, namespaceSelector and objectSelector {}, timeoutSeconds 10, rules[].scope `*`, service.port 443 (mutating: reinvocationPolicy Never) | `admissionregistration/v1/defaults.go` |
+//! | ValidatingAdmissionPolicy | failurePolicy Fail, matchConstraints matchPolicy Equivalent, namespaceSelector and objectSelector {}, resourceRules[].scope `*` | `admissionregistration/v1/defaults.go` |
+//! | CSIDriver | attachRequired true, podInfoOnMount false, storageCapacity false, fsGroupPolicy ReadWriteOnceWithFSType, volumeLifecycleModes [Persistent], requiresRepublish false, seLinuxMount false | `storage/v1/defaults.go` |
+//! | FlowSchema | matchingPrecedence 1000 | `flowcontrol/v1/defaults.go` |
 //! | CustomResourceDefinition | names.singular (lowercase kind), names.listKind (kind + List), conversion {strategy None} | apiextensions `v1/defaults.go` |
 //! | statuses | the zero status a fresh object serializes to (e.g. Deployment `{}`, Service `{loadBalancer: {}}`, DaemonSet counters 0) | the status structs' non-omitempty fields |
 //!
@@ -45,6 +50,7 @@
 //! they share), `create` (create-time steps), `allocation` (cluster IPs and node ports) and
 //! `admission` (the Pod admission plugins).
 
+mod admin_kinds;
 mod admission;
 mod allocation;
 mod apply;

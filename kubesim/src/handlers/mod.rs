@@ -4,9 +4,11 @@
 mod apply;
 mod body;
 mod delete;
+mod logs;
 mod patch;
 mod read;
 mod review;
+mod token;
 mod watch;
 mod write;
 
@@ -202,6 +204,8 @@ fn parse_target(
         Some("status") => info.status,
         Some("scale") => info.scale.is_some(),
         Some("finalize") => info.plural == "namespaces" && info.group.is_empty(),
+        Some("token") => info.plural == "serviceaccounts" && info.group.is_empty(),
+        Some("log") => info.plural == "pods" && info.group.is_empty(),
         Some(_) => false,
     };
     if !sub_ok {
@@ -222,7 +226,7 @@ fn verb(method: &Method, target: &Target, query: &Query) -> Option<&'static str>
         Method::GET | Method::HEAD if target.watch_path || query.flag("watch") => "watch",
         Method::GET | Method::HEAD if named => "get",
         Method::GET | Method::HEAD => "list",
-        Method::POST if !named => "create",
+        Method::POST if !named || target.subresource.as_deref() == Some("token") => "create",
         Method::PUT if named => "update",
         Method::PATCH if named => "patch",
         Method::DELETE if named => "delete",
@@ -265,6 +269,24 @@ pub async fn route(
         };
         check(state, &identity, &request)?;
     }
+    let accept = parts
+        .headers
+        .get(hyper::header::ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if discovery::wants_aggregated(accept) && matches!(segments.as_slice(), ["api"] | ["apis"]) {
+        let doc = discovery::aggregated(&registry, segments.len() == 1 && segments[0] == "api");
+        let mut resp = json_reply(200, &doc);
+        resp.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static(discovery::AGGREGATED),
+        );
+        resp.headers_mut().insert(
+            hyper::header::VARY,
+            hyper::header::HeaderValue::from_static("Accept"),
+        );
+        return Ok(resp);
+    }
     let (group, version, rest) = match segments.as_slice() {
         ["api"] => {
             let host = parts
@@ -304,6 +326,14 @@ pub async fn route(
     let target = parse_target(state, group, version, rest)?;
     let query = Query::parse(parts.uri.query());
     let verb = verb(&parts.method, &target, &query).ok_or_else(ApiError::method_not_allowed)?;
+    // TokenRequest is the create-only subresource of ServiceAccounts.
+    if target.subresource.as_deref() == Some("token") && verb != "create" {
+        return Err(ApiError::method_not_allowed());
+    }
+    // A Pod's log is read-only.
+    if target.subresource.as_deref() == Some("log") && verb != "get" {
+        return Err(ApiError::method_not_allowed());
+    }
     if target.info.create_only != (verb == "create") && target.info.create_only {
         return Err(ApiError::method_not_allowed());
     }
@@ -359,9 +389,13 @@ pub async fn route(
     // `kubectl get` asks for a Table: custom resources and the printed built-ins answer one.
     let printed = |(code, v): (u16, Value)| json_reply(code, &req.printed(v));
     let response = match verb {
+        "get" if req.target.subresource.as_deref() == Some("log") => logs::get(&req),
         "get" => read::get(&req).map(printed),
         "list" => read::list(&req).map(printed),
         "watch" => watch::watch(&req),
+        "create" if req.target.subresource.as_deref() == Some("token") => {
+            token::create(&req).map(reply)
+        }
         "create" => write::create(&req).map(reply),
         "update" => write::update(&req).map(reply),
         "patch" => patch::patch(&req).map(reply),

@@ -11,15 +11,9 @@ use crate::resources::ResourceInfo;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 
-/// The object as served at the requested version (an Event through `events.k8s.io` in that
-/// group's form).
+/// The object as served at the requested version (see [`crate::versions`]).
 pub fn present(info: &ResourceInfo, obj: &Value) -> Value {
-    if crate::resources::is_events_view(info) {
-        return crate::event_versions::to_events_view(obj);
-    }
-    let mut out = obj.clone();
-    out["apiVersion"] = Value::String(info.api_version());
-    out
+    crate::versions::view(info, obj)
 }
 
 /// Parses `labelSelector` and `fieldSelector` (400 naming the bad part).

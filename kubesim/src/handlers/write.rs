@@ -34,6 +34,7 @@ const GENERATION_KINDS: &[&str] = &[
     "StatefulSet",
     "DaemonSet",
     "ReplicaSet",
+    "ReplicationController",
     "Job",
     "CronJob",
     "Ingress",
@@ -159,8 +160,8 @@ pub fn insert_new(
     hooks::on_create(req.state, &info, &mut obj);
     lifecycle::admit_new(&info, &mut obj, &req.state.ip_seq, &req.state.port_seq);
     let obj = lifecycle::finish(&info, None, obj, manager, None, now);
+    let obj = crate::versions::storage_form(&info, obj);
     crate::validation::check(&info, None, &obj)?;
-    let obj = crate::event_versions::storage_form(&info, obj);
     if req.query.dry_run() {
         return Ok((201, present(&info, &obj)));
     }
@@ -294,10 +295,10 @@ pub fn commit_update(
         hooks::on_update(&info, old, &mut new);
     }
     let new = lifecycle::finish(&info, Some(old), new, manager, sub, &now);
+    let new = crate::versions::storage_form(&info, new);
     if matches!(sub, None | Some("scale")) {
         crate::validation::check(&info, Some(old), &new)?;
     }
-    let new = crate::event_versions::storage_form(&info, new);
     if same_ignoring_bookkeeping(old, &new) {
         return Ok(present(&info, old));
     }

@@ -6,14 +6,14 @@
 use serde_json::{Map, Value, json};
 
 /// Whether `pod`'s labels satisfy a Service's equality selector.
-fn selects(selector: &Map<String, Value>, pod: &Value) -> bool {
+pub(super) fn selects(selector: &Map<String, Value>, pod: &Value) -> bool {
     let labels = pod.pointer("/metadata/labels").and_then(Value::as_object);
     selector
         .iter()
         .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
 }
 
-fn ready(pod: &Value) -> bool {
+pub(super) fn ready(pod: &Value) -> bool {
     pod.pointer("/status/conditions")
         .and_then(Value::as_array)
         .into_iter()
@@ -23,7 +23,7 @@ fn ready(pod: &Value) -> bool {
 
 /// A Service port as an Endpoints port for `pod`; None when a named targetPort is not one
 /// of the Pod's container ports.
-fn endpoint_port(port: &Value, pod: &Value) -> Option<Value> {
+pub(super) fn endpoint_port(port: &Value, pod: &Value) -> Option<Value> {
     let number = match port.get("targetPort") {
         Some(Value::Number(n)) => n.as_i64()?,
         Some(Value::String(name)) => pod

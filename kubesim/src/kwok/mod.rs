@@ -18,6 +18,8 @@
 //!   then Running and Ready).
 //! * [`endpoints_for`] (`endpoints`): the Endpoints of a Service with a selector, listing the
 //!   Pods it selects by readiness with their resolved ports.
+//! * [`endpoint_slices_for`] (`endpoint_slices`): the EndpointSlices of such a Service, one
+//!   per distinct port set, with each Pod's ready/serving/terminating conditions.
 //! * [`workload_status`] (`status`): the status the real controllers write for Deployments,
 //!   StatefulSets, DaemonSets, ReplicaSets and Jobs, including the Deployment conditions
 //!   Available and Progressing with their real reasons and messages.
@@ -29,6 +31,7 @@
 
 mod claims;
 mod deployments;
+mod endpoint_slices;
 mod endpoints;
 mod fields;
 mod images;
@@ -42,6 +45,10 @@ mod tests;
 
 pub use claims::stateful_set_claims;
 pub use deployments::{mark_revision, replica_set_for, replica_set_name, revision};
+pub use endpoint_slices::{
+    CONTROLLER as ENDPOINT_SLICE_CONTROLLER, MANAGED_BY_LABEL, SERVICE_NAME_LABEL,
+    endpoint_slices_for,
+};
 pub use endpoints::endpoints_for;
 pub use images::{image_id, normalize_image};
 pub use names::template_hash;

@@ -110,7 +110,7 @@ pub fn columns(info: &ResourceInfo) -> Option<Vec<Column>> {
             ("Ports", "string", 0),
             AGE,
         ],
-        _ => return None,
+        _ => return super::more_kinds::columns(info),
     })
 }
 
@@ -299,6 +299,10 @@ pub fn cells(info: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> Vec<Value>
             ]
         }
         ("networking.k8s.io", "Ingress") => ingress(obj, age),
+        ("autoscaling", "HorizontalPodAutoscaler")
+        | ("discovery.k8s.io", "EndpointSlice")
+        | ("apiregistration.k8s.io", "APIService")
+        | ("" | "events.k8s.io", "Event") => super::more_kinds::cells(info, obj, age, now),
         _ => vec![age],
     }
 }

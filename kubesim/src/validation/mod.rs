@@ -4,11 +4,14 @@
 //! cause per field error). One place for every write path: create, update, patch,
 //! server-side apply and their dry runs.
 //!
-//! One file per API group: `core`, `apps`, `autoscaling`, `batch`, `networking`, `rbac`,
+//! One file per API group: `core` (and `replication_controller`), `apps`, `autoscaling`,
+//! `batch`, `networking`, `rbac`, `admin_kinds` (admission, aggregation, node, storage
+//! attachments, certificates, flow control),
 //! `apiextensions` (CRDs and their structural schemas); `meta` for ObjectMeta, `field` for the
 //! field errors, `types` for decoding; `custom` holds custom resources to their CRD's schema
 //! (pruning, defaulting, OpenAPI and CEL validation).
 
+mod admin_kinds;
 mod apiextensions;
 mod apps;
 mod autoscaling;
@@ -19,6 +22,7 @@ mod field;
 mod meta;
 mod networking;
 mod rbac;
+mod replication_controller;
 mod types;
 
 use serde_json::Value;
@@ -56,6 +60,26 @@ fn kind_rules(info: &ResourceInfo, obj: &Value, errs: &mut Errors) {
         ("", "ConfigMap") => core::config_map(obj, errs),
         ("", "Secret") => core::secret(obj, errs),
         ("", "PersistentVolumeClaim") => core::pvc(obj, errs),
+        ("", "ReplicationController") => replication_controller::replication_controller(obj, errs),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            admin_kinds::webhook_configuration(obj, true, errs);
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            admin_kinds::webhook_configuration(obj, false, errs);
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            admin_kinds::admission_policy(obj, errs);
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            admin_kinds::admission_policy_binding(obj, errs);
+        }
+        ("apiregistration.k8s.io", "APIService") => admin_kinds::api_service(obj, errs),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            admin_kinds::certificate_signing_request(obj, errs);
+        }
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => admin_kinds::flow_schema(obj, errs),
+        ("node.k8s.io", "RuntimeClass") => admin_kinds::runtime_class(obj, errs),
+        ("storage.k8s.io", "VolumeAttachment") => admin_kinds::volume_attachment(obj, errs),
         ("apps", "Deployment") => apps::deployment(obj, errs),
         ("apps", "ReplicaSet") => apps::replica_set(obj, errs),
         ("apps", "DaemonSet") => apps::daemon_set(obj, errs),
@@ -81,6 +105,9 @@ fn immutable_rules(info: &ResourceInfo, old: &Value, new: &Value, errs: &mut Err
         ("", "PersistentVolumeClaim") => core::pvc_update(old, new, errs),
         ("apps", "Deployment" | "ReplicaSet" | "DaemonSet") => {
             apps::selector_update(old, new, errs);
+        }
+        ("storage.k8s.io", "VolumeAttachment") => {
+            admin_kinds::volume_attachment_update(old, new, errs);
         }
         ("apps", "StatefulSet") => apps::stateful_set_update(old, new, errs),
         ("batch", "Job") => batch::job_update(old, new, errs),

@@ -1,8 +1,17 @@
 //! The small part of Kubernetes' protobuf encoding kubesim reads: the `k8s\0` envelope
 //! (runtime.Unknown) and the bodies kubectl's typed clients send as protobuf for the common
 //! imperative commands: SelfSubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
-//! (`kubectl auth can-i --list`), Namespace, ConfigMap
-//! and Secret (`kubectl create namespace|configmap|secret`). Other kinds are refused with 415.
+//! (`kubectl auth can-i --list`), SelfSubjectReview (`kubectl auth whoami`), TokenRequest
+//! (`kubectl create token`), TokenReview, Namespace, ConfigMap,
+//! Secret and ServiceAccount (`kubectl create namespace|configmap|secret|serviceaccount`);
+//! `admin` decodes Roles, ClusterRoles, their bindings, PriorityClasses and ResourceQuotas
+//! (`kubectl create role|clusterrole|rolebinding|clusterrolebinding|priorityclass|quota`),
+//! `workloads` Pods, Deployments, Jobs, CronJobs, Services, Ingresses, PDBs and v1 HPAs
+//! (`kubectl run`, `kubectl create deployment|job|cronjob|service|ingress|pdb`, `kubectl
+//! autoscale`). Other kinds are refused with 415.
+
+mod admin;
+mod workloads;
 
 use serde_json::{Map, Value, json};
 
@@ -12,7 +21,7 @@ pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 const MAGIC: &[u8] = b"k8s\0";
 
 /// One protobuf field value.
-enum Wire<'a> {
+pub(super) enum Wire<'a> {
     Varint(u64),
     Bytes(&'a [u8]),
 }
@@ -31,7 +40,7 @@ fn varint(buf: &[u8], pos: &mut usize) -> Result<u64, String> {
 }
 
 /// The fields of one message, in order.
-fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, String> {
+pub(super) fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, String> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < buf.len() {
@@ -63,7 +72,7 @@ fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, String> {
     Ok(out)
 }
 
-fn message(buf: &[u8], field: u64) -> Result<Option<&[u8]>, String> {
+pub(super) fn message(buf: &[u8], field: u64) -> Result<Option<&[u8]>, String> {
     Ok(fields(buf)?
         .into_iter()
         .find_map(|(f, w)| match (f == field, w) {
@@ -72,7 +81,16 @@ fn message(buf: &[u8], field: u64) -> Result<Option<&[u8]>, String> {
         }))
 }
 
-fn strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
+/// The set (non-empty) string fields of a message; Go's encoder writes unset ones as "".
+pub(super) fn set_strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
+    let mut out = strings(buf, names)?;
+    if let Some(m) = out.as_object_mut() {
+        m.retain(|_, v| v.as_str() != Some(""));
+    }
+    Ok(out)
+}
+
+pub(super) fn strings(buf: &[u8], names: &[(u64, &str)]) -> Result<Value, String> {
     let mut out = Map::new();
     for (field, wire) in fields(buf)? {
         if let (Some((_, name)), Wire::Bytes(b)) = (names.iter().find(|(f, _)| *f == field), wire) {
@@ -115,14 +133,18 @@ impl From<String> for DecodeError {
     }
 }
 
-fn utf8(b: &[u8]) -> Result<String, String> {
+pub(super) fn utf8(b: &[u8]) -> Result<String, String> {
     std::str::from_utf8(b)
         .map(String::from)
         .map_err(|e| e.to_string())
 }
 
 /// A `map<string, string|bytes>` field: every entry message with key 1 and value 2.
-fn map_field(buf: &[u8], field: u64, bytes_values: bool) -> Result<Option<Value>, String> {
+pub(super) fn map_field(
+    buf: &[u8],
+    field: u64,
+    bytes_values: bool,
+) -> Result<Option<Value>, String> {
     let mut out = Map::new();
     let mut seen = false;
     for (f, wire) in fields(buf)? {
@@ -147,7 +169,7 @@ fn map_field(buf: &[u8], field: u64, bytes_values: bool) -> Result<Option<Value>
     Ok(seen.then_some(Value::Object(out)))
 }
 
-fn repeated_strings(buf: &[u8], field: u64) -> Result<Option<Value>, String> {
+pub(super) fn repeated_strings(buf: &[u8], field: u64) -> Result<Option<Value>, String> {
     let mut out = Vec::new();
     for (f, wire) in fields(buf)? {
         if let (true, Wire::Bytes(b)) = (f == field, wire) {
@@ -157,7 +179,7 @@ fn repeated_strings(buf: &[u8], field: u64) -> Result<Option<Value>, String> {
     Ok((!out.is_empty()).then_some(Value::Array(out)))
 }
 
-fn object_meta(buf: &[u8]) -> Result<Value, String> {
+pub(super) fn object_meta(buf: &[u8]) -> Result<Value, String> {
     let mut meta = strings(
         buf,
         &[
@@ -181,7 +203,7 @@ fn object_meta(buf: &[u8]) -> Result<Value, String> {
     Ok(meta)
 }
 
-fn bool_field(buf: &[u8], field: u64) -> Result<Option<bool>, String> {
+pub(super) fn bool_field(buf: &[u8], field: u64) -> Result<Option<bool>, String> {
     Ok(fields(buf)?
         .into_iter()
         .find_map(|(f, w)| match (f == field, w) {
@@ -208,6 +230,53 @@ pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
                 Some(spec) => strings(spec, &[(1, "namespace")])?,
                 None => json!({}),
             };
+        }
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {}
+        ("authentication.k8s.io/v1", "TokenRequest") => {
+            obj["spec"] = match message(raw, 2)? {
+                Some(spec) => token_request_spec(spec)?,
+                None => json!({}),
+            };
+        }
+        ("authentication.k8s.io/v1", "TokenReview") => {
+            if let Some(spec) = message(raw, 2)? {
+                let mut out = strings(spec, &[(1, "token")])?;
+                if let Some(audiences) = repeated_strings(spec, 2)? {
+                    out["audiences"] = audiences;
+                }
+                obj["spec"] = out;
+            }
+        }
+        ("v1", "ServiceAccount") => {
+            let mut secrets = Vec::new();
+            let mut pull = Vec::new();
+            for (field, wire) in fields(raw)? {
+                match (field, wire) {
+                    (2, Wire::Bytes(r)) => secrets.push(set_strings(
+                        r,
+                        &[
+                            (1, "kind"),
+                            (2, "namespace"),
+                            (3, "name"),
+                            (4, "uid"),
+                            (5, "apiVersion"),
+                            (6, "resourceVersion"),
+                            (7, "fieldPath"),
+                        ],
+                    )?),
+                    (3, Wire::Bytes(r)) => pull.push(set_strings(r, &[(1, "name")])?),
+                    _ => {}
+                }
+            }
+            if !secrets.is_empty() {
+                obj["secrets"] = Value::Array(secrets);
+            }
+            if !pull.is_empty() {
+                obj["imagePullSecrets"] = Value::Array(pull);
+            }
+            if let Some(automount) = bool_field(raw, 4)? {
+                obj["automountServiceAccountToken"] = json!(automount);
+            }
         }
         ("v1", "Namespace") => {
             if let Some(spec) = message(raw, 2)? {
@@ -243,12 +312,46 @@ pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
             }
         }
         _ => {
-            return Err(DecodeError::Unsupported(format!(
-                "{api_version}, Kind={kind}"
-            )));
+            let known = admin::decode(&api_version, &kind, raw, &mut obj)?
+                || match workloads::decode(&api_version, &kind, raw, &mut obj) {
+                    Ok(known) => known,
+                    Err(workloads::Unknown(why)) => {
+                        return Err(match why.strip_prefix("malformed: ") {
+                            Some(e) => DecodeError::Malformed(e.to_string()),
+                            None => DecodeError::Unsupported(format!(
+                                "{api_version}, Kind={kind} ({why})"
+                            )),
+                        });
+                    }
+                };
+            if !known {
+                return Err(DecodeError::Unsupported(format!(
+                    "{api_version}, Kind={kind}"
+                )));
+            }
         }
     }
     Ok(obj)
+}
+
+/// A TokenRequestSpec: audiences (1), boundObjectRef (3), expirationSeconds (4).
+fn token_request_spec(spec: &[u8]) -> Result<Value, String> {
+    let mut out = json!({});
+    if let Some(audiences) = repeated_strings(spec, 1)? {
+        out["audiences"] = audiences;
+    }
+    if let Some(reference) = message(spec, 3)? {
+        out["boundObjectRef"] = set_strings(
+            reference,
+            &[(1, "kind"), (2, "apiVersion"), (3, "name"), (4, "uid")],
+        )?;
+    }
+    for (field, wire) in fields(spec)? {
+        if let (4, Wire::Varint(v)) = (field, wire) {
+            out["expirationSeconds"] = json!(v as i64);
+        }
+    }
+    Ok(out)
 }
 
 fn access_review_spec(raw: &[u8]) -> Result<Value, String> {
@@ -299,7 +402,7 @@ mod tests {
         assert!(decode(b"nope").is_err());
         assert!(decode(b"k8s\0\x0a\xff\xff").is_err());
         assert!(decode(b"k8s\0\x0a\x05ab").is_err());
-        let pod = b"k8s\0\x0a\x09\x0a\x02v1\x12\x03Pod";
-        assert!(matches!(decode(pod), Err(DecodeError::Unsupported(_))));
+        let sts = b"k8s\0\x0a\x16\x0a\x07apps/v1\x12\x0bStatefulSet";
+        assert!(matches!(decode(sts), Err(DecodeError::Unsupported(_))));
     }
 }
