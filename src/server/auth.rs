@@ -58,15 +58,12 @@ pub struct Caller {
 /// Errors of the authentication helpers.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
-    /// Hashing a password failed.
-    #[error("password hashing failed: {0}")]
-    Hash(String),
     /// The random generator failed.
     #[error("random generator failed: {0}")]
     Random(String),
-    /// The password worker threads ([`super::passwords`]) could not run a hash or check.
-    #[error("password workers: {0}")]
-    Workers(&'static str),
+    /// Hashing a password failed.
+    #[error(transparent)]
+    Password(#[from] super::passwords::PasswordError),
 }
 
 /// The `Set-Cookie` value of a session cookie holding `value` for `max_age` seconds (0 ends
@@ -97,7 +94,10 @@ pub fn token_hash(token: &str) -> String {
 /// An argon2id PHC string for `password`, computed on the calling thread in a buffer of its
 /// own (for start-up; request handlers use the [`super::passwords`] workers).
 pub fn hash_password(password: &str) -> Result<String, AuthError> {
-    super::passwords::hash_with(password.as_bytes(), &mut Vec::new())
+    Ok(super::passwords::hash_with(
+        password.as_bytes(),
+        &mut Vec::new(),
+    )?)
 }
 
 pub(super) fn now_secs() -> i64 {

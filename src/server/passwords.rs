@@ -22,8 +22,21 @@ use argon2::password_hash::{Output, PasswordHash, Salt, SaltString};
 use argon2::{Algorithm, Argon2, Block, Params, Version};
 use parking_lot::Mutex;
 
-use super::auth::AuthError;
 use super::login_limit::MAX_CONCURRENT_CHECKS;
+
+/// Why a password could not be hashed or checked.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordError {
+    /// argon2 refused the input or its parameters.
+    #[error("password hashing failed: {0}")]
+    Hash(String),
+    /// The random generator failed (a salt for a new hash).
+    #[error("random generator failed: {0}")]
+    Random(String),
+    /// The worker threads could not run the hash or check.
+    #[error("password workers: {0}")]
+    Workers(&'static str),
+}
 
 /// Threads that hash and check passwords: as many as logins may check at once, so a login
 /// holding a check slot finds a worker free.
@@ -50,7 +63,7 @@ impl Default for PasswordWorkers {
 
 impl PasswordWorkers {
     /// Starts `count` worker threads (`wardn-argon2-N`). A thread the system refuses is
-    /// logged; with none at all, every hash or check fails with [`AuthError::Workers`].
+    /// logged; with none at all, every hash or check fails with [`PasswordError::Workers`].
     pub fn start(count: usize) -> PasswordWorkers {
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
@@ -70,7 +83,7 @@ impl PasswordWorkers {
     async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Vec<Block>) -> T + Send + 'static,
-    ) -> Result<T, AuthError> {
+    ) -> Result<T, PasswordError> {
         let (done, result) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |blocks: &mut Vec<Block>| {
             // The caller (a login whose client went away) no longer waits: skip the work.
@@ -80,27 +93,27 @@ impl PasswordWorkers {
         });
         self.jobs
             .send(job)
-            .map_err(|_| AuthError::Workers("no password worker thread is running"))?;
+            .map_err(|_| PasswordError::Workers("no password worker thread is running"))?;
         result
             .await
-            .map_err(|_| AuthError::Workers("a password worker thread failed"))
+            .map_err(|_| PasswordError::Workers("a password worker thread failed"))
     }
 
     /// Whether `password` matches the stored PHC string (see [`verify_with`]).
-    pub async fn verify(&self, password: String, stored: String) -> Result<bool, AuthError> {
+    pub async fn verify(&self, password: String, stored: String) -> Result<bool, PasswordError> {
         self.run(move |blocks| verify_with(password.as_bytes(), &stored, blocks))
             .await
     }
 
     /// An argon2id PHC string for `password` with the default parameters (see [`hash_with`]).
-    pub async fn hash(&self, password: String) -> Result<String, AuthError> {
+    pub async fn hash(&self, password: String) -> Result<String, PasswordError> {
         self.run(move |blocks| hash_with(password.as_bytes(), blocks))
             .await?
     }
 }
 
 /// A worker's loop: takes jobs until the queue's sender is gone. A job that panics loses its
-/// answer (its caller gets [`AuthError::Workers`]), not the worker.
+/// answer (its caller gets [`PasswordError::Workers`]), not the worker.
 fn worker_loop(queue: &Mutex<mpsc::Receiver<Job>>) {
     let mut blocks = Vec::new();
     loop {
@@ -157,10 +170,10 @@ pub fn verify_with(password: &[u8], stored: &str, blocks: &mut Vec<Block>) -> bo
 
 /// An argon2id (version 0x13) PHC string for `password` with the default parameters and a
 /// fresh random salt, computed in `blocks` (grown if it is shorter than the parameters need).
-pub fn hash_with(password: &[u8], blocks: &mut Vec<Block>) -> Result<String, AuthError> {
-    let hash_error = |err: &dyn std::fmt::Display| AuthError::Hash(err.to_string());
+pub fn hash_with(password: &[u8], blocks: &mut Vec<Block>) -> Result<String, PasswordError> {
+    let hash_error = |err: &dyn std::fmt::Display| PasswordError::Hash(err.to_string());
     let mut salt = [0u8; 16];
-    getrandom::fill(&mut salt).map_err(|err| AuthError::Random(err.to_string()))?;
+    getrandom::fill(&mut salt).map_err(|err| PasswordError::Random(err.to_string()))?;
     let params = Params::default();
     let count = params.block_count();
     let mut digest = [0u8; Params::DEFAULT_OUTPUT_LEN];

@@ -19,7 +19,6 @@
 
 mod app_set;
 mod files;
-mod handover;
 mod intake;
 mod objects;
 mod operations;

@@ -1,6 +1,9 @@
 //! Operations on one App, each serialised with the App's others and cancelled when the App is
 //! removed or the runner stops: a reconcile pass, a plan (`…/diff`), a hard refresh, and the
-//! approval or rejection of a Held plan.
+//! approval or rejection of a Held plan. An operation on an App another replica owns is
+//! handed over to it ([`handover`]).
+
+mod handover;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,7 +112,7 @@ impl Runner {
         // Only the owner loads the App: every operation on it is the owning replica's.
         if let Some(owner) = self.elsewhere(key) {
             if let Some(store) = &self.store
-                && super::handover::can_hand_over(&operation)
+                && handover::can_hand_over(&operation)
             {
                 return self.hand_over(store, key, &operation).await;
             }

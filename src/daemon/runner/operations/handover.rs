@@ -11,10 +11,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Runner;
-use super::operations::{Completed, Operation, OperationError};
+use super::{Completed, Operation, OperationError};
 use crate::app::AppStatus;
 use crate::app::promotion::PromotedFrom;
+use crate::daemon::runner::Runner;
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::plan::Plan;
 use crate::store::Store;
@@ -188,7 +188,11 @@ impl Runner {
 
     /// The owner's side: every [`POLL`], claims the open requests of the Apps this replica
     /// owns, performs them and stores their outcomes. Runs until the runner stops.
-    pub(super) async fn serve_handovers(self: Arc<Self>, store: Store, replica: String) {
+    pub(in crate::daemon::runner) async fn serve_handovers(
+        self: Arc<Self>,
+        store: Store,
+        replica: String,
+    ) {
         let mut ticker = tokio::time::interval(POLL);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         for tick in 0u64.. {
