@@ -670,11 +670,18 @@ async fn the_command_box_reads_like_kubectl_and_refuses_the_rest() {
     assert_eq!(status, StatusCode::OK, "{described}");
     assert!(described["text"].as_str().unwrap().contains("nginx:1.27"));
 
-    // kubesim serves no logs: the cluster's answer is named.
+    // Logs are the cluster's (kubesim simulates a container's lines), through the log route.
     let (status, logs) = command(&f, &viewer, "logs web-1 -n demo --tail 5").await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "{logs}");
+    assert_eq!(status, StatusCode::OK, "{logs}");
+    assert_eq!(
+        logs["path"],
+        "/api/v1/namespaces/demo/pods/web-1/log?tailLines=5"
+    );
     assert!(
-        logs["error"].as_str().unwrap().contains("answered 404"),
+        logs["text"]
+            .as_str()
+            .unwrap()
+            .contains("starting nginx:1.27"),
         "{logs}"
     );
 
