@@ -4,6 +4,7 @@
 //! (Synced, Held, Degraded, Failed) and on approvals and rejections. Writes never block a
 //! reconcile pass; a failed write is logged and the next change writes the full status again.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
 use kube::api::{Api, Patch, PatchParams};
@@ -89,6 +90,7 @@ impl Publisher {
             let mut writer = Writer {
                 store,
                 resources: None,
+                target_phases: HashMap::new(),
             };
             while let Some(change) = rx.recv().await {
                 writer.write(change).await;
@@ -147,6 +149,9 @@ struct Resources {
 struct Writer {
     store: Option<Store>,
     resources: Option<Resources>,
+    /// The last phase of each target of each App resource with targets (`namespace/name` →
+    /// target → phase), from which its top-level `status.phase` is derived.
+    target_phases: HashMap<String, BTreeMap<String, Phase>>,
 }
 
 /// The top-level fields of the App status schema: a merge patch sets the absent ones to null
@@ -171,21 +176,44 @@ pub fn status_patch(status: &AppStatus) -> Value {
     json!({ "status": fields })
 }
 
-/// The merge patch writing target `target`'s entry of `status.targets` (and clearing the
-/// top-level fields, which an App with targets does not use, but `observedGeneration`).
-pub fn target_status_patch(target: &str, destination: &Destination, status: &AppStatus) -> Value {
+/// The merge patch writing target `target`'s entry of `status.targets` and the App's
+/// `phase` (`worst`, the phase of its targets that most needs attention, so `kubectl get apps`
+/// shows one), and clearing the other top-level fields, which an App with targets does not
+/// use, but `observedGeneration`.
+pub fn target_status_patch(
+    target: &str,
+    destination: &Destination,
+    status: &AppStatus,
+    worst: Option<Phase>,
+) -> Value {
     let mut fields = Map::new();
     for name in STATUS_FIELDS.iter() {
         if name != "targets" && name != "observedGeneration" {
             fields.insert(name.clone(), Value::Null);
         }
     }
+    fields.insert("phase".into(), json!(worst));
     if let Some(generation) = status.observed_generation {
         fields.insert("observedGeneration".into(), json!(generation));
     }
     let entry = serde_json::to_value(TargetStatus::of(destination, status)).unwrap_or(Value::Null);
     fields.insert("targets".into(), json!({ target: entry }));
     json!({ "status": fields })
+}
+
+/// Of `phases`, the one that most needs attention: Failed, Degraded, Held, Waiting, OutOfSync,
+/// Progressing, then Synced.
+fn worst_phase(phases: impl Iterator<Item = Phase>) -> Option<Phase> {
+    let attention = |phase: &Phase| match phase {
+        Phase::Failed => 6,
+        Phase::Degraded => 5,
+        Phase::Held => 4,
+        Phase::Waiting => 3,
+        Phase::OutOfSync => 2,
+        Phase::Progressing => 1,
+        Phase::Synced => 0,
+    };
+    phases.max_by_key(attention)
 }
 
 /// The Event a transition into `phase` deserves: (warning, reason).
@@ -283,12 +311,23 @@ impl Writer {
         stored
     }
 
-    async fn patch_status(&self, key: &str, app: &App, status: &AppStatus) {
+    async fn patch_status(&mut self, key: &str, app: &App, status: &AppStatus) {
         let (Some(namespace), Some(name)) = (&app.metadata.namespace, &app.metadata.name) else {
             return;
         };
         let patch = match &app.spec.destination.target {
-            Some(target) => target_status_patch(target, &app.spec.destination, status),
+            Some(target) => {
+                let phases = self
+                    .target_phases
+                    .entry(format!("{namespace}/{name}"))
+                    .or_default();
+                match status.phase {
+                    Some(phase) => phases.insert(target.clone(), phase),
+                    None => phases.remove(target),
+                };
+                let worst = worst_phase(phases.values().copied());
+                target_status_patch(target, &app.spec.destination, status, worst)
+            }
             None => status_patch(&AppStatus {
                 cluster: Some(app.spec.destination.cluster_segment().to_string()),
                 ..status.clone()
@@ -299,14 +338,25 @@ impl Writer {
 
     /// Drops target `key`'s entry from its App resource's `status.targets` (nothing for an
     /// App without targets: its resource is gone or its status is replaced next).
-    async fn drop_target_status(&self, key: &str) {
+    async fn drop_target_status(&mut self, key: &str) {
         let Some((base, target)) = key.split_once(':') else {
             return;
         };
         let Some((namespace, name)) = base.split_once('/') else {
             return;
         };
-        let patch = json!({ "status": { "targets": { target: null } } });
+        let worst = match self.target_phases.get_mut(base) {
+            Some(phases) => {
+                phases.remove(target);
+                let worst = worst_phase(phases.values().copied());
+                if phases.is_empty() {
+                    self.target_phases.remove(base);
+                }
+                worst
+            }
+            None => None,
+        };
+        let patch = json!({ "status": { "targets": { target: null }, "phase": worst } });
         self.merge_status(key, namespace, name, patch).await;
     }
 
@@ -414,20 +464,35 @@ mod tests {
             observed_generation: Some(2),
             ..Default::default()
         };
-        let patch = target_status_patch("prod", &destination, &status);
+        let patch = target_status_patch("prod", &destination, &status, Some(Phase::Failed));
         let target = &patch["status"]["targets"]["prod"];
         assert_eq!(
             (&target["cluster"], &target["phase"], &target["planHash"]),
             (&json!("prod"), &json!("Held"), &json!("abc"))
         );
         assert_eq!(patch["status"]["observedGeneration"], 2);
-        assert_eq!(patch["status"]["phase"], Value::Null);
+        assert_eq!(patch["status"]["phase"], "Failed");
         assert!(
             patch["status"]
                 .as_object()
                 .unwrap()
                 .contains_key("planHash")
         );
+    }
+
+    #[test]
+    fn the_apps_phase_is_its_targets_phase_that_most_needs_attention() {
+        use Phase::*;
+        assert_eq!(
+            worst_phase([Synced, Held, Progressing].into_iter()),
+            Some(Held)
+        );
+        assert_eq!(
+            worst_phase([Synced, Failed, Degraded].into_iter()),
+            Some(Failed)
+        );
+        assert_eq!(worst_phase([Synced, Synced].into_iter()), Some(Synced));
+        assert_eq!(worst_phase(std::iter::empty()), None);
     }
 
     #[test]
