@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::endpoints::{endpoint_port, ready, selects};
+use super::endpoints::{Backends, backends, endpoint_port, ready};
 use super::fields::owner_reference;
 
 /// The label naming a slice's Service.
@@ -46,35 +46,11 @@ fn endpoint(pod: &Value) -> Value {
 /// names (the caller keeps existing names and generates new ones); None for a Service
 /// without a selector or of type ExternalName, whose slices are the user's.
 pub fn endpoint_slices_for(service: &Value, pods: &[&Value]) -> Option<Vec<Value>> {
-    let selector = service
-        .pointer("/spec/selector")
-        .and_then(Value::as_object)
-        .filter(|s| !s.is_empty())?;
-    if service.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName") {
-        return None;
-    }
-    let meta = &service["metadata"];
-    let ports: Vec<Value> = service
-        .pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut selected: Vec<&Value> = pods
-        .iter()
-        .copied()
-        .filter(|p| selects(selector, p))
-        .filter(|p| {
-            p.pointer("/status/podIP")
-                .and_then(Value::as_str)
-                .is_some_and(|ip| !ip.is_empty())
-        })
-        .collect();
-    selected.sort_by_key(|p| {
-        p.pointer("/status/podIP")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    });
+    let Backends {
+        meta,
+        ports,
+        pods: selected,
+    } = backends(service, pods)?;
     let mut groups: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
     for pod in selected {
         let pod_ports: Vec<Value> = ports.iter().filter_map(|p| slice_port(p, pod)).collect();

@@ -55,9 +55,20 @@ pub(super) fn endpoint_port(port: &Value, pod: &Value) -> Option<Value> {
     Some(out)
 }
 
-/// The Endpoints the controller keeps for `service` given the Pods of its namespace (None:
-/// a Service without a selector, whose Endpoints are the user's).
-pub fn endpoints_for(service: &Value, pods: &[&Value]) -> Option<Value> {
+/// What the endpoint controllers build from: a Service's metadata and ports, and the Pods it
+/// selects that have an IP (terminating ones included), ordered by IP.
+pub(super) struct Backends<'a> {
+    /// The Service's `metadata`.
+    pub meta: &'a Value,
+    /// The Service's `spec.ports`.
+    pub ports: Vec<Value>,
+    /// The selected Pods with an IP, by IP.
+    pub pods: Vec<&'a Value>,
+}
+
+/// The [`Backends`] of `service` among `pods` (its namespace's); None for a Service without a
+/// selector or of type ExternalName, whose endpoints are the user's.
+pub(super) fn backends<'a>(service: &'a Value, pods: &[&'a Value]) -> Option<Backends<'a>> {
     let selector = service
         .pointer("/spec/selector")
         .and_then(Value::as_object)
@@ -65,19 +76,15 @@ pub fn endpoints_for(service: &Value, pods: &[&Value]) -> Option<Value> {
     if service.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName") {
         return None;
     }
-    let meta = &service["metadata"];
     let ports: Vec<Value> = service
         .pointer("/spec/ports")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    // one subset per distinct port set, as RepackSubsets groups them
-    let mut subsets: Vec<(Vec<Value>, Vec<Value>, Vec<Value>)> = Vec::new();
     let mut selected: Vec<&Value> = pods
         .iter()
         .copied()
         .filter(|p| selects(selector, p))
-        .filter(|p| p.pointer("/metadata/deletionTimestamp").is_none())
         .filter(|p| {
             p.pointer("/status/podIP")
                 .and_then(Value::as_str)
@@ -90,6 +97,24 @@ pub fn endpoints_for(service: &Value, pods: &[&Value]) -> Option<Value> {
             .unwrap_or_default()
             .to_string()
     });
+    Some(Backends {
+        meta: &service["metadata"],
+        ports,
+        pods: selected,
+    })
+}
+
+/// The Endpoints the controller keeps for `service` given the Pods of its namespace (None:
+/// a Service without a selector, whose Endpoints are the user's).
+pub fn endpoints_for(service: &Value, pods: &[&Value]) -> Option<Value> {
+    let Backends {
+        meta,
+        ports,
+        pods: mut selected,
+    } = backends(service, pods)?;
+    selected.retain(|p| p.pointer("/metadata/deletionTimestamp").is_none());
+    // one subset per distinct port set, as RepackSubsets groups them
+    let mut subsets: Vec<(Vec<Value>, Vec<Value>, Vec<Value>)> = Vec::new();
     for pod in selected {
         let pod_ports: Vec<Value> = ports.iter().filter_map(|p| endpoint_port(p, pod)).collect();
         if pod_ports.is_empty() && !ports.is_empty() {
