@@ -1,5 +1,6 @@
-//! Login attempts counted in the store ([`crate::server::login_limit`] decides the limits):
-//! with server replicas sharing one PostgreSQL, an address that spreads its attempts over
+//! Login attempts counted in the store (the server's login limiter,
+//! `src/server/login_limit.rs`, decides the limits): with server replicas sharing one
+//! PostgreSQL, an address that spreads its attempts over
 //! every replica still gets only the documented attempts. Each check and count is one
 //! transaction, serialised across replicas (a PostgreSQL advisory lock; SQLite's
 //! `BEGIN IMMEDIATE`), so two replicas never both admit the last allowed attempt. The rows are
