@@ -19,7 +19,7 @@ use serde_json::json;
 use super::declared::{
     Cluster, ClusterStatus, Declaration, DeclaredError, Invalid, KeyRef, checked,
 };
-use super::registry::Registry;
+use super::registry::{Registry, RegistryError};
 
 /// The field manager of the status wardn writes on `Cluster` resources.
 const FIELD_MANAGER: &str = "wardn";
@@ -94,12 +94,12 @@ impl Registry {
             .collect();
         for resource in &resources {
             let name = resource.name_any();
-            let registered = self
-                .store
-                .get_cluster(&name)
-                .await
-                .map_err(|e| DeclaredError::Registry(e.into()))?
-                .is_some_and(|record| record.declared_in.as_deref() == Some(source.as_str()));
+            // The registry's in-memory board, kept in step with the store by `declare`.
+            let registered = match self.get(&name).await {
+                Ok(view) => view.declared_in.as_deref() == Some(source.as_str()),
+                Err(RegistryError::NotFound(_)) => false,
+                Err(error) => return Err(DeclaredError::Registry(error).into()),
+            };
             let status = ClusterStatus {
                 registered,
                 message: problems
