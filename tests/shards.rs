@@ -67,11 +67,12 @@ fn owned(membership: &Membership, clusters: &[String]) -> BTreeSet<String> {
 async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_replica() {
     let mgmt = common::start(&["wardn"]).await;
     let client = mgmt.cluster.client().await.unwrap();
+    let kube_config = mgmt.cluster.config().await.unwrap();
     let config = |id: &str| ShardConfig::new(id, "wardn", Duration::from_secs(3)).unwrap();
-    let a = Membership::start(client.clone(), config("a"))
+    let a = Membership::start(kube_config.clone(), config("a"))
         .await
         .unwrap();
-    let b = Membership::start(client.clone(), config("b"))
+    let b = Membership::start(kube_config.clone(), config("b"))
         .await
         .unwrap();
     let clusters: Vec<String> = (0..40).map(|i| format!("cluster-{i}")).collect();
@@ -113,7 +114,7 @@ async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_re
     assert_eq!(listed.trim(), "wardn-shard-a=a/3 wardn-shard-b=b/3");
 
     // Hostile: a second process with the same replica id is refused while the first lives.
-    let err = Membership::start(client.clone(), config("a"))
+    let err = Membership::start(kube_config.clone(), config("a"))
         .await
         .err()
         .expect("a duplicate replica id is refused");
@@ -160,15 +161,16 @@ async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_re
 async fn a_thousand_renewals_keep_ownership_tasks_and_leases_steady() {
     let mgmt = common::start(&["wardn"]).await;
     let client = mgmt.cluster.client().await.unwrap();
+    let kube_config = mgmt.cluster.config().await.unwrap();
     // Renewed every 20 ms (the Lease still lasts 3 s, so a slow tick never loses it).
     let config = |id: &str| ShardConfig {
         renew_every: Duration::from_millis(20),
         ..ShardConfig::new(id, "wardn", Duration::from_secs(3)).unwrap()
     };
-    let a = Membership::start(client.clone(), config("a"))
+    let a = Membership::start(kube_config.clone(), config("a"))
         .await
         .unwrap();
-    let b = Membership::start(client.clone(), config("b"))
+    let b = Membership::start(kube_config.clone(), config("b"))
         .await
         .unwrap();
     let clusters: Vec<String> = (0..40).map(|i| format!("cluster-{i}")).collect();
@@ -191,8 +193,14 @@ async fn a_thousand_renewals_keep_ownership_tasks_and_leases_steady() {
             .metrics()
             .num_alive_tasks()
     };
+    let threads = || {
+        std::fs::read_dir("/proc/self/task")
+            .map(|d| d.count())
+            .unwrap_or_default()
+    };
     let mut views = a.subscribe();
     let mut tasks_at_100 = 0;
+    let mut threads_at_100 = 0;
     for renewal in 1..=1000 {
         views.changed().await.unwrap();
         let ids: Vec<String> = views
@@ -216,14 +224,21 @@ async fn a_thousand_renewals_keep_ownership_tasks_and_leases_steady() {
         );
         if renewal == 100 {
             tasks_at_100 = tasks();
+            threads_at_100 = threads();
         }
     }
-    // Requests in flight (a's, b's, kubesim's) make the count vary by a few; a task leaked per
-    // renewal would add 900.
+    // Requests in flight (kubesim serving a's and b's renewal threads) make the count vary by
+    // a few; a task or connection leaked per renewal would add 900. Each replica renews on one
+    // thread of its own for good: no thread is started per renewal either.
     assert!(
         tasks() < tasks_at_100 + 50,
         "{} tasks after 1,000 renewals, {tasks_at_100} after 100",
         tasks()
+    );
+    assert!(
+        threads() < threads_at_100 + 5,
+        "{} threads after 1,000 renewals, {threads_at_100} after 100",
+        threads()
     );
     // The store of membership (the Leases) holds exactly the two replicas' Leases.
     let listed = leases.list(&Default::default()).await.unwrap();
@@ -235,6 +250,47 @@ async fn a_thousand_renewals_keep_ownership_tasks_and_leases_steady() {
     assert_eq!(names, ["wardn-shard-a", "wardn-shard-b"]);
     a.leave().await;
     b.leave().await;
+}
+
+/// A replica whose runtime is blocked for longer than its Lease keeps the Lease held: it is
+/// renewed on a thread of its own (an overloaded replica used to fence itself off at every
+/// late renewal, so it wrote nothing until its load dropped).
+#[tokio::test(flavor = "current_thread")]
+async fn a_replica_whose_runtime_is_blocked_keeps_renewing_its_lease() {
+    // kubesim on a runtime of its own: blocking this one must not stop the API server.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let mgmt = common::start(&["wardn"]).await;
+            tx.send(mgmt.cluster.kubeconfig()).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&rx.recv().unwrap()).unwrap();
+    let kube_config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    // A 9 s Lease, renewed every 3 s: held until 6 s after the start of the last renewal.
+    let config = ShardConfig::new("a", "wardn", Duration::from_secs(9)).unwrap();
+    let a = Membership::start(kube_config, config).await.unwrap();
+    until("a settles and owns the cluster", || async {
+        a.fence("cluster-0").is_ok()
+    })
+    .await;
+    // This runtime (the replica's main one) blocked twice as long as one renewal holds.
+    std::thread::sleep(Duration::from_secs(12));
+    let fenced = a.fence("cluster-0");
+    assert!(fenced.is_ok(), "not renewed while blocked: {fenced:?}");
+    a.leave().await;
+    assert!(
+        a.fence("cluster-0").is_err(),
+        "a replica that left writes nothing"
+    );
 }
 
 /// One App file: `name` deploys ConfigMap `name` from `source` to `cluster`'s `team`.

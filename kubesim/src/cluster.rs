@@ -193,14 +193,19 @@ impl Cluster {
         &self.state.ca_pem
     }
 
-    /// A kube client with the admin token.
-    pub async fn client(&self) -> Result<kube::Client, Error> {
+    /// A kube client configuration with the admin token.
+    pub async fn config(&self) -> Result<kube::Config, Error> {
         tls::install_crypto_provider();
         let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig())
             .map_err(|e| Error::Client(e.to_string()))?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
-            .map_err(|e| Error::Client(e.to_string()))?;
+            .map_err(|e| Error::Client(e.to_string()))
+    }
+
+    /// A kube client with the admin token.
+    pub async fn client(&self) -> Result<kube::Client, Error> {
+        let config = self.config().await?;
         kube::Client::try_from(config).map_err(|e| Error::Client(e.to_string()))
     }
 

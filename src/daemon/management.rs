@@ -16,6 +16,9 @@ use crate::clusters::connect::no_hidden_retries;
 pub struct Management {
     /// The client (kube's built-in retries off, like every wardn client).
     pub client: kube::Client,
+    /// The configuration `client` was built from, for parts that need a client of their own
+    /// on another runtime (the shard Lease's renewal thread).
+    pub config: kube::Config,
     /// Where the configuration came from: `--kubeconfig PATH`, `KUBECONFIG`, `in-cluster` or
     /// `~/.kube/config`.
     pub origin: String,
@@ -78,12 +81,13 @@ fn build(
     config.connect_timeout = Some(timeout);
     no_hidden_retries(&mut config);
     let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config).map_err(|e| DaemonError::Kubeconfig {
+    let client = kube::Client::try_from(config.clone()).map_err(|e| DaemonError::Kubeconfig {
         path: PathBuf::from(&origin),
         message: e.to_string(),
     })?;
     Ok(Management {
         client,
+        config,
         origin,
         server,
     })

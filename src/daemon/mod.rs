@@ -199,7 +199,7 @@ pub async fn join_fleet(
     };
     crate::clusters::connect::set_replica(&config.replica_id);
     let membership =
-        crate::shard::Membership::start(management.client.clone(), config.clone()).await?;
+        crate::shard::Membership::start(management.config.clone(), config.clone()).await?;
     runner.set_sharding(Arc::clone(&membership));
     Ok(Some(membership))
 }

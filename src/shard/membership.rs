@@ -13,7 +13,7 @@
 //! Lease's `renewTime` is compared with each reader's wall clock, so the replicas' clocks must
 //! agree within `renew_every` (NTP does much better).
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
@@ -22,8 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use parking_lot::Mutex;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::sync::{oneshot, watch};
 
 use super::rendezvous;
 
@@ -197,38 +196,81 @@ impl View {
 }
 
 /// This replica's membership: its Lease, renewed in the background, and the live replicas.
+///
+/// The Lease is renewed on a thread of its own with its own runtime and its own connection to
+/// the management cluster, so a process whose main runtime is saturated (a cold start of
+/// thousands of Apps, a burst of renders) still renews on time instead of fencing itself off
+/// and losing its clusters to the others.
 pub struct Membership {
     config: ShardConfig,
+    /// Leases in the management cluster, through the renewal thread's client.
     api: Api<Lease>,
     /// A random id of this process, written into the Lease.
     instance: String,
     view: watch::Sender<View>,
     /// When this process first held its Lease.
     joined: Instant,
-    task: Mutex<Option<JoinHandle<()>>>,
+    /// Set by [`Membership::leave`]: the renewal thread deletes the Lease and ends.
+    stop: watch::Sender<bool>,
+    /// Resolves (with an error, its sender dropped) once the renewal thread has ended.
+    stopped: Mutex<Option<oneshot::Receiver<()>>>,
 }
 
 impl Membership {
-    /// Takes this replica's Lease in the management cluster (`client`) and starts renewing it
-    /// and listing the others. Fails when the Lease cannot be written, or another live process
-    /// holds the same replica id.
+    /// Takes this replica's Lease in the management cluster (`kube_config`) and starts renewing
+    /// it and listing the others on the renewal thread. Fails when the Lease cannot be written,
+    /// or another live process holds the same replica id.
     pub async fn start(
-        client: kube::Client,
+        kube_config: kube::Config,
         config: ShardConfig,
     ) -> Result<Arc<Membership>, ShardError> {
         let mut nonce = [0u8; 8];
         getrandom::fill(&mut nonce).map_err(|e| ShardError::Config(e.to_string()))?;
-        let membership = Arc::new(Membership {
-            api: Api::namespaced(client, &config.namespace),
-            config,
-            instance: hex::encode(nonce),
-            view: watch::Sender::new(View::default()),
-            joined: Instant::now(),
-            task: Mutex::new(None),
-        });
-        membership.tick(true).await?;
-        let this = Arc::clone(&membership);
-        *membership.task.lock() = Some(tokio::spawn(async move { this.run().await }));
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let (stopped_tx, stopped_rx) = oneshot::channel::<()>();
+        let thread_error = |e: &dyn std::fmt::Display| {
+            ShardError::Config(format!("cannot start the Lease renewal thread: {e}"))
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| thread_error(&e))?;
+        std::thread::Builder::new()
+            .name("wardn-lease".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let client = match kube::Client::try_from(kube_config) {
+                        Ok(client) => client,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(ShardError::Config(format!(
+                                "the management cluster's client for Leases: {e}"
+                            ))));
+                            return;
+                        }
+                    };
+                    let (stop, stop_rx) = watch::channel(false);
+                    let membership = Arc::new(Membership {
+                        api: Api::namespaced(client, &config.namespace),
+                        config,
+                        instance: hex::encode(nonce),
+                        view: watch::Sender::new(View::default()),
+                        joined: Instant::now(),
+                        stop,
+                        stopped: Mutex::new(Some(stopped_rx)),
+                    });
+                    if let Err(e) = membership.tick(true).await {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                    let weak = Arc::downgrade(&membership);
+                    if ready_tx.send(Ok(membership)).is_ok() {
+                        renew_until_stopped(weak, stop_rx).await;
+                    }
+                });
+                drop(stopped_tx);
+            })
+            .map_err(|e| thread_error(&e))?;
+        let membership = ready_rx.await.map_err(|e| thread_error(&e))??;
         tracing::info!(
             replica = %membership.config.replica_id,
             lease = %membership.config.lease_name(),
@@ -302,26 +344,20 @@ impl Membership {
     /// Stops renewing and deletes this replica's Lease, so the others take its clusters at
     /// once instead of after the Lease expires. Call after the last write.
     pub async fn leave(&self) {
-        if let Some(task) = self.task.lock().take() {
-            task.abort();
-        }
+        self.stop.send_replace(true);
         self.view.send_modify(|v| v.held_until = None);
+        let stopped = self.stopped.lock().take();
+        if let Some(stopped) = stopped {
+            let _ = stopped.await;
+        }
+    }
+
+    /// Deletes this replica's Lease (leaving the fleet).
+    async fn delete_lease(&self) {
         let name = self.config.lease_name();
         match self.api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => tracing::info!(lease = %name, "left the fleet: Lease deleted"),
             Err(e) => tracing::warn!(lease = %name, error = %e, "leaving: Lease not deleted"),
-        }
-    }
-
-    async fn run(self: Arc<Self>) {
-        let mut interval = tokio::time::interval(self.config.renew_every);
-        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        interval.tick().await;
-        loop {
-            interval.tick().await;
-            if let Err(e) = self.tick(false).await {
-                tracing::warn!(replica = %self.config.replica_id, error = %e, "Lease renewal failed");
-            }
         }
     }
 
@@ -337,7 +373,8 @@ impl Membership {
         let listed = self.list().await;
         let settled = self.joined.elapsed() >= self.config.renew_every * 2;
         self.view.send_modify(|view| {
-            view.held_until = held_until;
+            // A renewal that ends after `leave` does not make the Lease held again.
+            view.held_until = held_until.filter(|_| !*self.stop.borrow());
             view.settled = settled;
             if let Ok(replicas) = &listed {
                 view.replicas = replicas.clone();
@@ -453,6 +490,34 @@ impl Membership {
         }
         live.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(live)
+    }
+}
+
+/// The renewal thread's loop: renews the Lease and lists the fleet every `renew_every` until
+/// [`Membership::leave`] asks it to stop (then deletes the Lease) or the membership is dropped.
+async fn renew_until_stopped(membership: Weak<Membership>, mut stop: watch::Receiver<bool>) {
+    let Some(renew_every) = membership.upgrade().map(|m| m.config.renew_every) else {
+        return;
+    };
+    let mut interval = tokio::time::interval(renew_every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    interval.tick().await;
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            changed = stop.changed() => {
+                if let (Ok(()), Some(this)) = (changed, membership.upgrade()) {
+                    this.delete_lease().await;
+                }
+                return;
+            }
+        }
+        let Some(this) = membership.upgrade() else {
+            return;
+        };
+        if let Err(e) = this.tick(false).await {
+            tracing::warn!(replica = %this.config.replica_id, error = %e, "Lease renewal failed");
+        }
     }
 }
 
