@@ -46,34 +46,68 @@ struct Tracked {
     inventory: BTreeSet<ObjectRef>,
 }
 
+/// The tracked inventories and what follows from them, kept up to date one App at a time: a
+/// pass changes one App's inventory, and rebuilding the owners of every App's objects after
+/// each would make a cold start of N Apps cost O(N²).
 #[derive(Default)]
 struct Index {
     apps: BTreeMap<String, Tracked>,
     /// App keys by (cluster, object).
     owners: BTreeMap<(String, ObjectRef), BTreeSet<String>>,
+    /// The watches the owned objects need, with how many owned objects need each.
+    wanted: BTreeMap<WatchKey, usize>,
     watches: BTreeMap<WatchKey, JoinHandle<()>>,
     /// The credentials each cluster's watches use.
     credentials: BTreeMap<String, u64>,
 }
 
 impl Index {
-    fn rebuild_owners(&mut self) {
-        self.owners.clear();
-        for (app, t) in &self.apps {
-            for object in &t.inventory {
-                self.owners
-                    .entry((t.cluster.clone(), object.clone()))
-                    .or_default()
-                    .insert(app.clone());
+    /// Records `tracked` as App `app`'s inventory (`None`: the App is gone), updating the
+    /// owners and the wanted watches of the objects it gained and lost only.
+    fn set(&mut self, app: &str, tracked: Option<Tracked>) {
+        if let Some(old) = self.apps.remove(app) {
+            for object in old.inventory {
+                self.disown(app, old.cluster.clone(), object);
             }
         }
+        let Some(tracked) = tracked else {
+            return;
+        };
+        for object in &tracked.inventory {
+            let owners = self
+                .owners
+                .entry((tracked.cluster.clone(), object.clone()))
+                .or_default();
+            if owners.is_empty() {
+                *self
+                    .wanted
+                    .entry(WatchKey::of(&tracked.cluster, object))
+                    .or_default() += 1;
+            }
+            owners.insert(app.to_string());
+        }
+        self.apps.insert(app.to_string(), tracked);
     }
 
-    fn wanted(&self) -> BTreeSet<WatchKey> {
-        self.owners
-            .keys()
-            .map(|(cluster, object)| WatchKey::of(cluster, object))
-            .collect()
+    /// Removes `app` from the owners of `object` on `cluster`; the object's watch is wanted
+    /// one object less when no App owns it any more.
+    fn disown(&mut self, app: &str, cluster: String, object: ObjectRef) {
+        let watch = WatchKey::of(&cluster, &object);
+        let entry = (cluster, object);
+        let Some(owners) = self.owners.get_mut(&entry) else {
+            return;
+        };
+        owners.remove(app);
+        if !owners.is_empty() {
+            return;
+        }
+        self.owners.remove(&entry);
+        if let Some(count) = self.wanted.get_mut(&watch) {
+            *count -= 1;
+            if *count == 0 {
+                self.wanted.remove(&watch);
+            }
+        }
     }
 }
 
@@ -128,12 +162,12 @@ impl DriftWatches {
         if !rotated && unchanged && index.watches.values().all(|task| !task.is_finished()) {
             return;
         }
-        index.apps.insert(
-            app.to_string(),
-            Tracked {
+        index.set(
+            app,
+            Some(Tracked {
                 cluster: cluster.to_string(),
                 inventory: inventory.iter().cloned().collect(),
-            },
+            }),
         );
         self.reconcile_watches(&mut index, Some((cluster, client)));
     }
@@ -141,7 +175,8 @@ impl DriftWatches {
     /// Stops tracking App `app` (removed), stopping the watches only it needed.
     pub fn forget(&self, app: &str) {
         let mut index = self.index.lock();
-        if index.apps.remove(app).is_some() {
+        if index.apps.contains_key(app) {
+            index.set(app, None);
             self.reconcile_watches(&mut index, None);
         }
     }
@@ -164,19 +199,22 @@ impl DriftWatches {
     }
 
     fn reconcile_watches(&self, index: &mut Index, client: Option<(&str, WatchClient<'_>)>) {
-        index.rebuild_owners();
-        let wanted = index.wanted();
+        let wanted = std::mem::take(&mut index.wanted);
         self.stop_watches(index, |key, task| {
-            wanted.contains(key) && !task.is_finished()
+            wanted.contains_key(key) && !task.is_finished()
         });
+        index.wanted = wanted;
         let Some((cluster, client)) = client else {
             return;
         };
         let client = client.client;
-        for key in wanted {
-            if key.cluster != cluster || index.watches.contains_key(&key) {
-                continue;
-            }
+        let missing: Vec<WatchKey> = index
+            .wanted
+            .keys()
+            .filter(|key| key.cluster == cluster && !index.watches.contains_key(*key))
+            .cloned()
+            .collect();
+        for key in missing {
             let task = tokio::spawn(watch(
                 key.clone(),
                 client.clone(),
@@ -358,6 +396,70 @@ mod tests {
             ]))),
             "wardn's fields taken over entirely"
         );
+    }
+
+    /// App keys by (cluster, object), as [`Index`] keeps them.
+    type Owners = BTreeMap<(String, ObjectRef), BTreeSet<String>>;
+
+    /// The owners and wanted watches as a rebuild from every tracked inventory gives them.
+    fn rebuilt(index: &Index) -> (Owners, BTreeMap<WatchKey, usize>) {
+        let mut owners = Owners::new();
+        for (app, t) in &index.apps {
+            for object in &t.inventory {
+                owners
+                    .entry((t.cluster.clone(), object.clone()))
+                    .or_default()
+                    .insert(app.clone());
+            }
+        }
+        let mut wanted: BTreeMap<WatchKey, usize> = BTreeMap::new();
+        for (cluster, object) in owners.keys() {
+            *wanted.entry(WatchKey::of(cluster, object)).or_default() += 1;
+        }
+        (owners, wanted)
+    }
+
+    #[test]
+    fn a_thousand_inventory_changes_keep_owners_and_watches_as_a_rebuild_gives_them() {
+        // Pseudo-random but repeatable: Apps gain, lose, share, move and drop objects.
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let kinds = [
+            ("v1", "ConfigMap"),
+            ("apps/v1", "Deployment"),
+            ("v1", "Namespace"),
+        ];
+        let mut index = Index::default();
+        for step in 0..1000 {
+            let app = format!("fleet/a{}", next(12));
+            let tracked = (next(10) != 0).then(|| Tracked {
+                cluster: format!("c{}", next(3)),
+                inventory: (0..next(6))
+                    .map(|_| {
+                        let (api_version, kind) = kinds[next(3) as usize];
+                        ObjectRef {
+                            api_version: api_version.into(),
+                            kind: kind.into(),
+                            namespace: (kind != "Namespace").then(|| format!("n{}", next(2))),
+                            name: format!("o{}", next(4)),
+                        }
+                    })
+                    .collect(),
+            });
+            index.set(&app, tracked);
+            let (owners, wanted) = rebuilt(&index);
+            assert_eq!(index.owners, owners, "owners after step {step}");
+            assert_eq!(index.wanted, wanted, "wanted watches after step {step}");
+        }
+        for app in index.apps.keys().cloned().collect::<Vec<_>>() {
+            index.set(&app, None);
+        }
+        assert!(index.owners.is_empty() && index.wanted.is_empty());
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! A resolved source: which revision an App renders and read access to its files, and gix
 //! errors worded on one line ([`describe`]).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use gix::ObjectId;
+use gix::bstr::BString;
+use gix::objs::tree::EntryMode;
 
 use super::url::SourceKey;
 use crate::render::tree::{DirEntry, EntryKind, Tree, TreeError, normalize};
@@ -31,13 +34,81 @@ impl std::fmt::Debug for Snapshot {
 /// How many symlinks one lookup may follow before it is refused as a loop.
 const MAX_SYMLINKS: usize = 16;
 
+/// How many directory entries one [`GitTree`] keeps decoded; directories met beyond that are
+/// decoded again at each lookup (bounded memory for trees of any size).
+const MAX_CACHED_ENTRIES: usize = 200_000;
+
 /// A [`Tree`] reading a commit's files straight from a bare repository's object database (no
 /// worktree). Symlinks are followed while they stay inside the tree; submodules are absent.
+///
+/// Each directory is inflated and decoded once and then looked up by binary search: the Apps
+/// of a monorepo share one tree per commit, and a root directory of 10,000 App folders decoded
+/// again at every file lookup of every App made a cold start quadratic.
 pub struct GitTree {
-    repo: Mutex<gix::Repository>,
+    inner: Mutex<Inner>,
     root: ObjectId,
     /// Held while the tree is alive, so the mirror does not remove packs it may read.
     _lease: Option<Arc<()>>,
+}
+
+/// The repository handle and the directories decoded so far.
+struct Inner {
+    repo: gix::Repository,
+    dirs: HashMap<ObjectId, Arc<Dir>>,
+    /// How many entries `dirs` holds.
+    cached: usize,
+}
+
+/// One decoded directory: its entries sorted by name.
+struct Dir {
+    entries: Vec<Entry>,
+}
+
+/// One directory entry.
+struct Entry {
+    name: BString,
+    mode: EntryMode,
+    oid: ObjectId,
+}
+
+impl Dir {
+    /// The entry named `name`; of several (a malformed tree), the first in the tree's order
+    /// (the sort is stable).
+    fn find(&self, name: &str) -> Option<&Entry> {
+        let at = self
+            .entries
+            .partition_point(|e| e.name.as_slice() < name.as_bytes());
+        self.entries
+            .get(at)
+            .filter(|e| e.name.as_slice() == name.as_bytes())
+    }
+}
+
+impl Inner {
+    /// The directory `id`, decoded (and cached, within [`MAX_CACHED_ENTRIES`]) on first use.
+    fn dir(&mut self, id: ObjectId, path: &str) -> Result<Arc<Dir>, TreeError> {
+        if let Some(dir) = self.dirs.get(&id) {
+            return Ok(Arc::clone(dir));
+        }
+        let tree = self.repo.find_tree(id).map_err(|e| odb_error(path, &e))?;
+        let decoded = tree.decode().map_err(|e| odb_error(path, &e))?;
+        let mut entries: Vec<Entry> = decoded
+            .entries
+            .iter()
+            .map(|e| Entry {
+                name: e.filename.to_owned(),
+                mode: e.mode,
+                oid: e.oid.to_owned(),
+            })
+            .collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        let dir = Arc::new(Dir { entries });
+        if self.cached + dir.entries.len() <= MAX_CACHED_ENTRIES {
+            self.cached += dir.entries.len();
+            self.dirs.insert(id, Arc::clone(&dir));
+        }
+        Ok(dir)
+    }
 }
 
 /// What a path resolves to inside a Git tree.
@@ -50,7 +121,11 @@ impl GitTree {
     /// A tree over the Git tree object `root` of `repo`.
     pub fn new(repo: gix::Repository, root: ObjectId) -> Self {
         Self {
-            repo: Mutex::new(repo),
+            inner: Mutex::new(Inner {
+                repo,
+                dirs: HashMap::new(),
+                cached: 0,
+            }),
             root,
             _lease: None,
         }
@@ -63,38 +138,33 @@ impl GitTree {
         self
     }
 
-    fn with_repo<T>(
+    fn with_inner<T>(
         &self,
         path: &str,
-        f: impl FnOnce(&gix::Repository) -> Result<T, TreeError>,
+        f: impl FnOnce(&mut Inner) -> Result<T, TreeError>,
     ) -> Result<T, TreeError> {
-        let repo = self.repo.lock().map_err(|_| TreeError::Io {
+        let mut inner = self.inner.lock().map_err(|_| TreeError::Io {
             path: path.to_string(),
             message: "repository handle poisoned by an earlier panic".to_string(),
         })?;
-        f(&repo)
+        f(&mut inner)
     }
 
     /// Resolves `path`, following symlinks that stay inside the tree: what is there and its
     /// real (symlink-free) path.
-    fn lookup(
-        &self,
-        repo: &gix::Repository,
-        path: &str,
-    ) -> Result<Option<(Found, String)>, TreeError> {
+    fn lookup(&self, inner: &mut Inner, path: &str) -> Result<Option<(Found, String)>, TreeError> {
         let mut pending: Vec<String> = split(path);
         pending.reverse();
         let mut dir_path: Vec<String> = Vec::new();
         let mut current = self.root;
         let mut links = 0;
         while let Some(name) = pending.pop() {
-            let tree = repo.find_tree(current).map_err(|e| odb_error(path, &e))?;
-            let decoded = tree.decode().map_err(|e| odb_error(path, &e))?;
-            let Some(entry) = decoded.entries.iter().find(|e| e.filename == name.as_str()) else {
+            let dir = inner.dir(current, path)?;
+            let Some(entry) = dir.find(&name) else {
                 return Ok(None);
             };
             let mode = entry.mode;
-            let oid = entry.oid.to_owned();
+            let oid = entry.oid;
             if mode.is_tree() {
                 dir_path.push(name);
                 current = oid;
@@ -106,7 +176,10 @@ impl GitTree {
                         reason: "too many levels of symbolic links".to_string(),
                     });
                 }
-                let target = repo.find_object(oid).map_err(|e| odb_error(path, &e))?;
+                let target = inner
+                    .repo
+                    .find_object(oid)
+                    .map_err(|e| odb_error(path, &e))?;
                 let target = String::from_utf8_lossy(&target.data).into_owned();
                 let resolved =
                     normalize(&dir_path.join("/"), &target).map_err(|_| TreeError::Forbidden {
@@ -169,8 +242,8 @@ pub fn describe(error: &gix::Error) -> String {
 
 impl Tree for GitTree {
     fn kind(&self, path: &str) -> Result<Option<EntryKind>, TreeError> {
-        self.with_repo(path, |repo| {
-            Ok(self.lookup(repo, path)?.map(|(found, _)| match found {
+        self.with_inner(path, |inner| {
+            Ok(self.lookup(inner, path)?.map(|(found, _)| match found {
                 Found::Dir(_) => EntryKind::Dir,
                 Found::File(_) => EntryKind::File,
             }))
@@ -178,15 +251,14 @@ impl Tree for GitTree {
     }
 
     fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, TreeError> {
-        self.with_repo(path, |repo| {
-            let Some((Found::Dir(id), _)) = self.lookup(repo, path)? else {
+        self.with_inner(path, |inner| {
+            let Some((Found::Dir(id), _)) = self.lookup(inner, path)? else {
                 return Err(TreeError::NotFound(path.to_string()));
             };
-            let tree = repo.find_tree(id).map_err(|e| odb_error(path, &e))?;
-            let decoded = tree.decode().map_err(|e| odb_error(path, &e))?;
+            let dir = inner.dir(id, path)?;
             let mut entries = Vec::new();
-            for entry in &decoded.entries {
-                let name = entry.filename.to_string();
+            for entry in &dir.entries {
+                let name = entry.name.to_string();
                 let kind = if entry.mode.is_tree() {
                     EntryKind::Dir
                 } else if entry.mode.is_blob() {
@@ -198,7 +270,7 @@ impl Tree for GitTree {
                     } else {
                         format!("{path}/{name}")
                     };
-                    match self.lookup(repo, &child) {
+                    match self.lookup(inner, &child) {
                         Ok(Some((Found::Dir(_), _))) => EntryKind::Dir,
                         Ok(Some((Found::File(_), _))) => EntryKind::File,
                         _ => continue,
@@ -214,11 +286,12 @@ impl Tree for GitTree {
     }
 
     fn read_file(&self, path: &str, limit: u64) -> Result<Vec<u8>, TreeError> {
-        self.with_repo(path, |repo| {
-            let Some((Found::File(id), _)) = self.lookup(repo, path)? else {
+        self.with_inner(path, |inner| {
+            let Some((Found::File(id), _)) = self.lookup(inner, path)? else {
                 return Err(TreeError::NotFound(path.to_string()));
             };
-            let size = repo
+            let size = inner
+                .repo
                 .find_header(id)
                 .map_err(|e| odb_error(path, &e))?
                 .size();
@@ -229,14 +302,17 @@ impl Tree for GitTree {
                     limit,
                 });
             }
-            let object = repo.find_object(id).map_err(|e| odb_error(path, &e))?;
+            let object = inner
+                .repo
+                .find_object(id)
+                .map_err(|e| odb_error(path, &e))?;
             Ok(object.detach().data)
         })
     }
 
     fn real_path(&self, path: &str) -> Result<Option<String>, TreeError> {
-        self.with_repo(path, |repo| {
-            Ok(self.lookup(repo, path)?.map(|(_, real)| real))
+        self.with_inner(path, |inner| {
+            Ok(self.lookup(inner, path)?.map(|(_, real)| real))
         })
     }
 }
