@@ -83,52 +83,90 @@ fn note_stopping(state: &State, pod: &Value, stopping: &mut Stopping) {
         .or_insert_with(|| (uid_of(pod).to_string(), Instant::now() + stop));
 }
 
-/// Keeps the Endpoints of every Service with a selector in `namespace` in step with its
-/// Pods (the endpoints controller); a Service that is gone takes its Endpoints along.
-fn sync_endpoints(state: &State, namespace: &str) {
+/// The Services of `pod`'s namespace whose endpoints a change to `pod` may change: those that
+/// select it now and those whose Endpoints list it (it was relabelled or deleted). Only they
+/// are brought up to date: syncing every Service of the namespace at each Pod event made a
+/// namespace of S Services and P Pods cost S × P per event.
+fn services_touched_by(store: &Store, pod: &Value) -> Vec<(String, String)> {
+    let (namespace, pod_name) = ns_name(pod);
+    store
+        .list(SERVICES, Some(&namespace))
+        .filter(|service| {
+            kwok::service_selects(service, pod) || endpoints_list(store, service, &pod_name)
+        })
+        .map(|service| ns_name(service))
+        .collect()
+}
+
+/// Whether the Endpoints of `service` list Pod `pod` (ready or not).
+fn endpoints_list(store: &Store, service: &Value, pod: &str) -> bool {
+    let (namespace, name) = ns_name(service);
+    store
+        .get(ENDPOINTS, &namespace, &name)
+        .is_some_and(|endpoints| {
+            endpoints
+                .get("subsets")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .flat_map(|subset| {
+                    ["addresses", "notReadyAddresses"]
+                        .into_iter()
+                        .filter_map(|field| subset.get(field).and_then(Value::as_array))
+                        .flatten()
+                })
+                .any(|address| {
+                    address.pointer("/targetRef/name").and_then(Value::as_str) == Some(pod)
+                })
+        })
+}
+
+/// Keeps the Endpoints and EndpointSlices of Service `name` in `namespace` in step with its
+/// Pods (the endpoints controllers); nothing for a Service that is gone (its Endpoints are
+/// removed with it).
+fn sync_endpoints(state: &State, namespace: &str, name: &str) {
     let mut store = state.store();
+    let Some(service) = store.get(SERVICES, namespace, name) else {
+        return;
+    };
     let pods: Vec<Arc<Value>> = store.list(PODS, Some(namespace)).cloned().collect();
     let pods: Vec<&Value> = pods.iter().map(|p| &**p).collect();
-    let services: Vec<Arc<Value>> = store.list(SERVICES, Some(namespace)).cloned().collect();
-    for service in &services {
-        sync_endpoint_slices(&mut store, service, &pods);
-        let Some(mut wanted) = kwok::endpoints_for(service, &pods) else {
-            continue;
-        };
-        let name = ns_name(service).1;
-        match store.get(ENDPOINTS, namespace, &name) {
-            Some(current) => {
-                let mut next = (*current).clone();
-                for field in ["subsets", "metadata"] {
-                    if field == "metadata" {
-                        match wanted.pointer("/metadata/labels") {
-                            Some(l) => next["metadata"]["labels"] = l.clone(),
-                            None => {
-                                if let Some(m) = next["metadata"].as_object_mut() {
-                                    m.remove("labels");
-                                }
+    sync_endpoint_slices(&mut store, &service, &pods);
+    let Some(mut wanted) = kwok::endpoints_for(&service, &pods) else {
+        return;
+    };
+    match store.get(ENDPOINTS, namespace, name) {
+        Some(current) => {
+            let mut next = (*current).clone();
+            for field in ["subsets", "metadata"] {
+                if field == "metadata" {
+                    match wanted.pointer("/metadata/labels") {
+                        Some(l) => next["metadata"]["labels"] = l.clone(),
+                        None => {
+                            if let Some(m) = next["metadata"].as_object_mut() {
+                                m.remove("labels");
                             }
                         }
-                    } else {
-                        match wanted.get_mut(field).map(Value::take) {
-                            Some(v) => next[field] = v,
-                            None => {
-                                if let Some(m) = next.as_object_mut() {
-                                    m.remove(field);
-                                }
+                    }
+                } else {
+                    match wanted.get_mut(field).map(Value::take) {
+                        Some(v) => next[field] = v,
+                        None => {
+                            if let Some(m) = next.as_object_mut() {
+                                m.remove(field);
                             }
                         }
                     }
                 }
-                if next != *current {
-                    store.put(ENDPOINTS, next, EventType::Modified);
-                }
             }
-            None => {
-                wanted["metadata"]["uid"] = json!(new_uid());
-                wanted["metadata"]["creationTimestamp"] = json!(now_rfc3339());
-                store.put(ENDPOINTS, wanted, EventType::Added);
+            if next != *current {
+                store.put(ENDPOINTS, next, EventType::Modified);
             }
+        }
+        None => {
+            wanted["metadata"]["uid"] = json!(new_uid());
+            wanted["metadata"]["creationTimestamp"] = json!(now_rfc3339());
+            store.put(ENDPOINTS, wanted, EventType::Added);
         }
     }
 }
@@ -240,11 +278,12 @@ async fn run(state: Arc<State>) {
     let mut dirty: BTreeSet<Key> = all_workloads(&state.store());
     let mut ready_at = ReadyAt::new();
     let mut stopping = Stopping::new();
-    // namespaces whose Services or Pods changed: their Endpoints are brought up to date
-    let mut endpoints_dirty: BTreeSet<String> = state
+    // Services (namespace, name) whose Endpoints may be out of date: changed, or one of
+    // their Pods changed
+    let mut endpoints_dirty: BTreeSet<(String, String)> = state
         .store()
         .list(SERVICES, None)
-        .map(|s| ns_name(s).0)
+        .map(|s| ns_name(s))
         .collect();
     // Whether `dirty` holds every workload (the start, a lagged event stream, a deadline).
     let mut full = true;
@@ -270,8 +309,8 @@ async fn run(state: Arc<State>) {
             ready_at.retain(|_, (_, at, seen)| *seen || *at > pass_start);
         }
         finish_stopped(&state, &mut stopping);
-        for namespace in std::mem::take(&mut endpoints_dirty) {
-            sync_endpoints(&state, &namespace);
+        for (namespace, name) in std::mem::take(&mut endpoints_dirty) {
+            sync_endpoints(&state, &namespace, &name);
         }
         let next = ready_at
             .values()
@@ -288,8 +327,10 @@ async fn run(state: Arc<State>) {
         tokio::select! {
             ev = rx.recv() => match ev {
                 Ok(ev) => {
-                    if ev.key == PODS || ev.key == SERVICES {
-                        endpoints_dirty.insert(ev.namespace.clone());
+                    if ev.key == SERVICES {
+                        endpoints_dirty.insert(ns_name(&ev.object));
+                    } else if ev.key == PODS {
+                        endpoints_dirty.extend(services_touched_by(&state.store(), &ev.object));
                     }
                     if ev.key == SERVICES && ev.event_type == EventType::Deleted {
                         let (ns, name) = ns_name(&ev.object);
@@ -329,6 +370,7 @@ async fn run(state: Arc<State>) {
                 }
                 Err(RecvError::Lagged(_)) => {
                     dirty = all_workloads(&state.store());
+                    endpoints_dirty = state.store().list(SERVICES, None).map(|s| ns_name(s)).collect();
                     full = true;
                 }
                 Err(RecvError::Closed) => return,

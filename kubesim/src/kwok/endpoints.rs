@@ -55,6 +55,19 @@ pub(super) fn endpoint_port(port: &Value, pod: &Value) -> Option<Value> {
     Some(out)
 }
 
+/// Whether `service` has endpoints its controllers keep (a selector, not ExternalName) and
+/// they would list `pod` (its labels match the selector; IP and readiness aside).
+pub fn service_selects(service: &Value, pod: &Value) -> bool {
+    service
+        .pointer("/spec/selector")
+        .and_then(Value::as_object)
+        .filter(|s| !s.is_empty())
+        .is_some_and(|selector| {
+            service.pointer("/spec/type").and_then(Value::as_str) != Some("ExternalName")
+                && selects(selector, pod)
+        })
+}
+
 /// What the endpoint controllers build from: a Service's metadata and ports, and the Pods it
 /// selects that have an IP (terminating ones included), ordered by IP.
 pub(super) struct Backends<'a> {

@@ -49,7 +49,7 @@ pub use endpoint_slices::{
     CONTROLLER as ENDPOINT_SLICE_CONTROLLER, MANAGED_BY_LABEL, SERVICE_NAME_LABEL,
     endpoint_slices_for,
 };
-pub use endpoints::endpoints_for;
+pub use endpoints::{endpoints_for, service_selects};
 pub use images::{image_id, normalize_image};
 pub use names::template_hash;
 pub use nodes::{KUBELET_VERSION, node_name, nodes};
