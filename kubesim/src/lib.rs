@@ -20,7 +20,7 @@ pub mod kwok;
 mod lifecycle;
 mod names;
 mod openapi;
-mod protobuf;
+pub mod protobuf;
 mod quantity;
 pub mod rbac;
 mod reply;
