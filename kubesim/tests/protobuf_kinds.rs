@@ -308,6 +308,15 @@ fn comparable(mut obj: Value) -> Value {
             }
         }
     }
+    for condition in obj["status"]["conditions"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        condition
+            .as_object_mut()
+            .map(|c| c.remove("lastTransitionTime"));
+    }
     // A Service's addresses and node ports are allocated per create.
     if obj["kind"] == "Service" {
         if let Some(spec) = obj["spec"].as_object_mut() {
@@ -342,5 +351,263 @@ async fn every_served_kind_is_stored_the_same_from_protobuf_as_from_json() {
             &comparable(from_json),
             &format!("{kind} from protobuf vs from JSON"),
         );
+    }
+}
+
+async fn get(env: &Env, path: &str) -> Value {
+    let (code, obj) = env.raw("GET", path, "", vec![]).await;
+    assert_eq!(code, 200, "GET {path}: {obj}");
+    obj
+}
+
+fn without(mut obj: Value, keys: &[&str]) -> Value {
+    if let Some(map) = obj.as_object_mut() {
+        for key in keys {
+            map.remove(*key);
+        }
+    }
+    obj
+}
+
+#[tokio::test]
+async fn kubectl_sends_whole_pod_specs_as_protobuf_and_they_are_stored_whole() {
+    let env = Env::start().await;
+    let objects = catalogue();
+    let find = |kind: &str| objects.iter().find(|o| o["kind"] == kind).unwrap().clone();
+    for kind in ["CronJob", "Pod"] {
+        let obj = find(kind);
+        let (code, body) = env.json("POST", &collection(&obj), &obj).await;
+        assert_eq!(code, 201, "{kind}: {body}");
+    }
+    // `create job --from` copies the CronJob's whole job template into a protobuf Job.
+    env.kubectl(&[
+        "create",
+        "job",
+        "copied",
+        "--from=cronjob/rich",
+        "-n",
+        "team-a",
+    ])
+    .await
+    .ok();
+    let cron = get(&env, "/apis/batch/v1/namespaces/team-a/cronjobs/rich").await;
+    let job = get(&env, "/apis/batch/v1/namespaces/team-a/jobs/copied").await;
+    assert_same(
+        &job["spec"]["template"]["spec"],
+        &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+        "the Job's pod spec, sent as protobuf, against the CronJob's",
+    );
+    assert_eq!(job["spec"]["completionMode"], "Indexed", "{job}");
+    // `debug --copy-to` sends a copy of the whole Pod, plus its debug container.
+    env.kubectl(&[
+        "debug",
+        "rich",
+        "-n",
+        "team-a",
+        "--copy-to=rich-copy",
+        "--image=busybox",
+        "--container=debugger",
+        "--attach=false",
+        "--keep-labels",
+        "--keep-annotations",
+        "--keep-liveness",
+        "--keep-readiness",
+        "--keep-startup",
+    ])
+    .await
+    .ok();
+    let pod = get(&env, "/api/v1/namespaces/team-a/pods/rich").await;
+    let copy = get(&env, "/api/v1/namespaces/team-a/pods/rich-copy").await;
+    let mut copied_containers = copy["spec"]["containers"].as_array().unwrap().clone();
+    let debugger = copied_containers.pop().unwrap();
+    assert_eq!(debugger["name"], "debugger", "{copy}");
+    assert_same(
+        &Value::Array(copied_containers),
+        &pod["spec"]["containers"],
+        "the copied containers",
+    );
+    let volatile = ["containers", "nodeName", "shareProcessNamespace"];
+    assert_same(
+        &without(copy["spec"].clone(), &volatile),
+        &without(pod["spec"].clone(), &volatile),
+        "the copied pod spec",
+    );
+    // `debug node/` sends a Pod with host namespaces and a hostPath volume.
+    let out = env
+        .kubectl(&[
+            "debug",
+            "node/kwok-node-0",
+            "--image=busybox",
+            "--attach=false",
+        ])
+        .await
+        .ok();
+    let name = out
+        .stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("node-debugger-"))
+        .unwrap_or_else(|| panic!("{out:?}"))
+        .to_string();
+    let debug = get(&env, &format!("/api/v1/namespaces/default/pods/{name}")).await;
+    assert_eq!(debug["spec"]["nodeName"], "kwok-node-0", "{debug}");
+    assert_eq!(
+        debug["spec"]["volumes"][0]["hostPath"]["path"], "/",
+        "{debug}"
+    );
+    assert_eq!(
+        debug["spec"]["containers"][0]["volumeMounts"][0]["mountPath"], "/host",
+        "{debug}"
+    );
+}
+
+/// A length-delimited protobuf field.
+fn field(number: u64, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for mut v in [(number << 3) | 2, bytes.len() as u64] {
+        while v >= 0x80 {
+            out.push((v as u8 & 0x7f) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// An enveloped body from a message's raw bytes.
+fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let mut type_meta = field(1, api_version.as_bytes());
+    type_meta.extend(field(2, kind.as_bytes()));
+    let mut body = b"k8s\0".to_vec();
+    body.extend(field(1, &type_meta));
+    body.extend(field(2, raw));
+    body
+}
+
+#[tokio::test]
+async fn hostile_protobuf_bodies_are_refused_naming_the_field_and_store_nothing() {
+    let env = Env::start().await;
+    let pods = "/api/v1/namespaces/team-a/pods";
+    let mut pod = catalogue()[0].clone();
+    pod["metadata"]["name"] = json!("hostile");
+    let good = kubesim::protobuf::encode(&pod).unwrap();
+    // Every truncation and a sweep of corrupted bytes: a 4xx or a dry-run object, never a 5xx.
+    for cut in 0..good.len() {
+        let (code, body) = env
+            .raw(
+                "POST",
+                &format!("{pods}?dryRun=All"),
+                PROTOBUF,
+                good[..cut].to_vec(),
+            )
+            .await;
+        assert!(code.as_u16() < 500, "cut at {cut}: {code} {body}");
+    }
+    for at in (4..good.len()).step_by(3) {
+        let mut bad = good.clone();
+        bad[at] ^= 0xa5;
+        let (code, body) = env
+            .raw("POST", &format!("{pods}?dryRun=All"), PROTOBUF, bad)
+            .await;
+        assert!(code.as_u16() < 500, "byte {at} flipped: {code} {body}");
+    }
+    let meta = |labels: &[u8]| {
+        let mut meta = field(1, b"hostile");
+        meta.extend(field(11, labels));
+        field(1, &meta)
+    };
+    let deploy_with = |spec: Vec<u8>| {
+        let mut raw = field(1, &field(1, b"hostile"));
+        raw.extend(field(2, &spec));
+        envelope("apps/v1", "Deployment", &raw)
+    };
+    // maxSurge (RollingUpdateDeployment field 2) as IntOrString type 7.
+    let surge = field(2, &[0x08, 0x07]);
+    let strategy = field(4, &field(2, &surge));
+    // A label value that is not UTF-8.
+    let mut entry = field(1, b"app");
+    entry.extend(field(2, b"\xff\xfe"));
+    // A CRD whose schema nests `not` (JSONSchemaProps field 28) 150 deep.
+    let mut props = field(5, b"object");
+    for _ in 0..150 {
+        props = field(28, &props);
+    }
+    let version = [field(1, b"v1"), field(4, &field(1, &props))].concat();
+    let crd_raw = [
+        field(1, &field(1, b"hostiles.example.com")),
+        field(2, &field(7, &version)),
+    ]
+    .concat();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "/apis/apps/v1/namespaces/team-a/deployments",
+            deploy_with(vec![0x0a, 0x01, b'x']),
+            "Deployment proto: wrong wireType = 2 for field spec.replicas",
+        ),
+        (
+            "/apis/apps/v1/namespaces/team-a/deployments",
+            deploy_with(strategy),
+            "Deployment spec.strategy.rollingUpdate.maxSurge: IntOrString type 7 is neither 0 (int) nor 1 (string)",
+        ),
+        (
+            pods,
+            envelope("v1", "Pod", &meta(&entry)),
+            "Pod metadata.labels[\"app\"]: invalid UTF-8",
+        ),
+        (
+            pods,
+            envelope("v1", "Pod", &[0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+            "unexpected EOF: a length of 4294967295",
+        ),
+        (
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            envelope(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                &crd_raw,
+            ),
+            "messages nest deeper than 100",
+        ),
+    ];
+    for (path, body, message) in cases {
+        let (code, out) = env.raw("POST", path, PROTOBUF, body).await;
+        assert_eq!(code, 400, "{message}: {out}");
+        let text = out["message"].as_str().unwrap();
+        assert!(
+            text.starts_with("the protobuf request body is not valid: ") && text.contains(message),
+            "{message}: {out}"
+        );
+    }
+    for path in [
+        "/api/v1/namespaces/team-a/pods/hostile",
+        "/apis/apps/v1/namespaces/team-a/deployments/hostile",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/hostiles.example.com",
+    ] {
+        let (code, _) = env.raw("GET", path, "", vec![]).await;
+        assert_eq!(code, 404, "{path} was stored");
+    }
+}
+
+#[tokio::test]
+async fn a_thousand_rich_protobuf_creates_store_a_thousand_equal_objects() {
+    let env = Env::start().await;
+    let mut cron = catalogue()
+        .into_iter()
+        .find(|o| o["kind"] == "CronJob")
+        .unwrap();
+    let path = collection(&cron);
+    let (code, reference) = env.json("POST", &path, &cron).await;
+    assert_eq!(code, 201, "{reference}");
+    for i in 0..1000 {
+        cron["metadata"]["name"] = json!(format!("rich-{i}"));
+        let body = kubesim::protobuf::encode(&cron).unwrap();
+        let (code, out) = env.raw("POST", &path, PROTOBUF, body).await;
+        assert_eq!(code, 201, "create {i}: {out}");
+    }
+    let list = get(&env, &path).await;
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1001);
+    for item in items {
+        assert_same(&item["spec"], &reference["spec"], "a stored CronJob's spec");
     }
 }
