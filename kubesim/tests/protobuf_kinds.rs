@@ -611,3 +611,191 @@ async fn a_thousand_rich_protobuf_creates_store_a_thousand_equal_objects() {
         assert_same(&item["spec"], &reference["spec"], "a stored CronJob's spec");
     }
 }
+
+/// A GET asking for protobuf first: (status, Content-Type, body bytes).
+async fn get_protobuf(env: &Env, path: &str) -> (u16, String, Vec<u8>) {
+    use http_body_util::BodyExt;
+    let client = env.cluster.client().await.unwrap();
+    let req = hyper::http::Request::builder()
+        .uri(path)
+        .header(
+            "accept",
+            "application/vnd.kubernetes.protobuf,application/json",
+        )
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    (status, content_type, bytes)
+}
+
+/// The value without empty objects (`resources: {}`): the protobuf decoder leaves an empty
+/// non-pointer struct out, as if the JSON had, where kubesim's defaulting writes one.
+fn without_empty_objects(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, without_empty_objects(v)))
+                .filter(|(_, v)| v.as_object().is_none_or(|o| !o.is_empty()))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_empty_objects).collect()),
+        other => other,
+    }
+}
+
+/// Asserts that every value in `subset` is at the same place in `superset` (Go's JSON
+/// printer also writes the empty structs kubesim's JSON leaves out).
+fn assert_within(superset: &Value, subset: &Value, path: &str) {
+    match (superset, subset) {
+        (Value::Object(big), Value::Object(small)) => {
+            for (key, value) in small {
+                let here = format!("{path}.{key}");
+                let other = big.get(key).unwrap_or_else(|| panic!("{here} is missing"));
+                assert_within(other, value, &here);
+            }
+        }
+        (Value::Array(big), Value::Array(small)) => {
+            assert_eq!(big.len(), small.len(), "{path}");
+            for (i, (b, s)) in big.iter().zip(small).enumerate() {
+                assert_within(b, s, &format!("{path}[{i}]"));
+            }
+        }
+        (b, s) => assert_eq!(b, s, "{path}"),
+    }
+}
+
+#[tokio::test]
+async fn replies_are_protobuf_when_the_client_prefers_it_and_kubectl_reads_them() {
+    let env = Env::start().await;
+    // Raw: every catalogue kind read back as protobuf decodes to the JSON answer.
+    for obj in catalogue() {
+        let kind = obj["kind"].as_str().unwrap().to_string();
+        let collection = collection(&obj);
+        let (code, created) = env.json("POST", &collection, &obj).await;
+        assert_eq!(code, 201, "{kind}: {created}");
+        let path = format!("{collection}/{}", obj["metadata"]["name"].as_str().unwrap());
+        let (code, content_type, bytes) = get_protobuf(&env, &path).await;
+        assert_eq!(
+            (code, content_type.as_str()),
+            (200, PROTOBUF),
+            "{kind}: {}",
+            String::from_utf8_lossy(&bytes)
+        );
+        let mut as_json = get(&env, &path).await;
+        // Embedded objects carry no TypeMeta in protobuf (Go's TypeMeta has no protobuf tag).
+        for claim in as_json
+            .pointer_mut("/spec/volumeClaimTemplates")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(claim) = claim.as_object_mut() {
+                claim.retain(|k, _| k != "apiVersion" && k != "kind");
+            }
+        }
+        let decoded = kubesim::protobuf::decode(&bytes).unwrap();
+        assert_same(
+            &without_empty_objects(without(decoded, &["status"])),
+            &without_empty_objects(without(as_json, &["status"])),
+            &format!("{kind} read as protobuf"),
+        );
+    }
+    let (code, content_type, bytes) = get_protobuf(&env, "/api/v1/namespaces/team-a/pods").await;
+    assert_eq!((code, content_type.as_str()), (200, PROTOBUF));
+    let list = kubesim::protobuf::decode(&bytes).unwrap();
+    assert_eq!(list["kind"], "PodList");
+    assert_eq!(list["items"][0]["metadata"]["name"], "rich", "{list}");
+    // Errors are protobuf Status objects.
+    let (code, content_type, bytes) =
+        get_protobuf(&env, "/api/v1/namespaces/team-a/pods/absent").await;
+    assert_eq!((code, content_type.as_str()), (404, PROTOBUF));
+    let status = kubesim::protobuf::decode(&bytes).unwrap();
+    assert_eq!(
+        (&status["kind"], &status["reason"], &status["code"]),
+        (&json!("Status"), &json!("NotFound"), &json!(404))
+    );
+    // Watches and discovery stay JSON (the client lists JSON second).
+    let (_, content_type, _) = get_protobuf(&env, "/apis").await;
+    assert_eq!(content_type, "application/json");
+    // kubectl's typed clients ask for protobuf first: what they print is what Go's decoder
+    // read from kubesim's protobuf replies.
+    for args in [
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=0",
+            "--port=8080",
+        ][..],
+        &["create", "job", "once", "--image=busybox"],
+        &["create", "service", "clusterip", "svc", "--tcp=80:http"],
+        &[
+            "create",
+            "pdb",
+            "budget",
+            "--selector=app=web",
+            "--max-unavailable=0",
+        ],
+        &["create", "quota", "q", "--hard=cpu=1000m,memory=1Gi"],
+        &["create", "secret", "generic", "s", "--from-literal=k=v"],
+        &["create", "role", "reader", "--verb=get", "--resource=pods"],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["-n", "team-a", "-o", "json"]);
+        let out = env.kubectl(&all).await.ok();
+        let printed: Value =
+            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        let kind = printed["kind"].as_str().unwrap();
+        let name = printed["metadata"]["name"].as_str().unwrap();
+        let stored = get(
+            &env,
+            &format!(
+                "{}/{name}",
+                collection(&json!({"apiVersion": printed["apiVersion"], "kind": kind}))
+            ),
+        )
+        .await;
+        for key in ["uid", "name", "namespace", "creationTimestamp", "labels"] {
+            assert_eq!(
+                printed["metadata"][key], stored["metadata"][key],
+                "{kind} {key}"
+            );
+        }
+        assert_within(
+            &without(printed.clone(), &["metadata", "status"]),
+            &without(stored, &["metadata", "status"]),
+            kind,
+        );
+    }
+    // The Status error, read from protobuf, is what kubectl wraps.
+    let again = env
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "-n",
+            "team-a",
+        ])
+        .await;
+    assert_eq!(
+        again.stderr.trim(),
+        "error: failed to create deployment: deployments.apps \"web\" already exists",
+        "{again:?}"
+    );
+    let token = env
+        .kubectl(&["create", "token", "default", "-n", "team-a"])
+        .await
+        .ok();
+    assert_eq!(token.stdout.trim().split('.').count(), 3, "{token:?}");
+}

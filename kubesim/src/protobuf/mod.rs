@@ -89,6 +89,15 @@ fn envelope(body: &[u8]) -> Result<(String, String, Vec<u8>), String> {
     Ok((api_version, kind, raw))
 }
 
+/// Whether an `Accept` header prefers protobuf: its first media range is the protobuf type
+/// (without `as=`, which asks for a Table or other conversion), as kube-apiserver's
+/// negotiation picks the first range it can serve.
+pub fn preferred(accept: &str) -> bool {
+    let first = accept.split(',').next().unwrap_or_default();
+    let mut params = first.split(';').map(str::trim);
+    params.next() == Some(MEDIA_TYPE) && params.all(|p| !p.starts_with("as="))
+}
+
 /// Decodes an enveloped protobuf object into its JSON form.
 pub fn decode(body: &[u8]) -> Result<Value, DecodeError> {
     let (api_version, kind, raw) = envelope(body).map_err(DecodeError::Malformed)?;
@@ -198,6 +207,22 @@ mod tests {
             "metadata": {"name": "d"}, "spec": {"replicas": 0, "minReadySeconds": 0, "paused": false}});
         let back = decode(&encode(&deploy).unwrap()).unwrap();
         assert_eq!(back["spec"], json!({"replicas": 0}));
+    }
+
+    #[test]
+    fn protobuf_is_preferred_only_when_listed_first() {
+        assert!(preferred(
+            "application/vnd.kubernetes.protobuf,application/json"
+        ));
+        assert!(preferred("application/vnd.kubernetes.protobuf"));
+        assert!(!preferred("application/json, */*"));
+        assert!(!preferred(
+            "application/json,application/vnd.kubernetes.protobuf"
+        ));
+        assert!(!preferred(
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json"
+        ));
+        assert!(!preferred(""));
     }
 
     #[test]
