@@ -20,6 +20,7 @@ pub mod kwok;
 mod lifecycle;
 mod names;
 mod openapi;
+mod openapi_v2;
 pub mod protobuf;
 mod quantity;
 pub mod rbac;

@@ -10,7 +10,7 @@ mod encode;
 mod path;
 mod schema;
 mod special;
-mod wire;
+pub(crate) mod wire;
 
 use serde_json::{Map, Value};
 

@@ -114,7 +114,7 @@ impl<'a> Iterator for Fields<'a> {
 }
 
 /// Appends a varint.
-pub(super) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8 & 0x7f) | 0x80);
         value >>= 7;
@@ -123,12 +123,12 @@ pub(super) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
 }
 
 /// Appends a field key.
-pub(super) fn put_key(out: &mut Vec<u8>, number: u32, wire_type: u8) {
+pub(crate) fn put_key(out: &mut Vec<u8>, number: u32, wire_type: u8) {
     put_varint(out, (u64::from(number) << 3) | u64::from(wire_type));
 }
 
 /// Appends a length-delimited field.
-pub(super) fn put_bytes(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
     put_key(out, number, 2);
     put_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
