@@ -185,25 +185,57 @@ pub(crate) fn custom_schema(info: &ResourceInfo, dialect: Dialect) -> Value {
     schema
 }
 
+/// The query parameters every operation lists.
+pub(crate) const PARAMETERS: &[&str] = &[
+    "dryRun",
+    "fieldManager",
+    "fieldValidation",
+    "force",
+    "pretty",
+];
+
+const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
+
+/// The patch types a resource accepts: strategic merge patches for built-in kinds only, as
+/// kube-apiserver lists them (kubectl picks client-side apply's patch type from this list).
+pub(crate) fn patch_types(info: &ResourceInfo) -> Vec<&'static str> {
+    let mut types = vec![
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+    ];
+    if info.is_builtin() {
+        types.insert(2, "application/strategic-merge-patch+json");
+    }
+    types
+}
+
 fn operation(info: &ResourceInfo, action: &str, def: &str) -> Value {
-    let params: Vec<Value> = [
-        "dryRun",
-        "fieldManager",
-        "fieldValidation",
-        "force",
-        "pretty",
-    ]
-    .iter()
-    .map(|p| json!({"name": p, "in": "query", "schema": {"type": "string", "uniqueItems": true}}))
-    .collect();
-    json!({
+    let params: Vec<Value> = PARAMETERS
+        .iter()
+        .map(|p| json!({"name": p, "in": "query", "schema": {"type": "string", "uniqueItems": true}}))
+        .collect();
+    let mut op = json!({
         "operationId": format!("{action}{}", info.kind),
         "parameters": params,
         "responses": {"200": {"description": "OK", "content": {"application/json": {
             "schema": {"$ref": format!("{REF_PREFIX}{def}")}}}}},
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": {"group": info.group, "version": info.version, "kind": info.kind},
-    })
+    });
+    if action == "patch" {
+        let content: Map<String, Value> = patch_types(info)
+            .into_iter()
+            .map(|t| {
+                (
+                    t.to_string(),
+                    json!({"schema": {"$ref": format!("{REF_PREFIX}{PATCH}")}}),
+                )
+            })
+            .collect();
+        op["requestBody"] = json!({"content": content, "required": true});
+    }
+    op
 }
 
 /// The path prefix of a group-version: `/api/v1` or `/apis/apps/v1`.
@@ -245,7 +277,7 @@ pub fn document(registry: &Registry, group: &str, version: &str) -> Option<Value
         return None;
     }
     let mut paths = Map::new();
-    let mut roots = vec![OBJECT_META.to_string()];
+    let mut roots = vec![OBJECT_META.to_string(), PATCH.to_string()];
     let mut custom = Map::new();
     for r in &resources {
         let def = definition_name(r);
@@ -333,6 +365,12 @@ mod tests {
             patch["x-kubernetes-group-version-kind"]["kind"],
             "Deployment"
         );
+        let body = &patch["requestBody"]["content"];
+        assert!(
+            body["application/strategic-merge-patch+json"].is_object(),
+            "{patch}"
+        );
+        assert!(doc["components"]["schemas"][PATCH].is_object());
         assert!(
             index(&reg)["paths"]["apis/apps/v1"]["serverRelativeURL"]
                 .as_str()

@@ -91,8 +91,13 @@ async fn kubectl_explain_reads_the_protobuf_document() {
     assert!(out.stdout.contains("how big"), "{out:?}");
 }
 
+/// The `/openapi/` requests in kubectl's `-v=6` log.
+fn openapi_fetches(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.contains("/openapi/")).collect()
+}
+
 #[tokio::test]
-async fn client_side_apply_computes_its_patches_from_the_v2_document() {
+async fn client_side_apply_patches_built_ins_from_v3_and_custom_resources_from_v2() {
     let env = Env::start().await;
     let manifest = |image: &str| {
         format!(
@@ -103,7 +108,8 @@ async fn client_side_apply_computes_its_patches_from_the_v2_document() {
     let file = file.to_str().unwrap();
     env.kubectl(&["apply", "-f", file]).await.ok();
     // A live-only change to one container, then an apply that changes the other: a patch
-    // merged by container name (strategic, from the document) keeps the live change.
+    // merged by container name (strategic, as the v3 document offers for built-ins, as on a
+    // real server) keeps the live change.
     env.kubectl(&[
         "set",
         "env",
@@ -118,12 +124,10 @@ async fn client_side_apply_computes_its_patches_from_the_v2_document() {
     .ok();
     env.write("web.yaml", &manifest("nginx:2"));
     let out = env.kubectl(&["apply", "-f", file, "-v=6"]).await.ok();
+    let fetches = openapi_fetches(&out.stderr);
     assert!(
-        out.stderr
-            .lines()
-            .any(|l| l.contains("/openapi/v2?timeout=32s 200 OK")),
-        "kubectl fetched the v2 document: {}",
-        out.stderr
+        fetches.iter().all(|l| !l.contains("/openapi/v2")),
+        "the v3 document serves the patch: {fetches:#?}"
     );
     assert!(
         !out.stderr.contains("error calculating patch"),
@@ -149,11 +153,60 @@ async fn client_side_apply_computes_its_patches_from_the_v2_document() {
         json!([{"name": "LIVE", "value": "1"}]),
         "{containers}"
     );
-    // `diff` reads it too, and shows the one difference.
-    env.write("web.yaml", &manifest("nginx:3"));
-    let diff = env.kubectl(&["diff", "-f", file]).await;
+    // A custom resource: the v3 document offers no strategic merge patch, so kubectl reads
+    // the v2 document's patch types and sends a merge patch.
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let (code, body) = env
+        .json(
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let widget = |size: u32| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: team-a}}\nspec: {{size: {size}}}\n"
+        )
+    };
+    let wfile = env.write("w.yaml", &widget(1));
+    let wfile = wfile.to_str().unwrap();
+    env.kubectl(&["apply", "-f", wfile]).await.ok();
+    env.write("w.yaml", &widget(2));
+    let out = env.kubectl(&["apply", "-f", wfile, "-v=8"]).await.ok();
+    let fetches = openapi_fetches(&out.stderr);
+    assert!(
+        fetches
+            .iter()
+            .any(|l| l.contains("GET https://") && l.contains("/openapi/v2?timeout=32s")),
+        "kubectl fetched the v2 document: {fetches:#?}"
+    );
+    assert!(
+        out.stderr
+            .contains("Content-Type: application/com.github.proto-openapi.spec.v2.v1.0+protobuf"),
+        "kubesim answered the protobuf form: {}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("Content-Type: application/merge-patch+json"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("widget.example.com/w configured"),
+        "{out:?}"
+    );
+    // `diff` shows the one difference.
+    env.write("w.yaml", &widget(3));
+    let diff = env.kubectl(&["diff", "-f", wfile]).await;
     assert_eq!(diff.code, 1, "{diff:?}");
-    assert!(diff.stdout.contains("+      - image: nginx:3"), "{diff:?}");
+    assert!(diff.stdout.contains("+  size: 3"), "{diff:?}");
 }
 
 #[tokio::test]

@@ -33,31 +33,11 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
-use crate::openapi::{Dialect, builtin_schemas, custom_schema, definition_name, resource_paths};
+use crate::openapi::{
+    Dialect, PARAMETERS, builtin_schemas, custom_schema, definition_name, patch_types,
+    resource_paths,
+};
 use crate::resources::{Registry, ResourceInfo};
-
-/// The query parameters every operation lists.
-const PARAMETERS: &[&str] = &[
-    "dryRun",
-    "fieldManager",
-    "fieldValidation",
-    "force",
-    "pretty",
-];
-
-/// The patch types a resource accepts: strategic merge patches for built-in kinds only, as
-/// kube-apiserver serves them (kubectl picks the patch type from this list).
-fn patch_types(info: &ResourceInfo) -> Vec<&'static str> {
-    let mut types = vec![
-        "application/json-patch+json",
-        "application/merge-patch+json",
-        "application/apply-patch+yaml",
-    ];
-    if info.is_builtin() {
-        types.insert(2, "application/strategic-merge-patch+json");
-    }
-    types
-}
 
 fn operation(info: &ResourceInfo, action: &str, def: &str) -> Value {
     let consumes = match action {
