@@ -807,3 +807,72 @@ async fn replies_are_protobuf_when_the_client_prefers_it_and_kubectl_reads_them(
         .ok();
     assert_eq!(token.stdout.trim().split('.').count(), 3, "{token:?}");
 }
+
+/// A varint at `pos` (test-side reader of the watch frames).
+fn read_varint(buf: &[u8], pos: &mut usize) -> u64 {
+    let mut value = 0;
+    for shift in (0..64).step_by(7) {
+        let byte = buf[*pos];
+        *pos += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            break;
+        }
+    }
+    value
+}
+
+/// The length-delimited fields of a message, by number.
+fn bytes_fields(buf: &[u8]) -> Vec<(u64, &[u8])> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < buf.len() {
+        let key = read_varint(buf, &mut pos);
+        assert_eq!(key & 7, 2, "only length-delimited fields here");
+        let len = read_varint(buf, &mut pos) as usize;
+        out.push((key >> 3, &buf[pos..pos + len]));
+        pos += len;
+    }
+    out
+}
+
+#[tokio::test]
+async fn watches_asking_for_protobuf_get_length_prefixed_watch_events() {
+    let env = Env::start().await;
+    for name in ["one", "two"] {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+            "data": {"k": name}});
+        let (code, body) = env
+            .json("POST", "/api/v1/namespaces/team-a/configmaps", &cm)
+            .await;
+        assert_eq!(code, 201, "{body}");
+    }
+    // The stream ends after its timeout; what matters is what it carried.
+    let (code, content_type, body) = get_protobuf(
+        &env,
+        "/api/v1/namespaces/team-a/configmaps?watch=true&timeoutSeconds=1&labelSelector=",
+    )
+    .await;
+    assert_eq!(
+        (code, content_type.as_str()),
+        (200, "application/vnd.kubernetes.protobuf;stream=watch")
+    );
+    let mut seen = Vec::new();
+    let mut rest = body.as_slice();
+    while !rest.is_empty() {
+        let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        let event = &rest[4..4 + len];
+        rest = &rest[4 + len..];
+        let fields = bytes_fields(event);
+        assert_eq!(fields[0], (1, b"ADDED".as_slice()), "{fields:?}");
+        let raw = bytes_fields(fields[1].1);
+        assert_eq!(raw[0].0, 1);
+        let object = kubesim::protobuf::decode(raw[0].1).unwrap();
+        assert_eq!(object["kind"], "ConfigMap");
+        seen.push(object["metadata"]["name"].as_str().unwrap().to_string());
+    }
+    assert!(
+        seen.contains(&"one".to_string()) && seen.contains(&"two".to_string()),
+        "{seen:?}"
+    );
+}

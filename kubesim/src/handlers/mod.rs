@@ -127,6 +127,9 @@ pub struct Req<'a> {
     pub user_agent: String,
     /// Whether the `Accept` header asks for a Table (server-side printing).
     pub as_table: bool,
+    /// Whether the `Accept` header lists protobuf first (watch streams are framed for it;
+    /// whole replies are re-encoded by [`crate::reply::negotiate`]).
+    pub protobuf: bool,
     /// Warnings for the response's `Warning` headers (e.g. unknown fields dropped).
     pub warnings: parking_lot::Mutex<Vec<String>>,
 }
@@ -369,6 +372,7 @@ pub async fn route(
         .trim()
         .to_ascii_lowercase();
     let as_table = crate::table::wanted(&header(hyper::header::ACCEPT));
+    let protobuf = crate::protobuf::preferred(&header(hyper::header::ACCEPT));
     let user_agent = header(hyper::header::USER_AGENT)
         .split('/')
         .next()
@@ -384,6 +388,7 @@ pub async fn route(
         identity,
         user_agent,
         as_table,
+        protobuf,
         warnings: parking_lot::Mutex::new(Vec::new()),
     };
     let reply = |(code, v): (u16, Value)| json_reply(code, &v);

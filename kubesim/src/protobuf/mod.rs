@@ -137,6 +137,23 @@ pub fn encode(obj: &Value) -> Result<Vec<u8>, EncodeError> {
     Ok(out)
 }
 
+/// One event of a protobuf watch stream, as kube-apiserver frames it: a 4-byte big-endian
+/// length, then a meta/v1 WatchEvent (type 1, object 2 as a RawExtension holding the
+/// enveloped object) written without an envelope of its own.
+pub fn watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, EncodeError> {
+    let object = encode(object)?;
+    let mut raw = Vec::new();
+    put_bytes(&mut raw, 1, &object);
+    let mut event = Vec::new();
+    put_bytes(&mut event, 1, event_type.as_bytes());
+    put_bytes(&mut event, 2, &raw);
+    let len = u32::try_from(event.len())
+        .map_err(|_| EncodeError::Invalid(format!("a {event_type} event over 4 GiB")))?;
+    let mut frame = len.to_be_bytes().to_vec();
+    frame.extend(event);
+    Ok(frame)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +240,29 @@ mod tests {
             "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json"
         ));
         assert!(!preferred(""));
+    }
+
+    #[test]
+    fn watch_events_are_length_prefixed_and_carry_the_enveloped_object() {
+        let status = json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
+            "reason": "Expired", "code": 410});
+        let frame = watch_event("ERROR", &status).unwrap();
+        let len = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, frame.len() - 4);
+        let event: Vec<_> = fields(&frame[4..]).map(Result::unwrap).collect();
+        let (Wire::Bytes(kind), Wire::Bytes(raw)) = (event[0].1, event[1].1) else {
+            panic!("{event:?}");
+        };
+        assert_eq!(kind, b"ERROR");
+        let Some(Ok((1, Wire::Bytes(object)))) = fields(raw).next() else {
+            panic!("{raw:?}");
+        };
+        assert_eq!(decode(object).unwrap(), status);
+        let custom = json!({"apiVersion": "example.com/v1", "kind": "Widget"});
+        assert!(matches!(
+            watch_event("ADDED", &custom),
+            Err(EncodeError::Unsupported(_))
+        ));
     }
 
     #[test]
