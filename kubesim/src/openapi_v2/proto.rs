@@ -1,9 +1,8 @@
 //! The protobuf form of the Swagger 2.0 document: gnostic's `openapi.v2.Document`
 //! (`github.com/google/gnostic-models/openapiv2/OpenAPIv2.proto`, proto3), which client-go's
 //! `OpenAPISchema()` reads, unconditionally, as protobuf. Written: the document's version
-//! and info, each path's operations (id, consumes, produces, schemes, tags and `x-`
-//! extensions) and every definition's schema in full; operation parameters, responses and
-//! security, which clients read from the JSON form if at all, are left out. Extension,
+//! and info, each path's operations (id, consumes, produces, schemes, tags, query
+//! parameters, responses and `x-` extensions) and every definition's schema. Extension,
 //! default, enum and example values travel as YAML text (`Any.yaml`), here their JSON
 //! form, which is YAML.
 
@@ -76,9 +75,51 @@ fn operation(op: &Value) -> Vec<u8> {
     string(&mut out, 5, op.get("operationId"));
     strings(&mut out, 6, op.get("produces"));
     strings(&mut out, 7, op.get("consumes"));
+    for parameter in op
+        .get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        put_bytes(&mut out, 8, &query_parameter(parameter));
+    }
+    if let Some(responses) = op.get("responses").and_then(Value::as_object) {
+        let mut codes = Vec::new();
+        for (code, response) in responses {
+            let mut body = Vec::new();
+            string(&mut body, 1, response.get("description"));
+            if let Some(s) = response.get("schema") {
+                put_bytes(&mut body, 2, &wrapped(1, s));
+            }
+            let mut value = Vec::new();
+            put_bytes(&mut value, 1, &body);
+            put_bytes(&mut codes, 1, &named(code, &value));
+        }
+        put_bytes(&mut out, 9, &codes);
+    }
     strings(&mut out, 10, op.get("schemes"));
     extensions(&mut out, 13, op);
     out
+}
+
+/// A query parameter as ParametersItem{parameter: Parameter{non_body_parameter:
+/// NonBodyParameter{query_parameter_sub_schema}}} (the only kind the document lists).
+fn query_parameter(parameter: &Value) -> Vec<u8> {
+    let mut sub = Vec::new();
+    string(&mut sub, 2, parameter.get("in"));
+    string(&mut sub, 4, parameter.get("name"));
+    string(&mut sub, 6, parameter.get("type"));
+    if parameter.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
+        put_key(&mut sub, 20, 0);
+        put_varint(&mut sub, 1);
+    }
+    let mut non_body = Vec::new();
+    put_bytes(&mut non_body, 3, &sub);
+    let mut param = Vec::new();
+    put_bytes(&mut param, 2, &non_body);
+    let mut item = Vec::new();
+    put_bytes(&mut item, 1, &param);
+    item
 }
 
 fn schema(node: &Value) -> Vec<u8> {
@@ -222,5 +263,60 @@ fn strings(out: &mut Vec<u8>, number: u32, v: Option<&Value>) {
         .filter_map(Value::as_str)
     {
         put_bytes(out, number, text.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protobuf::wire::{Wire, fields};
+    use serde_json::json;
+
+    /// The length-delimited values of field `number`.
+    fn all(buf: &[u8], number: u64) -> Vec<&[u8]> {
+        fields(buf)
+            .map(Result::unwrap)
+            .filter_map(|(n, w)| match (n == number, w) {
+                (true, Wire::Bytes(b)) => Some(b),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn operations_carry_parameters_and_responses_and_schemas_their_extensions() {
+        let doc = json!({"swagger": "2.0", "paths": {"/x": {"patch": {
+            "operationId": "patchX", "consumes": ["application/merge-patch+json"],
+            "parameters": [{"name": "dryRun", "in": "query", "type": "string", "uniqueItems": true}],
+            "responses": {"200": {"description": "OK", "schema": {"$ref": "#/definitions/X"}}},
+            "x-kubernetes-action": "patch"}}},
+            "definitions": {"X": {"type": "object", "additionalProperties": false,
+                "properties": {"a": {"type": "array", "items": {"type": "string"}}},
+                "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "X"}]}}});
+        let bytes = encode(&doc);
+        assert_eq!(all(&bytes, 1), [b"2.0".as_slice()]);
+        let path = all(all(&bytes, 8)[0], 2)[0];
+        assert_eq!(all(path, 1), [b"/x".as_slice()]);
+        let patch = all(all(path, 2)[0], 8)[0];
+        assert_eq!(all(patch, 5), [b"patchX".as_slice()]);
+        assert_eq!(all(patch, 7), [b"application/merge-patch+json".as_slice()]);
+        let query = all(all(all(all(patch, 8)[0], 1)[0], 2)[0], 3)[0];
+        assert_eq!(all(query, 4), [b"dryRun".as_slice()]);
+        let response = all(all(all(patch, 9)[0], 1)[0], 2)[0];
+        let schema = all(all(all(response, 1)[0], 2)[0], 1)[0];
+        assert_eq!(all(schema, 1), [b"#/definitions/X".as_slice()]);
+        let extension = all(patch, 13)[0];
+        assert_eq!(all(extension, 1), [b"x-kubernetes-action".as_slice()]);
+        assert_eq!(all(all(extension, 2)[0], 2), [b"\"patch\"".as_slice()]);
+        let definition = all(all(&bytes, 9)[0], 1)[0];
+        let x = all(definition, 2)[0];
+        assert_eq!(all(all(x, 22)[0], 1), [b"object".as_slice()]);
+        assert_eq!(
+            all(x, 21),
+            [[0x10, 0x00].as_slice()],
+            "additionalProperties: false"
+        );
+        let gvk = all(x, 31)[0];
+        assert_eq!(all(gvk, 1), [b"x-kubernetes-group-version-kind".as_slice()]);
     }
 }

@@ -3,7 +3,7 @@
 
 /// One field's value as it appears on the wire.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Wire<'a> {
+pub(crate) enum Wire<'a> {
     /// Wire type 0.
     Varint(u64),
     /// Wire type 1 (a `double` here).
@@ -16,7 +16,7 @@ pub(super) enum Wire<'a> {
 
 impl Wire<'_> {
     /// The wire type number, for error messages.
-    pub(super) fn wire_type(&self) -> u8 {
+    pub(crate) fn wire_type(&self) -> u8 {
         match self {
             Wire::Varint(_) => 0,
             Wire::Fixed64(_) => 1,
@@ -57,13 +57,13 @@ fn take<'a>(buf: &'a [u8], pos: &mut usize, len: u64) -> Result<&'a [u8], String
 }
 
 /// An iterator over the (field number, value) pairs of one message.
-pub(super) struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     buf: &'a [u8],
     pos: usize,
 }
 
 /// The fields of the message in `buf`, in wire order.
-pub(super) fn fields(buf: &[u8]) -> Fields<'_> {
+pub(crate) fn fields(buf: &[u8]) -> Fields<'_> {
     Fields { buf, pos: 0 }
 }
 
