@@ -13,10 +13,34 @@ use crate::resources::{Registry, ResourceInfo};
 const REF_PREFIX: &str = "#/components/schemas/";
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
-/// The schema data's definitions converted to OpenAPI v3 (refs, int-or-string, GVKs).
-fn builtin_schemas() -> &'static Map<String, Value> {
-    static SCHEMAS: OnceLock<Map<String, Value>> = OnceLock::new();
-    SCHEMAS.get_or_init(|| {
+/// The OpenAPI dialect a schema is written in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Dialect {
+    /// OpenAPI v3 (`/openapi/v3`): refs to `#/components/schemas/`, wrapped in `allOf` when
+    /// the node says more than the ref, as kube-apiserver writes them.
+    V3,
+    /// Swagger 2.0 (`/openapi/v2`): refs to `#/definitions/`, with their sibling keys.
+    V2,
+}
+
+impl Dialect {
+    fn ref_prefix(self) -> &'static str {
+        match self {
+            Dialect::V3 => REF_PREFIX,
+            Dialect::V2 => "#/definitions/",
+        }
+    }
+}
+
+/// The schema data's definitions converted to the dialect (refs, int-or-string, GVKs).
+pub(crate) fn builtin_schemas(dialect: Dialect) -> &'static Map<String, Value> {
+    static V3: OnceLock<Map<String, Value>> = OnceLock::new();
+    static V2: OnceLock<Map<String, Value>> = OnceLock::new();
+    let cell = match dialect {
+        Dialect::V3 => &V3,
+        Dialect::V2 => &V2,
+    };
+    cell.get_or_init(|| {
         let raw = k8s_merge::Schema::builtin().raw();
         let mut gvks: BTreeMap<String, Vec<Value>> = BTreeMap::new();
         for k in raw
@@ -36,7 +60,7 @@ fn builtin_schemas() -> &'static Map<String, Value> {
         let mut out = Map::new();
         if let Some(defs) = raw.get("definitions").and_then(Value::as_object) {
             for (name, def) in defs {
-                let mut converted = convert(def);
+                let mut converted = convert(def, dialect);
                 if let Some(g) = gvks.remove(name) {
                     converted["x-kubernetes-group-version-kind"] = Value::Array(g);
                 }
@@ -47,36 +71,43 @@ fn builtin_schemas() -> &'static Map<String, Value> {
     })
 }
 
-/// Converts one schema node of the data file to OpenAPI v3.
-fn convert(node: &Value) -> Value {
+/// Converts one schema node of the data file to the dialect.
+fn convert(node: &Value, dialect: Dialect) -> Value {
     match node {
         Value::Object(m) => {
             if let Some(Value::Array(alts)) = m.get("oneOf")
                 && alts.iter().all(Value::is_string)
             {
-                return json!({"type": "string", "format": "int-or-string", "x-kubernetes-int-or-string": true});
+                return match dialect {
+                    Dialect::V3 => {
+                        json!({"type": "string", "format": "int-or-string", "x-kubernetes-int-or-string": true})
+                    }
+                    Dialect::V2 => json!({"type": "string", "format": "int-or-string"}),
+                };
             }
             let mut out = Map::new();
             let mut reference = None;
             for (k, v) in m {
                 if k == "ref" {
-                    reference = v
-                        .as_str()
-                        .map(|r| json!({"$ref": format!("{REF_PREFIX}{r}")}));
+                    reference = v.as_str().map(|r| format!("{}{r}", dialect.ref_prefix()));
                 } else {
-                    out.insert(k.clone(), convert(v));
+                    out.insert(k.clone(), convert(v, dialect));
                 }
             }
-            match reference {
-                Some(r) if out.is_empty() => r,
-                Some(r) => {
-                    out.insert("allOf".into(), json!([r]));
+            match (reference, dialect) {
+                (Some(r), Dialect::V3) if out.is_empty() => json!({"$ref": r}),
+                (Some(r), Dialect::V3) => {
+                    out.insert("allOf".into(), json!([{"$ref": r}]));
                     Value::Object(out)
                 }
-                None => Value::Object(out),
+                (Some(r), Dialect::V2) => {
+                    out.insert("$ref".into(), Value::String(r));
+                    Value::Object(out)
+                }
+                (None, _) => Value::Object(out),
             }
         }
-        Value::Array(a) => Value::Array(a.iter().map(convert).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(|v| convert(v, dialect)).collect()),
         other => other.clone(),
     }
 }
@@ -102,7 +133,7 @@ fn collect_refs(node: &Value, out: &mut Vec<String>) {
 
 /// The named built-in schemas and everything they reference.
 fn closure(roots: impl IntoIterator<Item = String>) -> Map<String, Value> {
-    let all = builtin_schemas();
+    let all = builtin_schemas(Dialect::V3);
     let mut seen = BTreeSet::new();
     let mut todo: Vec<String> = roots.into_iter().collect();
     let mut out = Map::new();
@@ -133,8 +164,8 @@ pub fn definition_name(info: &ResourceInfo) -> String {
     }
 }
 
-/// A CRD version's schema as a component, with metadata typed as ObjectMeta.
-fn custom_schema(info: &ResourceInfo) -> Value {
+/// A CRD version's schema as a component (definition), with metadata typed as ObjectMeta.
+pub(crate) fn custom_schema(info: &ResourceInfo, dialect: Dialect) -> Value {
     let mut schema = info.schema.clone().unwrap_or(json!({"type": "object"}));
     if !schema.is_object() {
         schema = json!({"type": "object"});
@@ -142,8 +173,11 @@ fn custom_schema(info: &ResourceInfo) -> Value {
     if !schema.get("properties").is_some_and(Value::is_object) {
         schema["properties"] = json!({});
     }
-    schema["properties"]["metadata"] =
-        json!({"allOf": [{"$ref": format!("{REF_PREFIX}{OBJECT_META}")}]});
+    let meta = format!("{}{OBJECT_META}", dialect.ref_prefix());
+    schema["properties"]["metadata"] = match dialect {
+        Dialect::V3 => json!({"allOf": [{"$ref": meta}]}),
+        Dialect::V2 => json!({"$ref": meta}),
+    };
     schema["properties"]["apiVersion"] = json!({"type": "string"});
     schema["properties"]["kind"] = json!({"type": "string"});
     schema["x-kubernetes-group-version-kind"] =
@@ -151,33 +185,84 @@ fn custom_schema(info: &ResourceInfo) -> Value {
     schema
 }
 
+/// The query parameters every operation lists.
+pub(crate) const PARAMETERS: &[&str] = &[
+    "dryRun",
+    "fieldManager",
+    "fieldValidation",
+    "force",
+    "pretty",
+];
+
+const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
+
+/// The patch types a resource accepts: strategic merge patches for built-in kinds only, as
+/// kube-apiserver lists them (kubectl picks client-side apply's patch type from this list).
+pub(crate) fn patch_types(info: &ResourceInfo) -> Vec<&'static str> {
+    let mut types = vec![
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+    ];
+    if info.is_builtin() {
+        types.insert(2, "application/strategic-merge-patch+json");
+    }
+    types
+}
+
 fn operation(info: &ResourceInfo, action: &str, def: &str) -> Value {
-    let params: Vec<Value> = [
-        "dryRun",
-        "fieldManager",
-        "fieldValidation",
-        "force",
-        "pretty",
-    ]
-    .iter()
-    .map(|p| json!({"name": p, "in": "query", "schema": {"type": "string", "uniqueItems": true}}))
-    .collect();
-    json!({
+    let params: Vec<Value> = PARAMETERS
+        .iter()
+        .map(|p| json!({"name": p, "in": "query", "schema": {"type": "string", "uniqueItems": true}}))
+        .collect();
+    let mut op = json!({
         "operationId": format!("{action}{}", info.kind),
         "parameters": params,
         "responses": {"200": {"description": "OK", "content": {"application/json": {
             "schema": {"$ref": format!("{REF_PREFIX}{def}")}}}}},
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": {"group": info.group, "version": info.version, "kind": info.kind},
-    })
+    });
+    if action == "patch" {
+        let content: Map<String, Value> = patch_types(info)
+            .into_iter()
+            .map(|t| {
+                (
+                    t.to_string(),
+                    json!({"schema": {"$ref": format!("{REF_PREFIX}{PATCH}")}}),
+                )
+            })
+            .collect();
+        op["requestBody"] = json!({"content": content, "required": true});
+    }
+    op
 }
 
-fn prefix(group: &str, version: &str) -> String {
+/// The path prefix of a group-version: `/api/v1` or `/apis/apps/v1`.
+pub(crate) fn prefix(group: &str, version: &str) -> String {
     if group.is_empty() {
         format!("/api/{version}")
     } else {
         format!("/apis/{group}/{version}")
     }
+}
+
+/// A resource's collection and object paths, each with its operations (`op(action)`).
+pub(crate) fn resource_paths(r: &ResourceInfo, op: impl Fn(&str) -> Value) -> Vec<(String, Value)> {
+    let base = prefix(&r.group, &r.version);
+    let collection = if r.namespaced {
+        format!("{base}/namespaces/{{namespace}}/{}", r.plural)
+    } else {
+        format!("{base}/{}", r.plural)
+    };
+    let mut out = vec![(collection.clone(), json!({"post": op("post")}))];
+    if !r.create_only {
+        out.push((
+            format!("{collection}/{{name}}"),
+            json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}),
+        ));
+    }
+    out
 }
 
 /// The OpenAPI v3 document of one group-version, or None if it is not served.
@@ -191,36 +276,18 @@ pub fn document(registry: &Registry, group: &str, version: &str) -> Option<Value
     if resources.is_empty() {
         return None;
     }
-    let base = prefix(group, version);
     let mut paths = Map::new();
-    let mut roots = vec![OBJECT_META.to_string()];
+    let mut roots = vec![OBJECT_META.to_string(), PATCH.to_string()];
     let mut custom = Map::new();
     for r in &resources {
         let def = definition_name(r);
         if r.is_builtin() {
             roots.push(def.clone());
         } else {
-            custom.insert(def.clone(), custom_schema(r));
+            custom.insert(def.clone(), custom_schema(r, Dialect::V3));
         }
-        let collection = if r.namespaced {
-            format!("{base}/namespaces/{{namespace}}/{}", r.plural)
-        } else {
-            format!("{base}/{}", r.plural)
-        };
-        paths.insert(
-            collection.clone(),
-            json!({"post": operation(r, "post", &def)}),
-        );
-        if !r.create_only {
-            paths.insert(
-                format!("{collection}/{{name}}"),
-                json!({
-                    "get": operation(r, "get", &def),
-                    "put": operation(r, "put", &def),
-                    "patch": operation(r, "patch", &def),
-                    "delete": operation(r, "delete", &def),
-                }),
-            );
+        for (path, item) in resource_paths(r, |action| operation(r, action, &def)) {
+            paths.insert(path, item);
         }
     }
     let mut schemas = closure(roots);
@@ -298,6 +365,12 @@ mod tests {
             patch["x-kubernetes-group-version-kind"]["kind"],
             "Deployment"
         );
+        let body = &patch["requestBody"]["content"];
+        assert!(
+            body["application/strategic-merge-patch+json"].is_object(),
+            "{patch}"
+        );
+        assert!(doc["components"]["schemas"][PATCH].is_object());
         assert!(
             index(&reg)["paths"]["apis/apps/v1"]["serverRelativeURL"]
                 .as_str()

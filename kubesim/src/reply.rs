@@ -1,11 +1,13 @@
 //! HTTP response bodies and replies shared by the listener and the API handlers: the body
-//! type, whole-document bodies, JSON replies and Status error replies.
+//! type, whole-document bodies, JSON replies, Status error replies, and their protobuf form
+//! for clients whose `Accept` prefers it.
 
 use std::convert::Infallible;
 
 use bytes::Bytes;
-use http_body_util::{Full, combinators::UnsyncBoxBody};
-use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
+use hyper::body::Body as _;
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 
@@ -48,4 +50,37 @@ pub fn error_reply(e: &ApiError) -> Response<Body> {
             .insert(RETRY_AFTER, HeaderValue::from(secs));
     }
     resp
+}
+
+/// The reply in protobuf when the client's `Accept` prefers
+/// `application/vnd.kubernetes.protobuf`, as kube-apiserver answers then: whole JSON
+/// documents (objects, lists, Status errors) whose kind has a protobuf message are
+/// re-encoded; streams (watches), text and documents without a message (discovery) are
+/// answered as they are, which a client listing JSON after protobuf accepts.
+pub async fn negotiate(resp: Response<Body>, accept: &str) -> Response<Body> {
+    let is_json = resp.headers().get(CONTENT_TYPE).map(HeaderValue::as_bytes)
+        == Some(b"application/json".as_slice());
+    if !crate::protobuf::preferred(accept) || !is_json || resp.body().size_hint().exact().is_none()
+    {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(never) => match never {},
+    };
+    let encoded = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|doc| crate::protobuf::encode(&doc).ok());
+    match encoded {
+        Some(protobuf) => {
+            parts.headers.insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static(crate::protobuf::MEDIA_TYPE),
+            );
+            parts.headers.remove(CONTENT_LENGTH);
+            Response::from_parts(parts, full(protobuf))
+        }
+        None => Response::from_parts(parts, full(bytes)),
+    }
 }

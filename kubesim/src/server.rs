@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{AUTHORIZATION, CONTENT_LENGTH};
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH};
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -15,7 +15,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
 use crate::auth::{authenticate, impersonate};
-use crate::reply::{Body, error_reply};
+use crate::reply::{Body, error_reply, negotiate};
 use crate::state::State;
 use crate::status::ApiError;
 
@@ -62,10 +62,17 @@ fn is_public(path: &str) -> bool {
 }
 
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
-    match serve(state, req).await {
+    let accept = req
+        .headers()
+        .get(ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let resp = match serve(state, req).await {
         Ok(resp) => resp,
         Err(e) => error_reply(&e),
-    }
+    };
+    negotiate(resp, &accept).await
 }
 
 async fn serve(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {

@@ -222,6 +222,18 @@ impl ApiError {
         )
     }
 
+    /// 406 when no `Accept` clause names a form the endpoint serves.
+    pub fn not_acceptable(accept: &str, served: &[&str]) -> ApiError {
+        Self::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "only the following media types are accepted: {} (got {accept:?})",
+                served.join(", ")
+            ),
+        )
+    }
+
     /// 413 for a body over the 3 MiB limit.
     pub fn too_large(limit: usize) -> ApiError {
         Self::new(

@@ -231,14 +231,14 @@ async fn hostile_protobuf_bodies_are_refused_without_storing_anything() {
         )
         .await;
     assert_eq!(code, 400, "JSON under the protobuf type: {body}");
-    // A kind kubesim does not decode from protobuf is named in the 415.
-    let sts = b"k8s\x00\x0a\x16\x0a\x07apps/v1\x12\x0bStatefulSet\x12\x00".to_vec();
+    // A kind with no protobuf form (a custom resource's) is named in the 415.
+    let widget = b"k8s\x00\x0a\x18\x0a\x0eexample.com/v1\x12\x06Widget\x12\x00".to_vec();
     let (code, body) = env
         .raw(
             "POST",
             "/apis/apps/v1/namespaces/team-a/statefulsets",
             PROTOBUF,
-            sts,
+            widget,
         )
         .await;
     assert_eq!(code, 415, "{body}");
@@ -246,7 +246,7 @@ async fn hostile_protobuf_bodies_are_refused_without_storing_anything() {
         body["message"]
             .as_str()
             .unwrap()
-            .contains("apps/v1, Kind=StatefulSet"),
+            .contains("example.com/v1, Kind=Widget"),
         "{body}"
     );
     let (_, list) = env.raw("GET", PRIORITY_CLASSES, "", vec![]).await;
@@ -461,10 +461,10 @@ async fn kubectl_create_of_workloads_and_networking_kinds_works() {
 }
 
 #[tokio::test]
-async fn workload_fields_kubesim_cannot_decode_are_refused_not_dropped() {
+async fn a_pod_field_of_the_wrong_wire_type_is_refused_naming_it() {
     let env = Env::start().await;
-    // A Pod whose container carries a liveness probe (Container field 10), which the tables
-    // leave out: 415 naming the field, nothing stored.
+    // A Pod whose container's liveness probe (Container field 10) carries its handler
+    // (Probe field 1, an inlined message) as a varint: 400 naming the field, nothing stored.
     let mut container = b"\x0a\x01c\x12\x07busybox".to_vec();
     container.extend_from_slice(b"\x52\x02\x08\x01");
     let mut spec = vec![0x12, container.len() as u8];
@@ -480,12 +480,12 @@ async fn workload_fields_kubesim_cannot_decode_are_refused_not_dropped() {
     let (code, out) = env
         .raw("POST", "/api/v1/namespaces/team-a/pods", PROTOBUF, body)
         .await;
-    assert_eq!(code, 415, "{out}");
+    assert_eq!(code, 400, "{out}");
     assert!(
         out["message"]
             .as_str()
             .unwrap()
-            .contains("spec.containers field 10"),
+            .ends_with("Pod proto: wrong wireType = 0 for field spec.containers[0].livenessProbe"),
         "{out}"
     );
     let (code, _) = env

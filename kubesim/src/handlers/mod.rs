@@ -27,7 +27,7 @@ use crate::auth::{Identity, check};
 use crate::discovery;
 use crate::rbac::{Request as AuthzRequest, ResourceAttributes};
 use crate::reply::{Body, full, json_reply};
-use crate::resources::ResourceInfo;
+use crate::resources::{Registry, ResourceInfo};
 use crate::state::State;
 use crate::status::ApiError;
 
@@ -127,6 +127,9 @@ pub struct Req<'a> {
     pub user_agent: String,
     /// Whether the `Accept` header asks for a Table (server-side printing).
     pub as_table: bool,
+    /// Whether the `Accept` header lists protobuf first (watch streams are framed for it;
+    /// whole replies are re-encoded by [`crate::reply::negotiate`]).
+    pub protobuf: bool,
     /// Warnings for the response's `Warning` headers (e.g. unknown fields dropped).
     pub warnings: parking_lot::Mutex<Vec<String>>,
 }
@@ -310,6 +313,7 @@ pub async fn route(
             let doc = discovery::resource_list(&registry, group, version).ok_or_else(not_found)?;
             return Ok(json_reply(200, &doc));
         }
+        ["openapi", "v2"] => return openapi_v2(&registry, accept),
         ["openapi", "v3"] => return Ok(json_reply(200, &crate::openapi::index(&registry))),
         ["openapi", "v3", "api", "v1"] => {
             let doc = crate::openapi::document(&registry, "", "v1").ok_or_else(not_found)?;
@@ -368,6 +372,7 @@ pub async fn route(
         .trim()
         .to_ascii_lowercase();
     let as_table = crate::table::wanted(&header(hyper::header::ACCEPT));
+    let protobuf = crate::protobuf::preferred(&header(hyper::header::ACCEPT));
     let user_agent = header(hyper::header::USER_AGENT)
         .split('/')
         .next()
@@ -383,6 +388,7 @@ pub async fn route(
         identity,
         user_agent,
         as_table,
+        protobuf,
         warnings: parking_lot::Mutex::new(Vec::new()),
     };
     let reply = |(code, v): (u16, Value)| json_reply(code, &v);
@@ -431,6 +437,42 @@ pub async fn route(
         crate::reply::add_warnings(&mut resp, &warnings);
         resp
     })
+}
+
+/// `/openapi/v2`, in the form the first `Accept` clause that names one asks for (kube-openapi's
+/// negotiation): JSON for `application/json` and wildcards, protobuf for gnostic's types;
+/// 406 when no clause names either.
+fn openapi_v2(registry: &Arc<Registry>, accept: &str) -> Result<Response<Body>, ApiError> {
+    let accept = if accept.trim().is_empty() {
+        "*/*"
+    } else {
+        accept
+    };
+    let wanted = accept.split(',').find_map(|clause| {
+        let media = clause.split(';').next().unwrap_or_default().trim();
+        crate::openapi_v2::form(media)
+    });
+    let Some(form) = wanted else {
+        return Err(ApiError::not_acceptable(
+            accept,
+            &["application/json", crate::openapi_v2::MEDIA_TYPE],
+        ));
+    };
+    let doc = crate::openapi_v2::rendered(registry);
+    let (bytes, content_type) = match form {
+        crate::openapi_v2::Form::Json => (doc.json.clone(), "application/json"),
+        crate::openapi_v2::Form::Protobuf => (doc.protobuf.clone(), crate::openapi_v2::MEDIA_TYPE),
+    };
+    let mut resp = Response::new(full(bytes));
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
+    resp.headers_mut().insert(
+        hyper::header::VARY,
+        hyper::header::HeaderValue::from_static("Accept"),
+    );
+    Ok(resp)
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! Watch streams: from a resourceVersion (410 Gone as an ERROR event when it is older than the
-//! history), initial events, bookmarks, selectors, timeouts, and dropped streams on demand.
+//! history), initial events, bookmarks, selectors, timeouts, and dropped streams on demand;
+//! newline-delimited JSON events, or length-prefixed protobuf WatchEvents when the client's
+//! `Accept` lists protobuf first.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,23 +26,54 @@ use super::read::{matches, present, selectors};
 /// How often a watch that allows bookmarks gets one.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(1);
 
-fn line(event_type: &str, object: &Value) -> Bytes {
-    let mut bytes =
-        serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default();
-    bytes.push(b'\n');
-    Bytes::from(bytes)
+/// How a watch stream frames its events.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Framing {
+    /// One JSON event per line.
+    Json,
+    /// kube-apiserver's protobuf stream: length-prefixed WatchEvents.
+    Protobuf,
 }
 
-fn bookmark(info: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
-    let mut obj = json!({
-        "kind": info.kind,
-        "apiVersion": info.api_version(),
-        "metadata": {"resourceVersion": rv.to_string()},
-    });
-    if initial_end {
-        obj["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+impl Framing {
+    fn content_type(self) -> &'static str {
+        match self {
+            Framing::Json => "application/json",
+            Framing::Protobuf => "application/vnd.kubernetes.protobuf;stream=watch",
+        }
     }
-    line("BOOKMARK", &obj)
+
+    /// One event. An object with no protobuf form (which a served built-in kind always has)
+    /// becomes an ERROR event naming it, as the stream cannot switch to JSON.
+    fn event(self, event_type: &str, object: &Value) -> Bytes {
+        match self {
+            Framing::Json => {
+                let mut bytes = serde_json::to_vec(&json!({"type": event_type, "object": object}))
+                    .unwrap_or_default();
+                bytes.push(b'\n');
+                Bytes::from(bytes)
+            }
+            Framing::Protobuf => match crate::protobuf::watch_event(event_type, object) {
+                Ok(frame) => Bytes::from(frame),
+                Err(e) => {
+                    let status = ApiError::internal(e.to_string()).to_status();
+                    Bytes::from(crate::protobuf::watch_event("ERROR", &status).unwrap_or_default())
+                }
+            },
+        }
+    }
+
+    fn bookmark(self, info: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
+        let mut obj = json!({
+            "kind": info.kind,
+            "apiVersion": info.api_version(),
+            "metadata": {"resourceVersion": rv.to_string()},
+        });
+        if initial_end {
+            obj["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        self.event("BOOKMARK", &obj)
+    }
 }
 
 /// What a watch filters on, and how it shows objects.
@@ -48,6 +81,7 @@ struct Filter {
     info: Arc<ResourceInfo>,
     /// `Some(includeObject)` when the watch asked for Table rows.
     table: Option<Option<String>>,
+    framing: Framing,
     namespace: Option<String>,
     name: Option<String>,
     labels: LabelSelector,
@@ -95,7 +129,8 @@ impl Filter {
 
     /// The watch line for a change, if this watch sees it.
     fn line(&self, ev: &Event) -> Option<Bytes> {
-        self.event_type(ev).map(|t| line(t, &self.show(&ev.object)))
+        self.event_type(ev)
+            .map(|t| self.framing.event(t, &self.show(&ev.object)))
     }
 }
 
@@ -107,11 +142,17 @@ pub fn watch(req: &Req<'_>) -> Result<Response<Body>, ApiError> {
         info: info.clone(),
         table: (req.as_table && req.target.subresource.is_none())
             .then(|| req.query.get("includeObject").map(String::from)),
+        framing: if req.protobuf && !req.as_table {
+            Framing::Protobuf
+        } else {
+            Framing::Json
+        },
         namespace: req.target.namespace.clone(),
         name: req.target.name.clone(),
         labels,
         fields,
     };
+    let framing = filter.framing;
     let bookmarks = req.query.flag("allowWatchBookmarks");
     let send_initial = req.query.flag("sendInitialEvents");
     let timeout = match req.query.get("timeoutSeconds") {
@@ -169,16 +210,22 @@ pub fn watch(req: &Req<'_>) -> Result<Response<Body>, ApiError> {
         let (initial, past, mut sub, mut last_rv) = match start {
             Ok(s) => s,
             Err(gone) => {
-                let _ = tx.send(line("ERROR", &gone.to_status())).await;
+                let _ = tx.send(framing.event("ERROR", &gone.to_status())).await;
                 return;
             }
         };
         for obj in &initial {
-            if tx.send(line("ADDED", obj)).await.is_err() {
+            if tx.send(framing.event("ADDED", obj)).await.is_err() {
                 return;
             }
         }
-        if send_initial && bookmarks && tx.send(bookmark(&info, last_rv, true)).await.is_err() {
+        if send_initial
+            && bookmarks
+            && tx
+                .send(framing.bookmark(&info, last_rv, true))
+                .await
+                .is_err()
+        {
             return;
         }
         for ev in past {
@@ -214,13 +261,13 @@ pub fn watch(req: &Req<'_>) -> Result<Response<Body>, ApiError> {
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         let gone = ApiError::gone(last_rv, last_rv + 1);
-                        let _ = tx.send(line("ERROR", &gone.to_status())).await;
+                        let _ = tx.send(framing.event("ERROR", &gone.to_status())).await;
                         return;
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = tick.tick(), if bookmarks => {
-                    if tx.send(bookmark(&info, last_rv, false)).await.is_err() {
+                    if tx.send(framing.bookmark(&info, last_rv, false)).await.is_err() {
                         return;
                     }
                 }
@@ -235,7 +282,9 @@ pub fn watch(req: &Req<'_>) -> Result<Response<Body>, ApiError> {
             .map(|b| (Ok::<_, std::convert::Infallible>(Frame::data(b)), rx))
     });
     let mut resp = Response::new(UnsyncBoxBody::new(StreamBody::new(stream)));
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(framing.content_type()),
+    );
     Ok(resp)
 }
