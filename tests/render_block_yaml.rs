@@ -223,6 +223,8 @@ const SEEDS: &[&str] = &[
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm # the name\n  labels:\n    app: \"web\"\n    tier: 'front'\ndata:\n  script: |\n    #!/bin/sh\n    echo hi\n\n    exit 0\n  folded: >-\n    one\n    two\n\n      indented\n    three\n  empty:\n",
     "kind: Deployment\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers:\n      - name: app\n        image: nginx:1.25\n        args:\n          - --port=8080\n          - -v\n        ports:\n        - containerPort: 80\n          protocol: TCP\n        resources: {}\n      volumes: []\n---\n# second\nkind: Service\nspec:\n  ports:\n  - port: 80\n    targetPort: 8080\n",
     "- a\n- - b\n  - c\n- d: 1\n  e: 2.5\n- \"x\\ty\"\n-\n- ~\n",
+    "args: [\"sh\", -c, 'echo hi']\nsel: {app: web, \"k\": 'v', n: [1, 2.5, {}, [ ]]}\nmodes: [ReadWriteOnce]\n",
+    "spec:\n  description: \"a long\n    quoted \\\"text\\\"\n\n    with\\\n    \\ escapes\"\n  plain: one\n    two\n\n    three\n  single: 'it''s\n    folded'\n",
     "a:\n  b:\n    c:\n      d: [] # deep\n  f: |+\n    keep\n\n\ng: -7\nh: 0\ni: 1e3\nj: 10.0.0.1\n",
 ];
 

@@ -320,16 +320,9 @@ impl<'a> Reader<'a> {
             }
             '|' | '>' => return self.block_scalar(line, col, parent),
             '[' | '{' => {
-                let empty = if first == '[' { "[]" } else { "{}" };
-                let rest = text
-                    .strip_prefix(empty)
-                    .ok_or(Decline("a flow collection"))?;
-                let value = if first == '[' {
-                    Value::Array(Vec::new())
-                } else {
-                    Value::Object(Map::new())
-                };
-                (value, rest)
+                let mut at = 0;
+                let value = self.flow(text, &mut at)?;
+                (value, &text[at..])
             }
             _ => {
                 let plain = plain_scalar(text)?;
@@ -359,6 +352,82 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(value)
+    }
+
+    /// The flow node (`[…]`, `{…}` or a scalar) at byte `at` of `text`, a line's rest; `at`
+    /// is left just past it. Only one-line flow collections of plain and quoted scalars are
+    /// read: no comments, no `:` in plain scalars, no single-pair mappings in sequences, no
+    /// empty values and no trailing commas (the library decides those).
+    fn flow(&mut self, text: &str, at: &mut usize) -> Read<Value> {
+        let bytes = text.as_bytes();
+        let skip = |at: &mut usize| {
+            while bytes.get(*at) == Some(&b' ') {
+                *at += 1;
+            }
+        };
+        skip(at);
+        let open = *bytes
+            .get(*at)
+            .ok_or(Decline("a multi-line flow collection"))?;
+        if !matches!(open, b'[' | b'{') {
+            self.count()?;
+            return flow_scalar(text, at, false);
+        }
+        self.nested(|r| {
+            *at += 1;
+            let close = if open == b'[' { b']' } else { b'}' };
+            let mut items = Vec::new();
+            let mut map = Map::new();
+            skip(at);
+            if bytes.get(*at) == Some(&close) {
+                *at += 1;
+            } else {
+                loop {
+                    if open == b'[' {
+                        items.push(r.flow(text, at)?);
+                    } else {
+                        r.count()?;
+                        let Value::String(key) = flow_scalar(text, at, true)? else {
+                            return Err(Decline("a flow mapping key that is no string"));
+                        };
+                        if bytes.get(*at) != Some(&b':')
+                            || bytes.get(*at + 1) != Some(&b' ')
+                            || map.contains_key(&key)
+                            || key == "<<"
+                        {
+                            return Err(Decline("a flow mapping entry left to the library"));
+                        }
+                        *at += 1;
+                        skip(at);
+                        if matches!(bytes.get(*at), None | Some(b',' | b'}')) {
+                            return Err(Decline("an empty flow mapping value"));
+                        }
+                        let value = r.flow(text, at)?;
+                        map.insert(key, value);
+                    }
+                    skip(at);
+                    match bytes.get(*at) {
+                        Some(&b',') => {
+                            *at += 1;
+                            skip(at);
+                            if matches!(bytes.get(*at), Some(b']' | b'}')) {
+                                return Err(Decline("a trailing comma in a flow collection"));
+                            }
+                        }
+                        Some(&c) if c == close => {
+                            *at += 1;
+                            break;
+                        }
+                        _ => return Err(Decline("a flow collection left to the library")),
+                    }
+                }
+            }
+            Ok(if open == b'[' {
+                Value::Array(items)
+            } else {
+                Value::Object(map)
+            })
+        })
     }
 
     /// The value of quoted scalar `q` that closed on a later line than it opened: what
@@ -759,6 +828,37 @@ fn resolve_dot(s: &str, unsigned: &str) -> Option<Value> {
     }
 }
 
+/// The quoted or plain scalar at byte `at` of `text` inside a flow collection; `at` is left
+/// just past it. Plain scalars end at `,`, `[`, `]`, `{` or `}` (and a mapping `key` at `:`);
+/// one holding `:` or `#`, or starting with an indicator, declines.
+fn flow_scalar(text: &str, at: &mut usize, key: bool) -> Read<Value> {
+    let rest = &text[*at..];
+    if rest.starts_with(['"', '\'']) {
+        let q = quoted(&[rest], 0, 0, None)?;
+        *at += q.end;
+        return Ok(Value::String(q.value));
+    }
+    let end = rest
+        .find([',', '[', ']', '{', '}', ':', '#'])
+        .unwrap_or(rest.len());
+    let plain = rest[..end].trim_end_matches(' ');
+    let first = plain
+        .chars()
+        .next()
+        .ok_or(Decline("an empty flow scalar"))?;
+    let dash_scalar = first == '-' && plain.len() > 1 && !separated(&plain[1..]);
+    let ends_at_colon = rest[end..].starts_with(':');
+    if (ends_at_colon && !key)
+        || rest[end..].starts_with('#')
+        || plain.contains('\t')
+        || (indicator(first) && !dash_scalar)
+    {
+        return Err(Decline("a flow scalar left to the library"));
+    }
+    *at += end;
+    resolve_plain(plain).ok_or(Decline("a plain scalar spelling left to the library"))
+}
+
 /// Where a quoted scalar ends: its value, the line of its closing quote and the offset just
 /// past that quote in the line.
 struct Quoted {
@@ -889,11 +989,11 @@ mod tests {
 
     #[test]
     fn reads_block_style_manifests() {
-        let text = "# c\napiVersion: v1\nkind: List\nd: a\n  b\n\n  c\nq: \"x \n\n   y\\\n  \\ z\"\nitems:\n- a: 1\n  b: \"x\\ty\"\n- - 'it''s'\n  - -2.5\nempty:\nnested:\n  list: []\n  map: {}\n  script: |\n    a\n\n     b\n  folded: >-\n    a\n    b\n\n    c\n---\n---\nnull\n";
-        let docs = documents(text).unwrap();
+        let text = "# c\napiVersion: v1\nkind: List\nf: [a, 'b', {c: \"d\", e: [1, -2]}] # c\nd: a\n  b\n\n  c\nq: \"x \n\n   y\\\n  \\ z\"\nitems:\n- a: 1\n  b: \"x\\ty\"\n- - 'it''s'\n  - -2.5\nempty:\nnested:\n  list: []\n  map: {}\n  script: |\n    a\n\n     b\n  folded: >-\n    a\n    b\n\n    c\n---\n---\nnull\n";
+        let docs = read(text).unwrap();
         assert_eq!(docs.len(), 1);
         let expected = serde_json::json!({
-            "apiVersion": "v1", "kind": "List", "d": "a b\nc", "q": "x\ny z",
+            "apiVersion": "v1", "kind": "List", "f": ["a", "b", {"c": "d", "e": [1, -2]}], "d": "a b\nc", "q": "x\ny z",
             "items": [{"a": 1, "b": "x\ty"}, ["it's", -2.5]],
             "empty": null,
             "nested": {"list": [], "map": {}, "script": "a\n\n b\n", "folded": "a b\nc"}
@@ -941,7 +1041,10 @@ mod tests {
             "a: &x 1\n",
             "a: *x\n",
             "a: !!str 1\n",
-            "a: [1]\n",
+            "a: [1,]\n",
+            "a: [1\n  , 2]\n",
+            "a: {b}\n",
+            "a: [b: c]\n",
             "a: 1\na: 2\n",
             "? a\n: b\n",
             "%YAML 1.2\n---\na: 1\n",
