@@ -90,6 +90,12 @@ pub fn read(text: &str) -> Result<Vec<Value>, Decline> {
 /// characters other than tab and line feed, none of the characters YAML forbids or treats
 /// as line breaks (NEL, the Unicode line and paragraph separators) and no byte-order mark.
 fn plain_characters(text: &str) -> bool {
+    if text
+        .bytes()
+        .all(|b| matches!(b, b'\t' | b'\n' | 0x20..=0x7E))
+    {
+        return true;
+    }
     let ascii_ok = |b: u8| b == b'\t' || b == b'\n' || (0x20..0x7F).contains(&b) || b >= 0x80;
     if !text.bytes().all(ascii_ok) {
         return false;
@@ -514,6 +520,9 @@ impl<'a> Reader<'a> {
                 break;
             }
         }
+        if let Some(out) = folded.as_mut() {
+            out.shrink_to_fit();
+        }
         Ok(folded)
     }
 
@@ -619,6 +628,8 @@ impl<'a> Reader<'a> {
             }
         }
         self.pos = i;
+        // Built by pushing: give back the spare capacity (the library's strings have none).
+        out.shrink_to_fit();
         Ok(Value::String(out))
     }
 }
@@ -676,7 +687,10 @@ fn key(text: &str) -> Read<Option<(String, usize)>> {
                 return Ok(None);
             };
             let name = text[..end].trim_end_matches(' ');
-            if name.contains(['\t', '[', ']', '{', '}', ',']) {
+            if name
+                .bytes()
+                .any(|b| matches!(b, b'\t' | b'[' | b']' | b'{' | b'}' | b','))
+            {
                 return Err(Decline("a key with tabs or flow indicators"));
             }
             (name.to_string(), end, true)
@@ -902,6 +916,7 @@ fn quoted(lines: &[&str], line: usize, col: usize, parent: Option<isize>) -> Rea
                         chars.next();
                         out.push('\'');
                     } else {
+                        out.shrink_to_fit();
                         return Ok(Quoted {
                             value: out,
                             line: at,
@@ -910,6 +925,7 @@ fn quoted(lines: &[&str], line: usize, col: usize, parent: Option<isize>) -> Rea
                     }
                 }
                 '"' if double => {
+                    out.shrink_to_fit();
                     return Ok(Quoted {
                         value: out,
                         line: at,
