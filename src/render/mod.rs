@@ -6,6 +6,7 @@
 //! each one (resources, components, generators, transformers), then the top level adds
 //! generator hashes, fixes name references, sorts, and [`emit`] prints go-yaml v2 YAML.
 
+pub mod block_yaml;
 mod checks;
 mod config;
 mod crds;
@@ -38,6 +39,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub use inputs::inputs_unchanged;
+pub use parse::library_documents;
 pub use transform::{pin_images, split_image};
 pub use tree::{DirTree, Tree, TreeError};
 

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::{RenderError, split};
+use super::{RenderError, block_yaml, split};
 
 /// Largest file the renderer reads (bytes).
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -41,18 +41,30 @@ fn options(shares: usize) -> serde_saphyr::Options {
 /// Parses every document of a YAML (or JSON) file; empty documents are skipped.
 pub fn documents(file: &str, bytes: &[u8]) -> Result<Vec<Value>, RenderError> {
     let text = text(file, bytes)?;
-    let mut docs =
-        match in_parallel(text) {
-            Some(docs) => docs,
-            None => serde_saphyr::from_multiple_with_options::<Value>(text, options(1)).map_err(
-                |e| RenderError::Yaml {
-                    file: file.to_string(),
-                    message: first_line(&e.to_string()),
-                },
-            )?,
-        };
+    let fast = in_parallel(text, |run, _| block_yaml::documents(run))
+        .or_else(|| block_yaml::documents(text));
+    let library = || {
+        in_parallel(text, |run, shares| {
+            serde_saphyr::from_multiple_with_options::<Value>(run, options(shares)).ok()
+        })
+    };
+    let mut docs = match fast.or_else(library) {
+        Some(docs) => docs,
+        None => library_documents(text).map_err(|message| RenderError::Yaml {
+            file: file.to_string(),
+            message,
+        })?,
+    };
     clip_block_scalar_at_eof(text, &mut docs);
     Ok(docs)
+}
+
+/// The documents of `text` as serde-saphyr reads them with the renderer's options and budgets
+/// (the whole text at once); the error is the first line of its message. This is the reference
+/// [`block_yaml`], the fast reader, is compared with, and what reads the files it declines.
+pub fn library_documents(text: &str) -> Result<Vec<Value>, String> {
+    serde_saphyr::from_multiple_with_options::<Value>(text, options(1))
+        .map_err(|e| first_line(&e.to_string()))
 }
 
 /// Smallest file parsed on several threads (below this, threads cost more than they save).
@@ -60,12 +72,15 @@ const PARALLEL_BYTES: usize = 256 * 1024;
 /// Most threads parsing one file.
 const MAX_PARALLEL: usize = 4;
 
-/// The documents of a large multi-document `text`, parsed as runs of whole documents (see
-/// [`split::document_runs`]) on several threads, each run with its share of the file's
-/// budgets. `None` when the file is small, cannot be cut, or any run fails: the caller then
-/// parses it whole, which gives the same documents (the documents of a file are independent)
-/// and reports a failure exactly as a sequential parse does.
-fn in_parallel(text: &str) -> Option<Vec<Value>> {
+/// The documents of a large multi-document `text`, read as runs of whole documents (see
+/// [`split::document_runs`]) on several threads by `read` (given the run and how many runs
+/// share the file's budgets). `None` when the file is small, cannot be cut, or any run fails:
+/// the caller then reads it whole, which gives the same documents (the documents of a file are
+/// independent) and reports a failure exactly as a sequential parse does.
+fn in_parallel<F>(text: &str, read: F) -> Option<Vec<Value>>
+where
+    F: Fn(&str, usize) -> Option<Vec<Value>> + Sync,
+{
     if text.len() < PARALLEL_BYTES {
         return None;
     }
@@ -73,14 +88,11 @@ fn in_parallel(text: &str) -> Option<Vec<Value>> {
         .map_or(1, |n| n.get())
         .min(MAX_PARALLEL);
     let runs = split::document_runs(text, threads)?;
+    let (read, shares) = (&read, runs.len());
     let parsed: Vec<Option<Vec<Value>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = runs
             .iter()
-            .map(|run| {
-                scope.spawn(|| {
-                    serde_saphyr::from_multiple_with_options::<Value>(run, options(runs.len())).ok()
-                })
-            })
+            .map(|run| scope.spawn(move || read(run, shares)))
             .collect();
         handles
             .into_iter()
@@ -362,7 +374,10 @@ mod tests {
     fn large_files_parse_in_parallel_as_they_parse_whole() {
         let text = large_file(3000);
         assert!(text.len() >= PARALLEL_BYTES);
-        let parallel = in_parallel(&text).expect("parsed in parallel");
+        let parallel = in_parallel(&text, |run, shares| {
+            serde_saphyr::from_multiple_with_options::<Value>(run, options(shares)).ok()
+        })
+        .expect("parsed in parallel");
         let whole = serde_saphyr::from_multiple_with_options::<Value>(&text, options(1)).unwrap();
         assert_eq!(parallel, whole);
         let docs = documents("big.yaml", text.as_bytes()).unwrap();
@@ -371,6 +386,16 @@ mod tests {
         assert_eq!(docs[1234]["data"]["script"], "---x\n--- indented\n\ndone\n");
         assert_eq!(docs[1234]["data"]["other"]["a"], "1234");
         assert_eq!(docs[3000]["last"], "x");
+    }
+
+    #[test]
+    fn large_plain_files_are_read_in_parallel_by_the_fast_reader() {
+        let text =
+            "---\nkind: ConfigMap\nmetadata:\n  name: cm # c\ndata:\n  a: |\n    ---x\n  b: '1'\n"
+                .repeat(4000);
+        assert!(text.len() >= PARALLEL_BYTES);
+        let fast = in_parallel(&text, |run, _| block_yaml::documents(run)).expect("read");
+        assert_eq!(Ok(fast), library_documents(&text));
     }
 
     #[test]
@@ -387,7 +412,7 @@ mod tests {
         let storm = "---\naaaaaaaaaaaa: 1\n".repeat(MAX_DOCUMENTS + 1);
         for text in [quoted, alias, storm] {
             assert!(text.len() >= PARALLEL_BYTES);
-            assert!(in_parallel(&text).is_none());
+            assert!(in_parallel(&text, |run, _| block_yaml::documents(run)).is_none());
             let whole = serde_saphyr::from_multiple_with_options::<Value>(&text, options(1))
                 .map_err(|e| format!("big.yaml: {}", first_line(&e.to_string())));
             let ours = documents("big.yaml", text.as_bytes()).map_err(|e| e.to_string());
