@@ -459,6 +459,56 @@ fn owned_by<'a>(store: &'a Store, key: &str, ns: &'a str, uid: &'a str) -> Vec<A
 
 /// Creates `desired` or updates the existing object with its fields (metadata labels,
 /// annotations and ownerReferences; everything else wholesale). Writes only on change.
+/// Gives `pod` an IP no other Pod on its node holds, as the node's IPAM does: a Pod keeps the
+/// IP it was given (`existing`); a new one takes its name's hash on the node's CIDR, or the
+/// next free address when another Pod holds that (two Pods of one node never share an IP;
+/// `hostNetwork` Pods share the node's).
+fn keep_pod_ip_unique(store: &Store, existing: Option<&Value>, pod: &mut Value) {
+    let host_network = pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true);
+    let Some(candidate) = pod.pointer("/status/podIP").and_then(Value::as_str) else {
+        return;
+    };
+    if host_network {
+        return;
+    }
+    let kept = existing
+        .and_then(|p| p.pointer("/status/podIP"))
+        .and_then(Value::as_str)
+        .filter(|ip| !ip.is_empty());
+    let ip = match kept {
+        Some(ip) => ip.to_string(),
+        None => {
+            let (namespace, name) = ns_name(pod);
+            let node = pod.pointer("/spec/nodeName").and_then(Value::as_str);
+            let in_use: BTreeSet<&str> = store
+                .list(PODS, None)
+                .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str) == node)
+                .filter(|p| p.pointer("/spec/hostNetwork").and_then(Value::as_bool) != Some(true))
+                .filter(|p| ns_name(p) != (namespace.clone(), name.clone()))
+                .filter_map(|p| p.pointer("/status/podIP").and_then(Value::as_str))
+                .collect();
+            free_ip(candidate, &in_use)
+        }
+    };
+    pod["status"]["podIP"] = json!(ip);
+    pod["status"]["podIPs"] = json!([{"ip": ip}]);
+}
+
+/// `candidate` when free, else the next address after it on its /24 (hosts .2–.253) that is
+/// not in `in_use`; `candidate` itself when all are taken (a full node).
+fn free_ip(candidate: &str, in_use: &BTreeSet<&str>) -> String {
+    let Some((prefix, host)) = candidate
+        .rsplit_once('.')
+        .and_then(|(prefix, host)| Some((prefix, host.parse::<u32>().ok()?)))
+    else {
+        return candidate.to_string();
+    };
+    (0..252)
+        .map(|step| format!("{prefix}.{}", 2 + (host.saturating_sub(2) + step) % 252))
+        .find(|ip| !in_use.contains(ip.as_str()))
+        .unwrap_or_else(|| candidate.to_string())
+}
+
 fn upsert(
     store: &mut Store,
     key: &str,
@@ -531,7 +581,8 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
     entry.2 |= ready;
     let nodes: Vec<Value> = store.list("/nodes", None).map(|n| (**n).clone()).collect();
     if key == PODS {
-        if let Some(pod) = kwok::bare_pod(&obj, ready, &nodes, &now) {
+        if let Some(mut pod) = kwok::bare_pod(&obj, ready, &nodes, &now) {
+            keep_pod_ip_unique(&store, Some(&obj), &mut pod);
             store.put(key, pod, EventType::Modified);
         }
         return;
@@ -628,7 +679,7 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
     let desired = kwok::owned_pods(&obj, ready, &nodes, &now);
     let existing = owned_by(&store, PODS, ns, &uid);
     let wanted: BTreeSet<String> = desired.iter().map(|p| ns_name(p).1).collect();
-    for pod in desired {
+    for mut pod in desired {
         let pod_name = ns_name(&pod).1;
         let current = existing.iter().find(|p| ns_name(p).1 == pod_name).cloned();
         // a Pod being deleted is left to finish; its replacement comes once it is gone
@@ -639,6 +690,7 @@ fn reconcile(state: &State, (key, ns, name): &Key, ready_at: &mut ReadyAt) {
             continue;
         }
         let created = current.is_none();
+        keep_pod_ip_unique(&store, current.as_deref(), &mut pod);
         upsert(&mut store, PODS, current.as_ref(), pod, &now);
         if created {
             crate::controller_events::pod_changed(&mut store, &obj, &pod_name, true);
