@@ -11,28 +11,6 @@ use serde_json::{Value, json};
 const GNOSTIC_ASKED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 const GNOSTIC: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
-/// A GET with an Accept header: (status, Content-Type, body).
-async fn get_as(env: &Env, path: &str, accept: &str) -> (u16, String, Vec<u8>) {
-    use http_body_util::BodyExt;
-    let client = env.cluster.client().await.unwrap();
-    let req = hyper::http::Request::builder()
-        .uri(path)
-        .header("accept", accept)
-        .body(kube::client::Body::empty())
-        .unwrap();
-    let resp = client.send(req).await.unwrap();
-    let status = resp.status().as_u16();
-    let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
-    let bytes = resp
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    (status, content_type, bytes)
-}
-
 #[tokio::test]
 async fn kubectl_explain_reads_the_protobuf_document() {
     let env = Env::start().await;
@@ -212,7 +190,7 @@ async fn client_side_apply_patches_built_ins_from_v3_and_custom_resources_from_v
 #[tokio::test]
 async fn json_is_served_unless_protobuf_is_asked_for_and_the_document_is_stable() {
     let env = Env::start().await;
-    let (code, content_type, body) = get_as(&env, "/openapi/v2", "application/json").await;
+    let (code, content_type, body) = env.get_as("/openapi/v2", "application/json").await;
     assert_eq!((code, content_type.as_str()), (200, "application/json"));
     let doc: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(doc["swagger"], "2.0");
@@ -222,15 +200,15 @@ async fn json_is_served_unless_protobuf_is_asked_for_and_the_document_is_stable(
     );
     assert!(doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"].is_object());
     // The same document every time: the thousandth fetch is byte-identical to the first.
-    let (code, content_type, first) = get_as(&env, "/openapi/v2", GNOSTIC_ASKED).await;
+    let (code, content_type, first) = env.get_as("/openapi/v2", GNOSTIC_ASKED).await;
     assert_eq!((code, content_type.as_str()), (200, GNOSTIC));
     assert!(first.len() > 100_000, "{}", first.len());
     for i in 0..1000 {
-        let (code, _, again) = get_as(&env, "/openapi/v2", GNOSTIC).await;
+        let (code, _, again) = env.get_as("/openapi/v2", GNOSTIC).await;
         assert_eq!(code, 200);
         assert!(again == first, "fetch {i} differs");
     }
-    let (code, content_type, _) = get_as(&env, "/openapi/v2", "text/html").await;
+    let (code, content_type, _) = env.get_as("/openapi/v2", "text/html").await;
     assert_eq!((code, content_type.as_str()), (406, "application/json"));
     // Unauthenticated callers get 401, as for every non-public path.
     let anonymous = reqwest_less_get(&env).await;

@@ -622,27 +622,8 @@ async fn a_thousand_rich_protobuf_creates_store_a_thousand_equal_objects() {
 
 /// A GET asking for protobuf first: (status, Content-Type, body bytes).
 async fn get_protobuf(env: &Env, path: &str) -> (u16, String, Vec<u8>) {
-    use http_body_util::BodyExt;
-    let client = env.cluster.client().await.unwrap();
-    let req = hyper::http::Request::builder()
-        .uri(path)
-        .header(
-            "accept",
-            "application/vnd.kubernetes.protobuf,application/json",
-        )
-        .body(kube::client::Body::empty())
-        .unwrap();
-    let resp = client.send(req).await.unwrap();
-    let status = resp.status().as_u16();
-    let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
-    let bytes = resp
-        .into_body()
-        .collect()
+    env.get_as(path, "application/vnd.kubernetes.protobuf,application/json")
         .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    (status, content_type, bytes)
 }
 
 /// The value without empty objects (`resources: {}`): the protobuf decoder leaves an empty

@@ -37,6 +37,27 @@ impl Output {
 }
 
 impl Env {
+    /// A GET through the admin client asking for `accept`: (status, Content-Type, body).
+    pub async fn get_as(&self, path: &str, accept: &str) -> (u16, String, Vec<u8>) {
+        let client = self.cluster.client().await.unwrap();
+        let req = Request::builder()
+            .uri(path)
+            .header("accept", accept)
+            .body(kube::client::Body::empty())
+            .unwrap();
+        let resp = client.send(req).await.unwrap();
+        let status = resp.status().as_u16();
+        let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
+        (status, content_type, bytes)
+    }
+
     /// Starts a cluster with namespace `team-a` (and its token) and a short ready delay.
     pub async fn start() -> Env {
         Self::with(ClusterConfig {
