@@ -478,13 +478,12 @@ fn keep_pod_ip_unique(store: &Store, existing: Option<&Value>, pod: &mut Value) 
     let ip = match kept {
         Some(ip) => ip.to_string(),
         None => {
-            let (namespace, name) = ns_name(pod);
+            // The stored copy of this Pod has no IP yet (else `kept`), so it is not counted.
             let node = pod.pointer("/spec/nodeName").and_then(Value::as_str);
             let in_use: BTreeSet<&str> = store
                 .list(PODS, None)
                 .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str) == node)
                 .filter(|p| p.pointer("/spec/hostNetwork").and_then(Value::as_bool) != Some(true))
-                .filter(|p| ns_name(p) != (namespace.clone(), name.clone()))
                 .filter_map(|p| p.pointer("/status/podIP").and_then(Value::as_str))
                 .collect();
             free_ip(candidate, &in_use)
