@@ -21,6 +21,7 @@ use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::drift::{DriftWatches, WatchClient};
 use wardn::reconcile::pass::{Manifests, Options, Pass, Target};
 use wardn::reconcile::pipeline;
+use wardn::render::PackedObjects;
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 
 fn object(i: usize) -> Value {
@@ -73,7 +74,7 @@ async fn big_app(n: usize) {
     let manifests = Manifests {
         revision: "r1".into(),
         digest: "d1".into(),
-        objects: (0..n).map(object).collect(),
+        objects: PackedObjects::pack(&(0..n).map(object).collect::<Vec<_>>()),
     };
     let options = Options {
         poll: Duration::from_millis(100),

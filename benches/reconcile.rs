@@ -14,6 +14,7 @@ use wardn::object::ObjectRef;
 use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::pass::{Manifests, Options, Pass, Target};
 use wardn::reconcile::pipeline;
+use wardn::render::PackedObjects;
 use wardn::reconcile::plan::Plan;
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 
@@ -98,7 +99,7 @@ async fn on_kubesim(n: usize) {
     let manifests = Manifests {
         revision: "r1".into(),
         digest: "d1".into(),
-        objects: (0..n).map(cm).collect(),
+        objects: PackedObjects::pack(&(0..n).map(cm).collect::<Vec<_>>()),
     };
     let options = Options {
         poll: Duration::from_millis(50),

@@ -16,6 +16,7 @@ use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::error::{ErrorClass, ReconcileError};
 use wardn::reconcile::pass::{Manifests, Options, Outcome, Pass, Target};
 use wardn::reconcile::pipeline;
+use wardn::render::PackedObjects;
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 
 const NS: &str = "staging";
@@ -50,7 +51,7 @@ fn manifests(revision: &str, objects: Vec<Value>) -> Manifests {
     Manifests {
         revision: revision.into(),
         digest,
-        objects,
+        objects: PackedObjects::pack(&objects),
     }
 }
 

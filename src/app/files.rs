@@ -220,7 +220,9 @@ pub fn load_dir_with_files(dir: &Path) -> Result<Vec<(PathBuf, App)>, AppsDirErr
 #[derive(Debug, Default)]
 pub struct AppsDir {
     files: BTreeMap<PathBuf, Vec<App>>,
-    apps: BTreeMap<(String, String), App>,
+    /// Where each App in effect is defined: its file and its place among the file's Apps
+    /// (each App is held once, in `files`: a fleet's specs are on every replica).
+    apps: BTreeMap<(String, String), (PathBuf, usize)>,
 }
 
 /// What changed in a directory since the previous [`AppsDir::reload`].
@@ -248,19 +250,18 @@ impl AppsDir {
                     files.insert(path, apps);
                 }
                 Err(e) => {
-                    if let Some(previous) = self.files.remove(&path) {
-                        files.insert(path, previous);
+                    if let Some(previous) = self.files.get(&path) {
+                        files.insert(path, previous.clone());
                     }
                     reload.errors.push(e);
                 }
             }
         }
-        let mut seen: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
-        let mut apps = BTreeMap::new();
+        let mut apps: BTreeMap<(String, String), (PathBuf, usize)> = BTreeMap::new();
         for (path, defined) in &files {
-            for app in defined {
+            for (index, app) in defined.iter().enumerate() {
                 let id = identity(app);
-                if let Some(first) = seen.get(&id) {
+                if let Some((first, _)) = apps.get(&id) {
                     reload.errors.push(AppsDirError::Duplicate {
                         namespace: id.0,
                         name: id.1,
@@ -269,8 +270,7 @@ impl AppsDir {
                     });
                     continue;
                 }
-                seen.insert(id.clone(), path.clone());
-                apps.insert(id, app.clone());
+                apps.insert(id, (path.clone(), index));
             }
         }
         reload.removals = self
@@ -281,16 +281,23 @@ impl AppsDir {
             .collect();
         reload.upserts = apps
             .iter()
-            .filter(|(id, app)| {
-                self.apps
-                    .get(*id)
-                    .is_none_or(|old| old.spec != app.spec || old.metadata != app.metadata)
+            .filter_map(|(id, (path, index))| {
+                let app = files.get(path)?.get(*index)?;
+                let changed = self
+                    .defined(id)
+                    .is_none_or(|old| old.spec != app.spec || old.metadata != app.metadata);
+                changed.then(|| app.clone())
             })
-            .map(|(_, app)| app.clone())
             .collect();
         self.files = files;
         self.apps = apps;
         Ok(reload)
+    }
+
+    /// The App in effect for `id` (`(namespace, name)`), as last loaded.
+    fn defined(&self, id: &(String, String)) -> Option<&App> {
+        let (path, index) = self.apps.get(id)?;
+        self.files.get(path)?.get(*index)
     }
 
     /// The Apps of each valid file as last loaded, in file name order (an App defined twice

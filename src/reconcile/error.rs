@@ -10,6 +10,7 @@ use crate::app::window::WindowError;
 use crate::apply::ApplyError;
 use crate::clusters::allowlist::{Forbidden, PlaceError};
 use crate::object::ObjectRef;
+use crate::render::UnpackError;
 
 /// Why a pass failed.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +24,9 @@ pub enum ReconcileError {
     /// The allowlist refused objects; nothing was sent to the cluster.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    /// The rendered objects kept for the pass could not be read back; nothing was sent.
+    #[error(transparent)]
+    Manifests(#[from] UnpackError),
     /// Approve or reject was asked while no plan is Held.
     #[error("409 Conflict: no plan is Held")]
     NothingHeld,
@@ -150,7 +154,9 @@ impl ReconcileError {
     /// count passes by it.)
     pub fn class(&self) -> ErrorClass {
         match self {
-            ReconcileError::Window(_) | ReconcileError::Place(_) => ErrorClass::Invalid,
+            ReconcileError::Window(_)
+            | ReconcileError::Place(_)
+            | ReconcileError::Manifests(_) => ErrorClass::Invalid,
             ReconcileError::Forbidden(_) => ErrorClass::Forbidden,
             ReconcileError::NothingHeld
             | ReconcileError::WrongPlan { .. }

@@ -19,6 +19,7 @@ use crate::diff::known::{Known, Verified};
 use crate::object::ObjectRef;
 use crate::object::kinds::KindCache;
 use crate::object::owner::Claim;
+use crate::render::PackedObjects;
 
 /// Where an App deploys: a client for its destination cluster and that cluster's allowlist
 /// (the registry provides both; the management cluster is unrestricted).
@@ -41,8 +42,8 @@ pub struct Manifests {
     pub revision: String,
     /// sha256 of the rendered YAML.
     pub digest: String,
-    /// The rendered objects.
-    pub objects: Vec<Value>,
+    /// The rendered objects, packed between passes (each pass unpacks them).
+    pub objects: PackedObjects,
 }
 
 /// Timeouts and limits of a pass.

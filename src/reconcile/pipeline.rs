@@ -45,7 +45,8 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
     } = pass;
     parse_all(&spec.sync_policy.sync_windows)?;
     let mut resolver = Resolver::shared(target.client.clone(), target.kinds.clone());
-    let mut placed = place_and_check(spec, target, &mut resolver, &manifests.objects).await?;
+    let objects = manifests.objects.unpack()?;
+    let mut placed = place_and_check(spec, target, &mut resolver, &objects).await?;
     for (_, object) in &mut placed {
         stamp(object, app);
     }

@@ -18,6 +18,7 @@ mod kustomization;
 mod labels;
 mod loader;
 mod nameref;
+mod packed;
 mod parse;
 mod patches;
 mod plugins;
@@ -39,6 +40,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub use inputs::inputs_unchanged;
+pub use packed::{PackedObjects, PackedRender, UnpackError};
 pub use parse::library_documents;
 pub use transform::{pin_images, split_image};
 pub use tree::{DirTree, Tree, TreeError};

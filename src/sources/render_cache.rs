@@ -1,7 +1,7 @@
 //! A render cache keyed by content, not by commit.
 //!
-//! Each App's last [`Rendered`] is kept with the inputs the renderer recorded
-//! ([`Rendered::inputs`]: every file read, directory listed and path probed, with a sha256 of
+//! Each App's last render result is kept with the inputs the renderer recorded
+//! ([`crate::render::Rendered::inputs`]: every file read, directory listed and path probed, with a sha256 of
 //! what was seen). On a new revision the inputs are re-checked against the new tree
 //! ([`crate::render::inputs_unchanged`], which owns the key format); when all
 //! are unchanged the cached result is reused without rendering. In a monorepo a commit touching
@@ -14,15 +14,15 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::render::tree::Tree;
-use crate::render::{RenderError, Rendered, inputs_unchanged, render};
+use crate::render::{PackedRender, RenderError, inputs_unchanged, render};
 
 use super::url::SourceKey;
 
 /// What [`RenderCache::render`] returned.
 #[derive(Debug, Clone)]
 pub struct CachedRender {
-    /// The render result.
-    pub rendered: Arc<Rendered>,
+    /// The render result, packed.
+    pub rendered: Arc<PackedRender>,
     /// `true` when the cached result was reused (no render ran).
     pub reused: bool,
 }
@@ -30,7 +30,7 @@ pub struct CachedRender {
 struct Entry {
     source_key: SourceKey,
     dir: String,
-    rendered: Arc<Rendered>,
+    rendered: Arc<PackedRender>,
 }
 
 /// Per-App render results, reused while their recorded inputs are unchanged.
@@ -69,7 +69,7 @@ impl RenderCache {
                 reused: true,
             });
         }
-        let rendered = Arc::new(render(tree, dir)?);
+        let rendered = Arc::new(PackedRender::from(render(tree, dir)?));
         let mut entries = self.entries.lock();
         entries.insert(
             app.to_string(),

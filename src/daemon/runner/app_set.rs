@@ -260,7 +260,7 @@ impl Runner {
         let status = self.restored.lock().remove(key).unwrap_or_default();
         apps.insert(
             key.to_string(),
-            AppRecord {
+            Box::new(AppRecord {
                 app,
                 origin,
                 source_key,
@@ -271,7 +271,7 @@ impl Runner {
                 operation: Arc::default(),
                 removed: watch::Sender::new(false),
                 loaded: false,
-            },
+            }),
         );
         None
     }

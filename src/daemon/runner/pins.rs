@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::app::promotion::PromotedFrom;
 use crate::reconcile::pass::Manifests;
-use crate::render::{objects_digest, pin_images};
+use crate::render::{PackedObjects, UnpackError, objects_digest, pin_images};
 
 /// `(repository, digest)` of each pinned image.
 pub(super) fn pins(promoted: &PromotedFrom) -> Vec<(String, String)> {
@@ -18,16 +18,19 @@ pub(super) fn pins(promoted: &PromotedFrom) -> Vec<(String, String)> {
 
 /// `manifests` with `promoted`'s images pinned (an images override after the render), known
 /// by the digest of the pinned objects; unchanged without pins.
-pub(super) fn pinned(manifests: Arc<Manifests>, promoted: Option<&PromotedFrom>) -> Arc<Manifests> {
+pub(super) fn pinned(
+    manifests: Arc<Manifests>,
+    promoted: Option<&PromotedFrom>,
+) -> Result<Arc<Manifests>, UnpackError> {
     let Some(promoted) = promoted else {
-        return manifests;
+        return Ok(manifests);
     };
-    let mut objects = manifests.objects.clone();
+    let mut objects = manifests.objects.unpack()?;
     pin_images(&mut objects, &pins(promoted));
     let digest = objects_digest(&objects);
-    Arc::new(Manifests {
+    Ok(Arc::new(Manifests {
         revision: manifests.revision.clone(),
         digest,
-        objects,
-    })
+        objects: PackedObjects::pack(&objects),
+    }))
 }

@@ -18,6 +18,7 @@ use crate::app::promotion::{PinnedImage, PromotedFrom};
 use crate::app::{AppStatus, Phase};
 use crate::notify::Event;
 use crate::reconcile::decide::Trigger;
+use crate::reconcile::error::ReconcileError;
 use crate::reconcile::promotion::{self, PromoteError};
 use crate::render::pin_images;
 use crate::store::promotions::PromotionRecord;
@@ -244,12 +245,14 @@ impl Runner {
         let soak = policy.soak().map_err(PromoteError::from)?;
         promotion::check_soak(source, &status, soak, Timestamp::now())?;
         let manifests = manifests.ok_or_else(|| OperationError::NotRendered(source.to_string()))?;
-        let manifests = pinned(manifests, status.promoted_from.as_ref());
+        let manifests =
+            pinned(manifests, status.promoted_from.as_ref()).map_err(ReconcileError::from)?;
         let (destination, _, _) = self
             .target(&app)
             .await
             .map_err(OperationError::Destination)?;
-        let workloads = promotion::workloads(&manifests.objects, &app.spec.destination.namespace);
+        let objects = manifests.objects.unpack().map_err(ReconcileError::from)?;
+        let workloads = promotion::workloads(&objects, &app.spec.destination.namespace);
         let images = promotion::running_images(&destination.client, source, workloads).await?;
         let promoted = PromotedFrom {
             app: name,
@@ -282,7 +285,7 @@ impl Runner {
         if let Some(promoted) = &promoted {
             let manifests =
                 manifests.ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
-            let mut objects = manifests.objects.clone();
+            let mut objects = manifests.objects.unpack().map_err(ReconcileError::from)?;
             if pin_images(&mut objects, &pins(promoted)) == 0 {
                 return Err(PromoteError::NotRendered {
                     target: key.to_string(),
