@@ -163,14 +163,16 @@ impl Emitter {
 
     fn block_mapping(&mut self, map: &Map<String, Value>) {
         let saved = self.increase_indent(false, false);
-        let mut keys: Vec<&String> = map.keys().collect();
-        keys.sort_by(|a, b| scalar::natural_cmp(a, b));
-        for key in keys {
-            let value = &map[key.as_str()];
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_by(|a, b| scalar::natural_cmp(a.0, b.0));
+        for (key, value) in entries {
             self.write_indent();
-            if is_simple_key(key) {
-                self.string_scalar(
+            // go-yaml's `check_simple_key`; the key's analysis serves its writing too.
+            let a = analyze(key);
+            if key.len() <= MAX_SIMPLE_KEY && !a.multiline {
+                self.string_scalar_analyzed(
                     key,
+                    &a,
                     Ctx {
                         mapping: true,
                         simple_key: true,
@@ -179,8 +181,9 @@ impl Emitter {
                 self.write_indicator(":", false, false, false);
             } else {
                 self.write_indicator("?", true, false, true);
-                self.string_scalar(
+                self.string_scalar_analyzed(
                     key,
+                    &a,
                     Ctx {
                         mapping: true,
                         simple_key: false,
@@ -211,6 +214,11 @@ impl Emitter {
     }
 
     fn string_scalar(&mut self, s: &str, ctx: Ctx) {
+        self.string_scalar_analyzed(s, &analyze(s), ctx);
+    }
+
+    /// [`Self::string_scalar`] of `s`, whose [`analyze`] result is `a`.
+    fn string_scalar_analyzed(&mut self, s: &str, a: &Analysis, ctx: Ctx) {
         let style = if s.contains('\n') {
             Style::Literal
         } else if scalar::resolves_to_string(s) {
@@ -218,11 +226,16 @@ impl Emitter {
         } else {
             Style::Double
         };
-        self.scalar(s, style, ctx);
+        self.scalar_analyzed(s, a, style, ctx);
     }
 
     fn scalar(&mut self, s: &str, requested: Style, ctx: Ctx) {
-        let a = analyze(s);
+        self.scalar_analyzed(s, &analyze(s), requested, ctx);
+    }
+
+    /// Writes `s` (whose [`analyze`] result is `a`) in the `requested` style or the one
+    /// go-yaml falls back to.
+    fn scalar_analyzed(&mut self, s: &str, a: &Analysis, requested: Style, ctx: Ctx) {
         let mut style = requested;
         if ctx.simple_key && a.multiline {
             style = Style::Double;
@@ -251,26 +264,26 @@ impl Emitter {
         if !self.whitespace {
             self.put(' ');
         }
-        if !s.contains(' ') {
-            // Nothing to fold at: the text as it is.
-            self.write_str(s);
-        } else {
-            let mut chars = s.chars().peekable();
-            let mut spaces = false;
-            while let Some(c) = chars.next() {
-                if c == ' ' {
-                    let next_space = chars.peek() == Some(&' ');
-                    if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_space {
-                        self.write_indent();
-                    } else {
-                        self.put(c);
-                    }
-                    spaces = true;
-                } else {
-                    self.put(c);
-                    self.indention = false;
-                    spaces = false;
-                }
+        // The words between spaces are written as they are; a space is folded into a line
+        // break when the line is past the width, and neither follows nor precedes a space.
+        let mut words = s.split(' ').peekable();
+        if let Some(word) = words.next().filter(|w| !w.is_empty()) {
+            self.write_str(word);
+            self.indention = false;
+        }
+        let mut spaces = false;
+        while let Some(word) = words.next() {
+            let next_space = word.is_empty() && words.peek().is_some();
+            if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_space {
+                self.write_indent();
+            } else {
+                self.put(' ');
+            }
+            spaces = true;
+            if !word.is_empty() {
+                self.write_str(word);
+                self.indention = false;
+                spaces = false;
             }
         }
         self.whitespace = false;
@@ -447,11 +460,6 @@ fn escape_letter(c: char) -> Option<char> {
     })
 }
 
-/// go-yaml's `check_simple_key` for a string key.
-fn is_simple_key(key: &str) -> bool {
-    key.len() <= MAX_SIMPLE_KEY && !analyze(key).multiline
-}
-
 /// The subset of go-yaml's `analyze_scalar` results the emitter needs.
 struct Analysis {
     multiline: bool,
@@ -459,6 +467,18 @@ struct Analysis {
     single_quoted_allowed: bool,
     block_allowed: bool,
 }
+
+/// The bytes [`analyze`] skips after the first character: graphic ASCII other than `:` and
+/// `#`, the only ones of it whose meaning depends on their neighbours.
+const ORDINARY: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0x21;
+    while b < 0x7F {
+        table[b] = b != b':' as usize && b != b'#' as usize;
+        b += 1;
+    }
+    table
+};
 
 fn analyze(s: &str) -> Analysis {
     if s.is_empty() {
@@ -476,19 +496,28 @@ fn analyze(s: &str) -> Analysis {
         (false, false, false, false);
     let (mut line_breaks, mut special) = (false, false);
     let mut preceded_by_ws = true;
-    let mut chars = s.chars().peekable();
-    let mut first = true;
-    while let Some(c) = chars.next() {
+    let bytes = s.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
         // Most characters of long values (rule expressions, embedded JSON) are graphic ASCII
-        // other than the indicators that matter after the first character: they only reset
-        // the space and break trackers.
-        if !first && c.is_ascii_graphic() && c != ':' && c != '#' {
+        // other than the indicators that matter after the first character: a run of them only
+        // resets the space and break trackers.
+        if at > 0 && ORDINARY[usize::from(bytes[at])] {
+            at += 1;
+            while bytes.get(at).is_some_and(|&b| ORDINARY[usize::from(b)]) {
+                at += 1;
+            }
             previous_space = false;
             previous_break = false;
             preceded_by_ws = false;
             continue;
         }
-        let next = chars.peek().copied();
+        let Some(c) = s[at..].chars().next() else {
+            break;
+        };
+        let first = at == 0;
+        at += c.len_utf8();
+        let next = s[at..].chars().next();
         let last = next.is_none();
         let followed_by_ws = matches!(next, None | Some(' ' | '\t'));
         if first {
@@ -538,7 +567,6 @@ fn analyze(s: &str) -> Analysis {
             previous_break = false;
         }
         preceded_by_ws = matches!(c, ' ' | '\t') || scalar::is_break(c);
-        first = false;
     }
     let mut a = Analysis {
         multiline: line_breaks,
