@@ -14,7 +14,6 @@
 
 use std::borrow::Cow;
 
-use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 /// Most nested collections accepted (serde-saphyr refuses depths past 64).
@@ -105,10 +104,13 @@ pub fn read(text: &str) -> Result<Vec<Value>, Decline> {
 /// characters other than tab and line feed, none of the characters YAML forbids or treats
 /// as line breaks (NEL, the Unicode line and paragraph separators) and no byte-order mark.
 fn plain_characters(text: &str) -> bool {
-    if text
-        .bytes()
-        .all(|b| matches!(b, b'\t' | b'\n' | 0x20..=0x7E))
-    {
+    // Whole chunks are checked without stopping at the first failure, so that the check
+    // runs on vectors.
+    if text.as_bytes().chunks(64).all(|chunk| {
+        chunk.iter().fold(true, |ok, &b| {
+            ok & (b == b'\t' || b == b'\n' || (0x20..=0x7E).contains(&b))
+        })
+    }) {
         return true;
     }
     let ascii_ok = |b: u8| b == b'\t' || b == b'\n' || (0x20..0x7F).contains(&b) || b >= 0x80;
@@ -155,6 +157,7 @@ fn document(
         pos: 0,
         nodes: *nodes,
         depth: 0,
+        entries: Vec::new(),
     };
     let Some(indent) = reader.next_content()? else {
         return Ok(());
@@ -181,11 +184,24 @@ struct Reader<'a> {
     pos: usize,
     nodes: usize,
     depth: usize,
+    /// The entries of the mappings being read, innermost last: a mapping is built once its
+    /// entries are known, with room for exactly them.
+    entries: Vec<(String, Value)>,
 }
 
-/// The number of leading spaces of `line`.
+/// The number of leading spaces of `line` (deep manifests are indented by dozens: eight
+/// bytes are compared at a time).
 fn indent_of(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
+    const SPACES: [u8; 8] = [b' '; 8];
+    let bytes = line.as_bytes();
+    let mut n = 0;
+    while bytes.get(n..n + 8) == Some(&SPACES[..]) {
+        n += 8;
+    }
+    while bytes.get(n) == Some(&b' ') {
+        n += 1;
+    }
+    n
 }
 
 /// A line's leading spaces and what follows them, worked out once per line: the reader looks
@@ -257,8 +273,9 @@ impl<'a> Reader<'a> {
         if text.starts_with('-') && separated(&text[1..]) {
             return self.nested(|r| r.sequence(line, col));
         }
-        if key(text)?.is_some() {
-            return self.nested(|r| r.mapping(line, col));
+        if let Some(first) = key(text)? {
+            let first = (first.0.into_owned(), first.1);
+            return self.nested(|r| r.mapping(line, col, first));
         }
         self.scalar(line, col, parent)
     }
@@ -297,7 +314,11 @@ impl<'a> Reader<'a> {
                 Some(next) if next > indent => {
                     return Err(Decline("a line indented deeper after a sequence entry"));
                 }
-                _ => return Ok(Value::Array(items)),
+                _ => {
+                    // No spare capacity kept for the whole render.
+                    items.shrink_to_fit();
+                    return Ok(Value::Array(items));
+                }
             }
         }
     }
@@ -325,18 +346,24 @@ impl<'a> Reader<'a> {
     }
 
     /// A block mapping whose first key is at column `indent` of line `line`.
-    fn mapping(&mut self, line: usize, indent: usize) -> Read<Value> {
-        let mut map = Map::new();
+    /// A block mapping whose first key is at column `indent` of line `line`, already read as
+    /// `first` (the key and the offset just past its `:`).
+    fn mapping(&mut self, line: usize, indent: usize, first: (String, usize)) -> Read<Value> {
+        let base = self.entries.len();
+        let mut first = Some(first);
         self.pos = line;
         loop {
-            let text = &self.lines[self.pos][indent..];
-            let Some((name, after)) = key(text)? else {
-                return Err(Decline("a line that is not a mapping key"));
+            let (name, after) = match first.take() {
+                Some(first) => first,
+                None => {
+                    let text = &self.lines[self.pos][indent..];
+                    let Some((name, after)) = key(text)? else {
+                        return Err(Decline("a line that is not a mapping key"));
+                    };
+                    (name.into_owned(), after)
+                }
             };
             self.count()?;
-            let Entry::Vacant(slot) = map.entry(name.into_owned()) else {
-                return Err(Decline("a duplicate key"));
-            };
             let col = indent + after;
             let rest = &self.lines[self.pos][col..];
             let value = if rest_is_comment(rest) {
@@ -348,18 +375,29 @@ impl<'a> Reader<'a> {
                     return Err(Decline("a tab after a key"));
                 }
                 let text = &rest[spaces..];
-                if text.starts_with('-') && separated(&text[1..]) || key(text)?.is_some() {
+                // A mapping on a key's line (`a: b: c`, `a: "b": c`) needs no look here: it
+                // is text after a quoted scalar or a `: ` in a plain one, which `scalar`
+                // declines.
+                if text.starts_with('-') && separated(&text[1..]) {
                     return Err(Decline("a collection on a key's line"));
                 }
                 self.scalar(self.pos, col + spaces, indent as isize)?
             };
-            slot.insert(value);
+            self.entries.push((name, value));
             match self.next_content()? {
                 Some(next) if next == indent => {}
                 Some(next) if next > indent => {
                     return Err(Decline("a line indented deeper after a mapping value"));
                 }
-                _ => return Ok(Value::Object(map)),
+                _ => {
+                    let mut map = Map::with_capacity(self.entries.len() - base);
+                    for (name, value) in self.entries.drain(base..) {
+                        if map.insert(name, value).is_some() {
+                            return Err(Decline("a duplicate key"));
+                        }
+                    }
+                    return Ok(Value::Object(map));
+                }
             }
         }
     }

@@ -219,7 +219,7 @@ impl Emitter {
 
     /// [`Self::string_scalar`] of `s`, whose [`analyze`] result is `a`.
     fn string_scalar_analyzed(&mut self, s: &str, a: &Analysis, ctx: Ctx) {
-        let style = if s.contains('\n') {
+        let style = if a.multiline && s.contains('\n') {
             Style::Literal
         } else if scalar::resolves_to_string(s) {
             Style::Plain
@@ -263,6 +263,13 @@ impl Emitter {
     fn write_plain(&mut self, s: &str, allow_breaks: bool) {
         if !self.whitespace {
             self.put(' ');
+        }
+        // A text ending before the width has no space to fold at: written as it is.
+        if !allow_breaks || self.column + s.len() <= BEST_WIDTH + 1 {
+            self.write_str(s);
+            self.whitespace = false;
+            self.indention = false;
+            return;
         }
         // The words between spaces are written as they are; a space is folded into a line
         // break when the line is past the width, and neither follows nor precedes a space.
@@ -510,6 +517,16 @@ fn analyze(s: &str) -> Analysis {
             previous_space = false;
             previous_break = false;
             preceded_by_ws = false;
+            continue;
+        }
+        // A space neither first nor last (the words of descriptions): what the general case
+        // below does for it.
+        if at > 0 && bytes[at] == b' ' && at + 1 < bytes.len() {
+            break_space |= previous_break;
+            previous_space = true;
+            previous_break = false;
+            preceded_by_ws = true;
+            at += 1;
             continue;
         }
         let Some(c) = s[at..].chars().next() else {

@@ -455,6 +455,9 @@ pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, Ren
     let bytes = read_restricted(tree, dir, path)?;
     let docs = parse::documents(path, &bytes)?;
     let count = docs.len();
+    // Moved into the file's `Source` should one be kept (not copied: a large file would be
+    // held twice while its documents are built).
+    let mut bytes = Some(bytes);
     let mut source: Option<Arc<parse::Source>> = None;
     let mut out = Vec::new();
     for (index, doc) in docs.into_iter().enumerate() {
@@ -471,7 +474,7 @@ pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, Ren
             let source = match &source {
                 Some(source) => source.clone(),
                 None => {
-                    let text = parse::text(path, &bytes)?.to_string();
+                    let text = parse::owned_text(path, bytes.take().unwrap_or_default())?;
                     source
                         .insert(Arc::new(parse::Source::new(text, count)))
                         .clone()

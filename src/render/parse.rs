@@ -303,6 +303,19 @@ pub fn text<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, RenderError> {
     Ok(text.strip_prefix('\u{FEFF}').unwrap_or(text))
 }
 
+/// [`text`] for bytes the caller gives up: the same text, without a copy (a byte-order mark
+/// is cut off in place).
+pub fn owned_text(file: &str, bytes: Vec<u8>) -> Result<String, RenderError> {
+    let mut text = String::from_utf8(bytes).map_err(|e| RenderError::Yaml {
+        file: file.to_string(),
+        message: format!("not valid UTF-8: {}", e.utf8_error()),
+    })?;
+    if text.starts_with('\u{FEFF}') {
+        text.drain(..'\u{FEFF}'.len_utf8());
+    }
+    Ok(text)
+}
+
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or(s).trim().to_string()
 }
@@ -320,6 +333,20 @@ mod tests {
         let docs = documents("a.yaml", b"a: |\n  x\nb: \"y\\n\"").unwrap();
         assert_eq!(docs[0]["a"], "x\n");
         assert_eq!(docs[0]["b"], "y\n");
+    }
+
+    #[test]
+    fn owned_text_is_text_without_a_copy() {
+        let bom = "\u{FEFF}a: 1\n";
+        assert_eq!(owned_text("a.yaml", bom.into()).unwrap(), "a: 1\n");
+        assert_eq!(
+            owned_text("a.yaml", bom.into()).unwrap(),
+            text("a.yaml", bom.as_bytes()).unwrap()
+        );
+        let err = owned_text("a.yaml", vec![b'a', 0xFF])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, text("a.yaml", &[b'a', 0xFF]).unwrap_err().to_string());
     }
 
     #[test]
