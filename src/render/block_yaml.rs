@@ -46,6 +46,14 @@ pub fn documents(text: &str) -> Option<Vec<Value>> {
 
 /// As [`documents`], but saying why the reader declines (for tests and diagnostics).
 pub fn read(text: &str) -> Result<Vec<Value>, Decline> {
+    read_noting_empty_values(text).map(|(docs, _)| docs)
+}
+
+/// As [`read`], and whether any mapping value of the text is written empty (`key:` with
+/// nothing after it, read as null). kustomize drops such fields, not explicit `null`s, from
+/// objects a strategic merge patch touches (see [`super::parse::empty_values`]); a file
+/// without any needs no second look.
+pub fn read_noting_empty_values(text: &str) -> Result<(Vec<Value>, bool), Decline> {
     if !plain_characters(text) {
         return Err(Decline(
             "a carriage return, control or non-printable character",
@@ -59,7 +67,7 @@ pub fn read(text: &str) -> Result<Vec<Value>, Decline> {
     };
     let shapes: Vec<Shape> = lines.iter().map(|line| Shape::of(line)).collect();
     let mut docs = Vec::new();
-    let mut nodes = 0;
+    let mut tally = Tally::default();
     let mut start = 0;
     let mut count = 1;
     for (i, line) in lines.iter().enumerate() {
@@ -83,7 +91,7 @@ pub fn read(text: &str) -> Result<Vec<Value>, Decline> {
                 start,
                 i,
                 ends_with_newline,
-                &mut nodes,
+                &mut tally,
                 &mut docs,
             )?;
             start = i + 1;
@@ -94,10 +102,19 @@ pub fn read(text: &str) -> Result<Vec<Value>, Decline> {
         start,
         lines.len(),
         ends_with_newline,
-        &mut nodes,
+        &mut tally,
         &mut docs,
     )?;
-    Ok(docs)
+    Ok((docs, tally.empty_values))
+}
+
+/// What the documents of one text have read so far.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Nodes read (see [`MAX_NODES`]).
+    nodes: usize,
+    /// Whether a mapping value was written empty.
+    empty_values: bool,
 }
 
 /// Whether `text` holds only characters this reader handles: no carriage returns, no control
@@ -146,7 +163,7 @@ fn document(
     from: usize,
     to: usize,
     ends_with_newline: bool,
-    nodes: &mut usize,
+    tally: &mut Tally,
     docs: &mut Vec<Value>,
 ) -> Read<()> {
     let mut reader = Reader {
@@ -155,7 +172,8 @@ fn document(
         // The text's last line has no line break when the text does not end with one.
         unterminated_last: to == lines.len() && !ends_with_newline,
         pos: 0,
-        nodes: *nodes,
+        nodes: tally.nodes,
+        empty_values: false,
         depth: 0,
         entries: Vec::new(),
     };
@@ -166,7 +184,8 @@ fn document(
     if reader.next_content()?.is_some() {
         return Err(Decline("content after the document's root node"));
     }
-    *nodes = reader.nodes;
+    tally.nodes = reader.nodes;
+    tally.empty_values |= reader.empty_values;
     if !value.is_null() {
         docs.push(value);
     }
@@ -183,6 +202,8 @@ struct Reader<'a> {
     /// The line being read.
     pos: usize,
     nodes: usize,
+    /// Whether a mapping value was written empty.
+    empty_values: bool,
     depth: usize,
     /// The entries of the mappings being read, innermost last: a mapping is built once its
     /// entries are known, with room for exactly them.
@@ -340,12 +361,13 @@ impl<'a> Reader<'a> {
             }
             _ => {
                 self.count()?;
+                // Only a mapping key's value may be compact; a sequence entry's is not noted.
+                self.empty_values |= compact;
                 Ok(Value::Null)
             }
         }
     }
 
-    /// A block mapping whose first key is at column `indent` of line `line`.
     /// A block mapping whose first key is at column `indent` of line `line`, already read as
     /// `first` (the key and the offset just past its `:`).
     fn mapping(&mut self, line: usize, indent: usize, first: (String, usize)) -> Read<Value> {
@@ -1097,6 +1119,25 @@ mod tests {
             "nested": {"list": [], "map": {}, "script": "a\n\n b\n", "folded": "a b\nc"}
         });
         assert_eq!(docs[0], expected);
+    }
+
+    #[test]
+    fn notes_mapping_values_written_empty() {
+        for (text, empty) in [
+            ("a:\nb: 1\n", true),
+            ("a: # c\n", true),
+            ("a:\n  b:\n", true),
+            ("---\na: 1\n---\nb:\n", true),
+            ("a: null\nb: ~\nc: ''\n", false),
+            ("a:\n  null\n", false),
+            ("a:\n- \n- x\n", false),
+            ("- \n", false),
+            ("a:\n- b:\n", true),
+            ("a: {}\nb: []\n", false),
+        ] {
+            let (_, noted) = read_noting_empty_values(text).unwrap();
+            assert_eq!(noted, empty, "{text:?}");
+        }
     }
 
     #[test]

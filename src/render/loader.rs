@@ -453,7 +453,7 @@ fn go_style_json_error(message: &str) -> String {
 /// (`kind: List` documents are expanded).
 pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, RenderError> {
     let bytes = read_restricted(tree, dir, path)?;
-    let docs = parse::documents(path, &bytes)?;
+    let (docs, empty_values) = parse::documents_noting_empty_values(path, &bytes)?;
     let count = docs.len();
     // Moved into the file's `Source` should one be kept (not copied: a large file would be
     // held twice while its documents are built).
@@ -461,7 +461,8 @@ pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, Ren
     let mut source: Option<Arc<parse::Source>> = None;
     let mut out = Vec::new();
     for (index, doc) in docs.into_iter().enumerate() {
-        let nulls = parse::has_null(&doc);
+        // Without a value written empty in the file, no field is dropped for being one.
+        let nulls = empty_values && parse::has_null(&doc);
         let before = out.len();
         push_object(path, doc, &mut out)?;
         // A document that was one object (not a List) and holds nulls keeps its source, to
