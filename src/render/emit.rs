@@ -111,6 +111,17 @@ impl Emitter {
         self.column += s.chars().count();
     }
 
+    /// [`Self::write_str`] of a part of a text known to be ASCII (`ascii`): its columns are
+    /// its bytes.
+    fn write_part(&mut self, s: &str, ascii: bool) {
+        if ascii {
+            self.out.push_str(s);
+            self.column += s.len();
+        } else {
+            self.write_str(s);
+        }
+    }
+
     fn write_indent(&mut self) {
         let indent = self.indent.max(0) as usize;
         if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
@@ -273,9 +284,10 @@ impl Emitter {
         }
         // The words between spaces are written as they are; a space is folded into a line
         // break when the line is past the width, and neither follows nor precedes a space.
+        let ascii = s.is_ascii();
         let mut words = s.split(' ').peekable();
         if let Some(word) = words.next().filter(|w| !w.is_empty()) {
-            self.write_str(word);
+            self.write_part(word, ascii);
             self.indention = false;
         }
         let mut spaces = false;
@@ -288,7 +300,7 @@ impl Emitter {
             }
             spaces = true;
             if !word.is_empty() {
-                self.write_str(word);
+                self.write_part(word, ascii);
                 self.indention = false;
                 spaces = false;
             }
@@ -425,6 +437,15 @@ impl Emitter {
         self.whitespace = true;
         let mut breaks = true;
         let mut rest = s;
+        // In ASCII text the only breaks are `\n` and `\r`, found by a byte search.
+        let ascii = s.is_ascii();
+        let line_end = |rest: &str| {
+            if ascii {
+                rest.bytes().position(|b| b == b'\n' || b == b'\r')
+            } else {
+                rest.find(scalar::is_break)
+            }
+        };
         while let Some(c) = rest.chars().next() {
             if scalar::is_break(c) {
                 self.write_break(c);
@@ -437,8 +458,8 @@ impl Emitter {
                     breaks = false;
                 }
                 // The rest of the line, up to the next break, as it is.
-                let end = rest.find(scalar::is_break).unwrap_or(rest.len());
-                self.write_str(&rest[..end]);
+                let end = line_end(rest).unwrap_or(rest.len());
+                self.write_part(&rest[..end], ascii);
                 self.indention = false;
                 rest = &rest[end..];
             }
