@@ -127,8 +127,12 @@ impl Emitter {
         if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
             self.put_break();
         }
+        // The spaces up to the indent, a run at a time.
+        const SPACES: &str = "                                ";
         while self.column < indent {
-            self.put(' ');
+            let run = (indent - self.column).min(SPACES.len());
+            self.out.push_str(&SPACES[..run]);
+            self.column += run;
         }
         self.whitespace = true;
         self.indention = true;
@@ -540,15 +544,46 @@ fn analyze(s: &str) -> Analysis {
             preceded_by_ws = false;
             continue;
         }
-        // A space neither first nor last (the words of descriptions): what the general case
-        // below does for it.
-        if at > 0 && bytes[at] == b' ' && at + 1 < bytes.len() {
-            break_space |= previous_break;
-            previous_space = true;
-            previous_break = false;
-            preceded_by_ws = true;
-            at += 1;
-            continue;
+        // A space, line feed, `:` or `#` neither first nor last (the words of descriptions,
+        // the lines and keys of embedded JSON): what the general case below does for it.
+        if at > 0 && at + 1 < bytes.len() {
+            let next = bytes[at + 1];
+            match bytes[at] {
+                b' ' => {
+                    break_space |= previous_break;
+                    previous_space = true;
+                    previous_break = false;
+                    preceded_by_ws = true;
+                    at += 1;
+                    continue;
+                }
+                b'\n' => {
+                    line_breaks = true;
+                    space_break |= previous_space;
+                    previous_space = false;
+                    previous_break = true;
+                    preceded_by_ws = true;
+                    at += 1;
+                    continue;
+                }
+                b':' => {
+                    block_indicators |= next == b' ' || next == b'\t';
+                    previous_space = false;
+                    previous_break = false;
+                    preceded_by_ws = false;
+                    at += 1;
+                    continue;
+                }
+                b'#' => {
+                    block_indicators |= preceded_by_ws;
+                    previous_space = false;
+                    previous_break = false;
+                    preceded_by_ws = false;
+                    at += 1;
+                    continue;
+                }
+                _ => {}
+            }
         }
         let Some(c) = s[at..].chars().next() else {
             break;
