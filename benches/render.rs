@@ -16,7 +16,7 @@
 //! Each process's wall time is taken around it, its CPU time and peak RSS from GNU time.
 //! `WARDN_BENCH_QUICK=1` (`make bench`, under a minute): 10 overlays in (b), three wardn
 //! runs per measurement and one kustomize run per tree in (d); otherwise 200 overlays, five
-//! wardn runs and three kustomize runs (the median is printed). Set `KUBECTL` to override
+//! wardn runs and, in (d), five kustomize runs (the median is printed). Set `KUBECTL` to override
 //! the reference binary.
 
 use std::fmt::Write as _;
@@ -261,7 +261,7 @@ fn main() {
         k,
     );
 
-    real_world_corpus(wardn, &kubectl, wardn_runs, if quick { 1 } else { 3 });
+    real_world_corpus(wardn, &kubectl, wardn_runs, if quick { 1 } else { 5 });
 }
 
 /// (c) and (d): the corpus table, then the three largest trees, whole processes. Whether

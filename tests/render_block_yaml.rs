@@ -2,12 +2,14 @@
 //! library it stands in for (`wardn::render::library_documents`): on every YAML file of the
 //! fixtures, on thousands of mutated documents, and over many repeated reads. The fast reader
 //! must either decline a file or give exactly the library's documents, and must decline every
-//! file the library refuses.
+//! file the library refuses. A file it reads must also be said to hold a mapping value written
+//! empty (`key:`) exactly when the library's event scan (`wardn::render::empty_values`) finds
+//! one: without one, the renderer keeps no copy of the file for strategic merge patches.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use wardn::render::{block_yaml, library_documents};
+use wardn::render::{block_yaml, empty_values, library_documents};
 
 /// Every `*.yaml` / `*.yml` file under `fixtures/`, sorted.
 fn fixture_files() -> Vec<PathBuf> {
@@ -58,6 +60,16 @@ fn compare(what: &str, text: &str) -> Verdict {
                 fast == library,
                 "{what}: the fast reader read\n{fast:#?}\nthe library\n{library:#?}\ntext:\n{text}"
             );
+            let (_, fast_empty) = block_yaml::read_noting_empty_values(text).expect("read");
+            // Where the library's scan cannot match its documents up, nothing is dropped
+            // either way.
+            if let Some(library_empty) = empty_values(text) {
+                let library_empty = library_empty.iter().any(|doc| !doc.is_empty());
+                assert_eq!(
+                    fast_empty, library_empty,
+                    "{what}: values written empty (fast reader, library) differ\n{text}"
+                );
+            }
             Verdict::Same
         }
         (Some(fast), Err(err)) => {

@@ -12,6 +12,8 @@
 //! with serde-saphyr, so every error and edge case is reported word for word as before.
 //! It never guesses: a decline costs time, never a different value.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 /// Most nested collections accepted (serde-saphyr refuses depths past 64).
@@ -44,6 +46,14 @@ pub fn documents(text: &str) -> Option<Vec<Value>> {
 
 /// As [`documents`], but saying why the reader declines (for tests and diagnostics).
 pub fn read(text: &str) -> Result<Vec<Value>, Decline> {
+    read_noting_empty_values(text).map(|(docs, _)| docs)
+}
+
+/// As [`read`], and whether any mapping value of the text is written empty (`key:` with
+/// nothing after it, read as null). kustomize drops such fields, not explicit `null`s, from
+/// objects a strategic merge patch touches (see [`super::parse::empty_values`]); a file
+/// without any needs no second look.
+pub fn read_noting_empty_values(text: &str) -> Result<(Vec<Value>, bool), Decline> {
     if !plain_characters(text) {
         return Err(Decline(
             "a carriage return, control or non-printable character",
@@ -55,11 +65,16 @@ pub fn read(text: &str) -> Result<Vec<Value>, Decline> {
         _ if text.is_empty() => Vec::new(),
         body => body.split('\n').collect(),
     };
+    let shapes: Vec<Shape> = lines.iter().map(|line| Shape::of(line)).collect();
     let mut docs = Vec::new();
-    let mut nodes = 0;
+    let mut tally = Tally::default();
     let mut start = 0;
     let mut count = 1;
     for (i, line) in lines.iter().enumerate() {
+        // Markers and directives start at column 0 with a character other than a blank.
+        if shapes[i].indent != 0 || shapes[i].kind != Kind::Content {
+            continue;
+        }
         if line.starts_with("...") && separated(&line[3..]) || line.starts_with('%') {
             return Err(Decline("a directive or document end marker"));
         }
@@ -71,29 +86,48 @@ pub fn read(text: &str) -> Result<Vec<Value>, Decline> {
             if count > MAX_DOCUMENTS {
                 return Err(Decline("too many documents"));
             }
-            document(&lines, start, i, ends_with_newline, &mut nodes, &mut docs)?;
+            document(
+                (&lines, &shapes),
+                start,
+                i,
+                ends_with_newline,
+                &mut tally,
+                &mut docs,
+            )?;
             start = i + 1;
         }
     }
     document(
-        &lines,
+        (&lines, &shapes),
         start,
         lines.len(),
         ends_with_newline,
-        &mut nodes,
+        &mut tally,
         &mut docs,
     )?;
-    Ok(docs)
+    Ok((docs, tally.empty_values))
+}
+
+/// What the documents of one text have read so far.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Nodes read (see [`MAX_NODES`]).
+    nodes: usize,
+    /// Whether a mapping value was written empty.
+    empty_values: bool,
 }
 
 /// Whether `text` holds only characters this reader handles: no carriage returns, no control
 /// characters other than tab and line feed, none of the characters YAML forbids or treats
 /// as line breaks (NEL, the Unicode line and paragraph separators) and no byte-order mark.
 fn plain_characters(text: &str) -> bool {
-    if text
-        .bytes()
-        .all(|b| matches!(b, b'\t' | b'\n' | 0x20..=0x7E))
-    {
+    // Whole chunks are checked without stopping at the first failure, so that the check
+    // runs on vectors.
+    if text.as_bytes().chunks(64).all(|chunk| {
+        chunk.iter().fold(true, |ok, &b| {
+            ok & (b == b'\t' || b == b'\n' || (0x20..=0x7E).contains(&b))
+        })
+    }) {
         return true;
     }
     let ascii_ok = |b: u8| b == b'\t' || b == b'\n' || (0x20..0x7F).contains(&b) || b >= 0x80;
@@ -122,22 +156,26 @@ fn rest_is_comment(rest: &str) -> bool {
     trimmed.is_empty() || (trimmed.len() < rest.len() && trimmed.starts_with('#'))
 }
 
-/// Reads the document of lines `from..to` into `docs` (nothing when it is empty or null).
+/// Reads the document of lines `from..to` (of the text's lines and their shapes) into `docs`
+/// (nothing when it is empty or null).
 fn document(
-    lines: &[&str],
+    (lines, shapes): (&[&str], &[Shape]),
     from: usize,
     to: usize,
     ends_with_newline: bool,
-    nodes: &mut usize,
+    tally: &mut Tally,
     docs: &mut Vec<Value>,
 ) -> Read<()> {
     let mut reader = Reader {
         lines: &lines[from..to],
+        shapes: &shapes[from..to],
         // The text's last line has no line break when the text does not end with one.
         unterminated_last: to == lines.len() && !ends_with_newline,
         pos: 0,
-        nodes: *nodes,
+        nodes: tally.nodes,
+        empty_values: false,
         depth: 0,
+        entries: Vec::new(),
     };
     let Some(indent) = reader.next_content()? else {
         return Ok(());
@@ -146,7 +184,8 @@ fn document(
     if reader.next_content()?.is_some() {
         return Err(Decline("content after the document's root node"));
     }
-    *nodes = reader.nodes;
+    tally.nodes = reader.nodes;
+    tally.empty_values |= reader.empty_values;
     if !value.is_null() {
         docs.push(value);
     }
@@ -156,33 +195,85 @@ fn document(
 /// A cursor over one document's lines.
 struct Reader<'a> {
     lines: &'a [&'a str],
+    /// The shape of each of `lines`.
+    shapes: &'a [Shape],
     /// Whether the last of `lines` ends the text without a line break.
     unterminated_last: bool,
     /// The line being read.
     pos: usize,
     nodes: usize,
+    /// Whether a mapping value was written empty.
+    empty_values: bool,
     depth: usize,
+    /// The entries of the mappings being read, innermost last: a mapping is built once its
+    /// entries are known, with room for exactly them.
+    entries: Vec<(String, Value)>,
 }
 
-/// The number of leading spaces of `line`.
+/// The number of leading spaces of `line` (deep manifests are indented by dozens: eight
+/// bytes are compared at a time).
 fn indent_of(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
+    const SPACES: [u8; 8] = [b' '; 8];
+    let bytes = line.as_bytes();
+    let mut n = 0;
+    while bytes.get(n..n + 8) == Some(&SPACES[..]) {
+        n += 8;
+    }
+    while bytes.get(n) == Some(&b' ') {
+        n += 1;
+    }
+    n
+}
+
+/// A line's leading spaces and what follows them, worked out once per line: the reader looks
+/// at the line after each value from every collection that value ends.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    indent: usize,
+    kind: Kind,
+}
+
+/// What follows a line's leading spaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Nothing: the line is blank.
+    Blank,
+    /// A comment.
+    Comment,
+    /// A tab.
+    Tab,
+    /// Anything else.
+    Content,
+}
+
+impl Shape {
+    fn of(line: &str) -> Shape {
+        let indent = indent_of(line);
+        let kind = match line.as_bytes().get(indent) {
+            None => Kind::Blank,
+            Some(b'#') => Kind::Comment,
+            Some(b'\t') => Kind::Tab,
+            Some(_) => Kind::Content,
+        };
+        Shape { indent, kind }
+    }
+
+    /// Neither blank nor a comment.
+    fn continues(self) -> bool {
+        matches!(self.kind, Kind::Tab | Kind::Content)
+    }
 }
 
 impl<'a> Reader<'a> {
     /// Moves to the next line that is neither blank nor a comment and returns its indent
     /// (`None` at the document's end). Tabs in indentation decline.
     fn next_content(&mut self) -> Read<Option<usize>> {
-        while let Some(line) = self.lines.get(self.pos) {
-            let indent = indent_of(line);
-            let rest = &line[indent..];
-            if rest.starts_with('\t') {
-                return Err(Decline("a tab in indentation"));
+        while let Some(shape) = self.shapes.get(self.pos) {
+            match shape.kind {
+                Kind::Tab => return Err(Decline("a tab in indentation")),
+                Kind::Content => return Ok(Some(shape.indent)),
+                Kind::Blank | Kind::Comment => self.pos += 1,
             }
-            if !(rest.is_empty() || rest.starts_with('#')) {
-                return Ok(Some(indent));
-            }
-            self.pos += 1;
         }
         Ok(None)
     }
@@ -203,8 +294,9 @@ impl<'a> Reader<'a> {
         if text.starts_with('-') && separated(&text[1..]) {
             return self.nested(|r| r.sequence(line, col));
         }
-        if key(text)?.is_some() {
-            return self.nested(|r| r.mapping(line, col));
+        if let Some(first) = key(text)? {
+            let first = (first.0.into_owned(), first.1);
+            return self.nested(|r| r.mapping(line, col, first));
         }
         self.scalar(line, col, parent)
     }
@@ -243,7 +335,11 @@ impl<'a> Reader<'a> {
                 Some(next) if next > indent => {
                     return Err(Decline("a line indented deeper after a sequence entry"));
                 }
-                _ => return Ok(Value::Array(items)),
+                _ => {
+                    // No spare capacity kept for the whole render.
+                    items.shrink_to_fit();
+                    return Ok(Value::Array(items));
+                }
             }
         }
     }
@@ -265,24 +361,31 @@ impl<'a> Reader<'a> {
             }
             _ => {
                 self.count()?;
+                // Only a mapping key's value may be compact; a sequence entry's is not noted.
+                self.empty_values |= compact;
                 Ok(Value::Null)
             }
         }
     }
 
-    /// A block mapping whose first key is at column `indent` of line `line`.
-    fn mapping(&mut self, line: usize, indent: usize) -> Read<Value> {
-        let mut map = Map::new();
+    /// A block mapping whose first key is at column `indent` of line `line`, already read as
+    /// `first` (the key and the offset just past its `:`).
+    fn mapping(&mut self, line: usize, indent: usize, first: (String, usize)) -> Read<Value> {
+        let base = self.entries.len();
+        let mut first = Some(first);
         self.pos = line;
         loop {
-            let text = &self.lines[self.pos][indent..];
-            let Some((name, after)) = key(text)? else {
-                return Err(Decline("a line that is not a mapping key"));
+            let (name, after) = match first.take() {
+                Some(first) => first,
+                None => {
+                    let text = &self.lines[self.pos][indent..];
+                    let Some((name, after)) = key(text)? else {
+                        return Err(Decline("a line that is not a mapping key"));
+                    };
+                    (name.into_owned(), after)
+                }
             };
             self.count()?;
-            if map.contains_key(&name) {
-                return Err(Decline("a duplicate key"));
-            }
             let col = indent + after;
             let rest = &self.lines[self.pos][col..];
             let value = if rest_is_comment(rest) {
@@ -294,18 +397,29 @@ impl<'a> Reader<'a> {
                     return Err(Decline("a tab after a key"));
                 }
                 let text = &rest[spaces..];
-                if text.starts_with('-') && separated(&text[1..]) || key(text)?.is_some() {
+                // A mapping on a key's line (`a: b: c`, `a: "b": c`) needs no look here: it
+                // is text after a quoted scalar or a `: ` in a plain one, which `scalar`
+                // declines.
+                if text.starts_with('-') && separated(&text[1..]) {
                     return Err(Decline("a collection on a key's line"));
                 }
                 self.scalar(self.pos, col + spaces, indent as isize)?
             };
-            map.insert(name, value);
+            self.entries.push((name, value));
             match self.next_content()? {
                 Some(next) if next == indent => {}
                 Some(next) if next > indent => {
                     return Err(Decline("a line indented deeper after a mapping value"));
                 }
-                _ => return Ok(Value::Object(map)),
+                _ => {
+                    let mut map = Map::with_capacity(self.entries.len() - base);
+                    for (name, value) in self.entries.drain(base..) {
+                        if map.insert(name, value).is_some() {
+                            return Err(Decline("a duplicate key"));
+                        }
+                    }
+                    return Ok(Value::Object(map));
+                }
             }
         }
     }
@@ -348,15 +462,7 @@ impl<'a> Reader<'a> {
             return Err(Decline("text after a scalar"));
         }
         self.pos = line + 1;
-        // A more indented line right after a quoted scalar or a comment is an error; the
-        // library reports it.
-        if let Some(next) = self.lines.get(self.pos) {
-            let indent = indent_of(next);
-            let continues = !next[indent..].is_empty() && !next[indent..].starts_with('#');
-            if continues && indent as isize > parent {
-                return Err(Decline("a line indented deeper after a scalar"));
-            }
-        }
+        self.nothing_deeper(parent)?;
         Ok(value)
     }
 
@@ -444,14 +550,19 @@ impl<'a> Reader<'a> {
             return Err(Decline("text after a scalar"));
         }
         self.pos = q.line + 1;
-        if let Some(next) = self.lines.get(self.pos) {
-            let indent = indent_of(next);
-            let continues = !next[indent..].is_empty() && !next[indent..].starts_with('#');
-            if continues && indent as isize > parent {
-                return Err(Decline("a line indented deeper after a scalar"));
-            }
-        }
+        self.nothing_deeper(parent)?;
         Ok(Value::String(q.value))
+    }
+
+    /// A more indented line right after a one-line or quoted scalar or a comment (the line at
+    /// `pos`) is an error; the library reports it.
+    fn nothing_deeper(&self, parent: isize) -> Read<()> {
+        match self.shapes.get(self.pos) {
+            Some(next) if next.continues() && next.indent as isize > parent => {
+                Err(Decline("a line indented deeper after a scalar"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The lines from `from` on that continue the plain scalar `first` (indented more than
@@ -468,20 +579,19 @@ impl<'a> Reader<'a> {
         let mut blanks = 0;
         let mut at = from;
         self.pos = from;
-        while let Some(line) = self.lines.get(at) {
-            let indent = indent_of(line);
-            let content = &line[indent..];
-            if content.is_empty() {
-                blanks += 1;
-                at += 1;
-                continue;
+        while let Some(&Shape { indent, kind }) = self.shapes.get(at) {
+            match kind {
+                Kind::Blank => {
+                    blanks += 1;
+                    at += 1;
+                    continue;
+                }
+                Kind::Tab => return Err(Decline("a tab in a plain scalar's continuation")),
+                Kind::Comment => break,
+                Kind::Content if indent as isize <= parent => break,
+                Kind::Content => {}
             }
-            if content.starts_with('\t') {
-                return Err(Decline("a tab in a plain scalar's continuation"));
-            }
-            if indent as isize <= parent || content.starts_with('#') {
-                break;
-            }
+            let content = &self.lines[at][indent..];
             if matches!(content.as_bytes(), [b'-' | b'?' | b':', next, ..] if *next == b' ')
                 || matches!(content, "-" | "?" | ":")
             {
@@ -545,17 +655,15 @@ impl<'a> Reader<'a> {
         // may not be longer (the library would then read it otherwise).
         let mut indent = None;
         let mut longest_blank = 0;
-        for l in &self.lines[first_content..] {
-            let spaces = indent_of(l);
-            if spaces == l.len() {
-                longest_blank = longest_blank.max(spaces);
-                continue;
+        for shape in &self.shapes[first_content..] {
+            match shape.kind {
+                Kind::Blank => longest_blank = longest_blank.max(shape.indent),
+                Kind::Tab => return Err(Decline("a tab in a block scalar's indentation")),
+                Kind::Comment | Kind::Content => {
+                    indent = Some(shape.indent);
+                    break;
+                }
             }
-            if l[spaces..].starts_with('\t') {
-                return Err(Decline("a tab in a block scalar's indentation"));
-            }
-            indent = Some(spaces);
-            break;
         }
         let indent = match indent {
             Some(n) if n as isize > parent && n >= longest_blank && n > 0 => n,
@@ -567,20 +675,21 @@ impl<'a> Reader<'a> {
         let mut leading_blank = false;
         let mut i = first_content;
         let mut started = false;
-        while let Some(l) = self.lines.get(i) {
-            let spaces = indent_of(l);
-            if spaces < indent {
-                if spaces == l.len() {
-                    trailing_breaks += 1;
-                    i += 1;
-                    continue;
+        while let Some(shape) = self.shapes.get(i) {
+            if shape.indent < indent {
+                match shape.kind {
+                    Kind::Blank => {
+                        trailing_breaks += 1;
+                        i += 1;
+                        continue;
+                    }
+                    Kind::Tab => {
+                        return Err(Decline("a tab in a block scalar's indentation"));
+                    }
+                    Kind::Comment | Kind::Content => break,
                 }
-                if l[spaces..].starts_with('\t') {
-                    return Err(Decline("a tab in a block scalar's indentation"));
-                }
-                break;
             }
-            let content = &l[indent..];
+            let content = &self.lines[i][indent..];
             if started && content.trim_start_matches([' ', '\t']).is_empty() && !content.is_empty()
             {
                 // A line of only blanks past the indentation: content for libyaml, but rare
@@ -671,14 +780,14 @@ fn indicator(c: char) -> bool {
 /// If `text` starts with a mapping key (`key:` followed by a blank or the line's end): the
 /// key and the offset just past its `:`. `Ok(None)` when it does not; a decline when it might
 /// in a way this reader does not handle.
-fn key(text: &str) -> Read<Option<(String, usize)>> {
+fn key(text: &str) -> Read<Option<(Cow<'_, str>, usize)>> {
     let (name, len, plain) = match text.chars().next() {
         Some('"' | '\'') => {
             // A quoted scalar not closed on its line is no key (keys are one line long).
             let Ok(q) = quoted(&[text], 0, 0, None) else {
                 return Ok(None);
             };
-            (q.value, q.end, false)
+            (Cow::Owned(q.value), q.end, false)
         }
         Some('?') if separated(&text[1..]) => return Err(Decline("a complex key")),
         Some(c) if indicator(c) => return Ok(None),
@@ -693,7 +802,7 @@ fn key(text: &str) -> Read<Option<(String, usize)>> {
             {
                 return Err(Decline("a key with tabs or flow indicators"));
             }
-            (name.to_string(), end, true)
+            (Cow::Borrowed(name), end, true)
         }
         None => return Ok(None),
     };
@@ -701,17 +810,12 @@ fn key(text: &str) -> Read<Option<(String, usize)>> {
     let spaces = indent_of(after);
     let rest = &after[spaces..];
     if !(rest.starts_with(':') && separated(&rest[1..])) {
-        if plain {
-            return Ok(None);
-        }
         // A quoted scalar followed by something other than `:` and a blank: a plain value, a
         // comment, or an error; the caller reads it as a scalar.
         return Ok(None);
     }
     let colon = len + spaces + 1;
-    if colon > MAX_KEY_CHARS
-        || (plain && matches!(name.as_str(), "~" | "null" | "Null" | "NULL" | "<<"))
-    {
+    if colon > MAX_KEY_CHARS || (plain && matches!(&*name, "~" | "null" | "Null" | "NULL" | "<<")) {
         return Err(Decline("an overlong, null or merge key"));
     }
     Ok(Some((name, colon)))
@@ -1015,6 +1119,25 @@ mod tests {
             "nested": {"list": [], "map": {}, "script": "a\n\n b\n", "folded": "a b\nc"}
         });
         assert_eq!(docs[0], expected);
+    }
+
+    #[test]
+    fn notes_mapping_values_written_empty() {
+        for (text, empty) in [
+            ("a:\nb: 1\n", true),
+            ("a: # c\n", true),
+            ("a:\n  b:\n", true),
+            ("---\na: 1\n---\nb:\n", true),
+            ("a: null\nb: ~\nc: ''\n", false),
+            ("a:\n  null\n", false),
+            ("a:\n- \n- x\n", false),
+            ("- \n", false),
+            ("a:\n- b:\n", true),
+            ("a: {}\nb: []\n", false),
+        ] {
+            let (_, noted) = read_noting_empty_values(text).unwrap();
+            assert_eq!(noted, empty, "{text:?}");
+        }
     }
 
     #[test]

@@ -111,13 +111,28 @@ impl Emitter {
         self.column += s.chars().count();
     }
 
+    /// [`Self::write_str`] of a part of a text known to be ASCII (`ascii`): its columns are
+    /// its bytes.
+    fn write_part(&mut self, s: &str, ascii: bool) {
+        if ascii {
+            self.out.push_str(s);
+            self.column += s.len();
+        } else {
+            self.write_str(s);
+        }
+    }
+
     fn write_indent(&mut self) {
         let indent = self.indent.max(0) as usize;
         if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
             self.put_break();
         }
+        // The spaces up to the indent, a run at a time.
+        const SPACES: &str = "                                ";
         while self.column < indent {
-            self.put(' ');
+            let run = (indent - self.column).min(SPACES.len());
+            self.out.push_str(&SPACES[..run]);
+            self.column += run;
         }
         self.whitespace = true;
         self.indention = true;
@@ -163,14 +178,16 @@ impl Emitter {
 
     fn block_mapping(&mut self, map: &Map<String, Value>) {
         let saved = self.increase_indent(false, false);
-        let mut keys: Vec<&String> = map.keys().collect();
-        keys.sort_by(|a, b| scalar::natural_cmp(a, b));
-        for key in keys {
-            let value = &map[key.as_str()];
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_by(|a, b| scalar::natural_cmp(a.0, b.0));
+        for (key, value) in entries {
             self.write_indent();
-            if is_simple_key(key) {
-                self.string_scalar(
+            // go-yaml's `check_simple_key`; the key's analysis serves its writing too.
+            let a = analyze(key);
+            if key.len() <= MAX_SIMPLE_KEY && !a.multiline {
+                self.string_scalar_analyzed(
                     key,
+                    &a,
                     Ctx {
                         mapping: true,
                         simple_key: true,
@@ -179,8 +196,9 @@ impl Emitter {
                 self.write_indicator(":", false, false, false);
             } else {
                 self.write_indicator("?", true, false, true);
-                self.string_scalar(
+                self.string_scalar_analyzed(
                     key,
+                    &a,
                     Ctx {
                         mapping: true,
                         simple_key: false,
@@ -211,18 +229,28 @@ impl Emitter {
     }
 
     fn string_scalar(&mut self, s: &str, ctx: Ctx) {
-        let style = if s.contains('\n') {
+        self.string_scalar_analyzed(s, &analyze(s), ctx);
+    }
+
+    /// [`Self::string_scalar`] of `s`, whose [`analyze`] result is `a`.
+    fn string_scalar_analyzed(&mut self, s: &str, a: &Analysis, ctx: Ctx) {
+        let style = if a.multiline && s.contains('\n') {
             Style::Literal
         } else if scalar::resolves_to_string(s) {
             Style::Plain
         } else {
             Style::Double
         };
-        self.scalar(s, style, ctx);
+        self.scalar_analyzed(s, a, style, ctx);
     }
 
     fn scalar(&mut self, s: &str, requested: Style, ctx: Ctx) {
-        let a = analyze(s);
+        self.scalar_analyzed(s, &analyze(s), requested, ctx);
+    }
+
+    /// Writes `s` (whose [`analyze`] result is `a`) in the `requested` style or the one
+    /// go-yaml falls back to.
+    fn scalar_analyzed(&mut self, s: &str, a: &Analysis, requested: Style, ctx: Ctx) {
         let mut style = requested;
         if ctx.simple_key && a.multiline {
             style = Style::Double;
@@ -251,26 +279,34 @@ impl Emitter {
         if !self.whitespace {
             self.put(' ');
         }
-        if !s.contains(' ') {
-            // Nothing to fold at: the text as it is.
+        // A text ending before the width has no space to fold at: written as it is.
+        if !allow_breaks || self.column + s.len() <= BEST_WIDTH + 1 {
             self.write_str(s);
-        } else {
-            let mut chars = s.chars().peekable();
-            let mut spaces = false;
-            while let Some(c) = chars.next() {
-                if c == ' ' {
-                    let next_space = chars.peek() == Some(&' ');
-                    if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_space {
-                        self.write_indent();
-                    } else {
-                        self.put(c);
-                    }
-                    spaces = true;
-                } else {
-                    self.put(c);
-                    self.indention = false;
-                    spaces = false;
-                }
+            self.whitespace = false;
+            self.indention = false;
+            return;
+        }
+        // The words between spaces are written as they are; a space is folded into a line
+        // break when the line is past the width, and neither follows nor precedes a space.
+        let ascii = s.is_ascii();
+        let mut words = s.split(' ').peekable();
+        if let Some(word) = words.next().filter(|w| !w.is_empty()) {
+            self.write_part(word, ascii);
+            self.indention = false;
+        }
+        let mut spaces = false;
+        while let Some(word) = words.next() {
+            let next_space = word.is_empty() && words.peek().is_some();
+            if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_space {
+                self.write_indent();
+            } else {
+                self.put(' ');
+            }
+            spaces = true;
+            if !word.is_empty() {
+                self.write_part(word, ascii);
+                self.indention = false;
+                spaces = false;
             }
         }
         self.whitespace = false;
@@ -405,6 +441,15 @@ impl Emitter {
         self.whitespace = true;
         let mut breaks = true;
         let mut rest = s;
+        // In ASCII text the only breaks are `\n` and `\r`, found by a byte search.
+        let ascii = s.is_ascii();
+        let line_end = |rest: &str| {
+            if ascii {
+                rest.bytes().position(|b| b == b'\n' || b == b'\r')
+            } else {
+                rest.find(scalar::is_break)
+            }
+        };
         while let Some(c) = rest.chars().next() {
             if scalar::is_break(c) {
                 self.write_break(c);
@@ -417,8 +462,8 @@ impl Emitter {
                     breaks = false;
                 }
                 // The rest of the line, up to the next break, as it is.
-                let end = rest.find(scalar::is_break).unwrap_or(rest.len());
-                self.write_str(&rest[..end]);
+                let end = line_end(rest).unwrap_or(rest.len());
+                self.write_part(&rest[..end], ascii);
                 self.indention = false;
                 rest = &rest[end..];
             }
@@ -447,11 +492,6 @@ fn escape_letter(c: char) -> Option<char> {
     })
 }
 
-/// go-yaml's `check_simple_key` for a string key.
-fn is_simple_key(key: &str) -> bool {
-    key.len() <= MAX_SIMPLE_KEY && !analyze(key).multiline
-}
-
 /// The subset of go-yaml's `analyze_scalar` results the emitter needs.
 struct Analysis {
     multiline: bool,
@@ -459,6 +499,18 @@ struct Analysis {
     single_quoted_allowed: bool,
     block_allowed: bool,
 }
+
+/// The bytes [`analyze`] skips after the first character: graphic ASCII other than `:` and
+/// `#`, the only ones of it whose meaning depends on their neighbours.
+const ORDINARY: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0x21;
+    while b < 0x7F {
+        table[b] = b != b':' as usize && b != b'#' as usize;
+        b += 1;
+    }
+    table
+};
 
 fn analyze(s: &str) -> Analysis {
     if s.is_empty() {
@@ -476,19 +528,69 @@ fn analyze(s: &str) -> Analysis {
         (false, false, false, false);
     let (mut line_breaks, mut special) = (false, false);
     let mut preceded_by_ws = true;
-    let mut chars = s.chars().peekable();
-    let mut first = true;
-    while let Some(c) = chars.next() {
+    let bytes = s.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
         // Most characters of long values (rule expressions, embedded JSON) are graphic ASCII
-        // other than the indicators that matter after the first character: they only reset
-        // the space and break trackers.
-        if !first && c.is_ascii_graphic() && c != ':' && c != '#' {
+        // other than the indicators that matter after the first character: a run of them only
+        // resets the space and break trackers.
+        if at > 0 && ORDINARY[usize::from(bytes[at])] {
+            at += 1;
+            while bytes.get(at).is_some_and(|&b| ORDINARY[usize::from(b)]) {
+                at += 1;
+            }
             previous_space = false;
             previous_break = false;
             preceded_by_ws = false;
             continue;
         }
-        let next = chars.peek().copied();
+        // A space, line feed, `:` or `#` neither first nor last (the words of descriptions,
+        // the lines and keys of embedded JSON): what the general case below does for it.
+        if at > 0 && at + 1 < bytes.len() {
+            let next = bytes[at + 1];
+            match bytes[at] {
+                b' ' => {
+                    break_space |= previous_break;
+                    previous_space = true;
+                    previous_break = false;
+                    preceded_by_ws = true;
+                    at += 1;
+                    continue;
+                }
+                b'\n' => {
+                    line_breaks = true;
+                    space_break |= previous_space;
+                    previous_space = false;
+                    previous_break = true;
+                    preceded_by_ws = true;
+                    at += 1;
+                    continue;
+                }
+                b':' => {
+                    block_indicators |= next == b' ' || next == b'\t';
+                    previous_space = false;
+                    previous_break = false;
+                    preceded_by_ws = false;
+                    at += 1;
+                    continue;
+                }
+                b'#' => {
+                    block_indicators |= preceded_by_ws;
+                    previous_space = false;
+                    previous_break = false;
+                    preceded_by_ws = false;
+                    at += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        let Some(c) = s[at..].chars().next() else {
+            break;
+        };
+        let first = at == 0;
+        at += c.len_utf8();
+        let next = s[at..].chars().next();
         let last = next.is_none();
         let followed_by_ws = matches!(next, None | Some(' ' | '\t'));
         if first {
@@ -538,7 +640,6 @@ fn analyze(s: &str) -> Analysis {
             previous_break = false;
         }
         preceded_by_ws = matches!(c, ' ' | '\t') || scalar::is_break(c);
-        first = false;
     }
     let mut a = Analysis {
         multiline: line_breaks,

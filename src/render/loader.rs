@@ -453,12 +453,16 @@ fn go_style_json_error(message: &str) -> String {
 /// (`kind: List` documents are expanded).
 pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, RenderError> {
     let bytes = read_restricted(tree, dir, path)?;
-    let docs = parse::documents(path, &bytes)?;
+    let (docs, empty_values) = parse::documents_noting_empty_values(path, &bytes)?;
     let count = docs.len();
+    // Moved into the file's `Source` should one be kept (not copied: a large file would be
+    // held twice while its documents are built).
+    let mut bytes = Some(bytes);
     let mut source: Option<Arc<parse::Source>> = None;
     let mut out = Vec::new();
     for (index, doc) in docs.into_iter().enumerate() {
-        let nulls = parse::has_null(&doc);
+        // Without a value written empty in the file, no field is dropped for being one.
+        let nulls = empty_values && parse::has_null(&doc);
         let before = out.len();
         push_object(path, doc, &mut out)?;
         // A document that was one object (not a List) and holds nulls keeps its source, to
@@ -471,7 +475,7 @@ pub fn load_file(tree: &dyn Tree, dir: &str, path: &str) -> Result<Vec<Res>, Ren
             let source = match &source {
                 Some(source) => source.clone(),
                 None => {
-                    let text = parse::text(path, &bytes)?.to_string();
+                    let text = parse::owned_text(path, bytes.take().unwrap_or_default())?;
                     source
                         .insert(Arc::new(parse::Source::new(text, count)))
                         .clone()

@@ -41,7 +41,7 @@ use sha2::{Digest, Sha256};
 
 pub use inputs::inputs_unchanged;
 pub use packed::{PackedObjects, PackedRender, UnpackError};
-pub use parse::library_documents;
+pub use parse::{empty_values, library_documents};
 pub use transform::{pin_images, split_image};
 pub use tree::{DirTree, Tree, TreeError};
 

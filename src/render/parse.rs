@@ -5,6 +5,7 @@
 //! booleans (`yes`, `on` stay strings) and `012` is octal.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
@@ -40,9 +41,25 @@ fn options(shares: usize) -> serde_saphyr::Options {
 
 /// Parses every document of a YAML (or JSON) file; empty documents are skipped.
 pub fn documents(file: &str, bytes: &[u8]) -> Result<Vec<Value>, RenderError> {
+    documents_noting_empty_values(file, bytes).map(|(docs, _)| docs)
+}
+
+/// As [`documents`], and whether a mapping value may be written empty (`key:`) in the file:
+/// `false` only when the fast reader read it all and met none, so that no [`Source`] need
+/// be kept for it.
+pub fn documents_noting_empty_values(
+    file: &str,
+    bytes: &[u8],
+) -> Result<(Vec<Value>, bool), RenderError> {
     let text = text(file, bytes)?;
-    let fast = in_parallel(text, |run, _| block_yaml::documents(run))
-        .or_else(|| block_yaml::documents(text));
+    let empty_values = AtomicBool::new(false);
+    let fast_read = |run: &str| {
+        let (docs, empty) = block_yaml::read_noting_empty_values(run).ok()?;
+        empty_values.fetch_or(empty, Ordering::Relaxed);
+        Some(docs)
+    };
+    let fast = in_parallel(text, |run, _| fast_read(run)).or_else(|| fast_read(text));
+    let read_fast = fast.is_some();
     let library = || {
         in_parallel(text, |run, shares| {
             serde_saphyr::from_multiple_with_options::<Value>(run, options(shares)).ok()
@@ -56,7 +73,7 @@ pub fn documents(file: &str, bytes: &[u8]) -> Result<Vec<Value>, RenderError> {
         })?,
     };
     clip_block_scalar_at_eof(text, &mut docs);
-    Ok(docs)
+    Ok((docs, !read_fast || empty_values.into_inner()))
 }
 
 /// The documents of `text` as serde-saphyr reads them with the renderer's options and budgets
@@ -303,6 +320,19 @@ pub fn text<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, RenderError> {
     Ok(text.strip_prefix('\u{FEFF}').unwrap_or(text))
 }
 
+/// [`text`] for bytes the caller gives up: the same text, without a copy (a byte-order mark
+/// is cut off in place).
+pub fn owned_text(file: &str, bytes: Vec<u8>) -> Result<String, RenderError> {
+    let mut text = String::from_utf8(bytes).map_err(|e| RenderError::Yaml {
+        file: file.to_string(),
+        message: format!("not valid UTF-8: {}", e.utf8_error()),
+    })?;
+    if text.starts_with('\u{FEFF}') {
+        text.drain(..'\u{FEFF}'.len_utf8());
+    }
+    Ok(text)
+}
+
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or(s).trim().to_string()
 }
@@ -320,6 +350,20 @@ mod tests {
         let docs = documents("a.yaml", b"a: |\n  x\nb: \"y\\n\"").unwrap();
         assert_eq!(docs[0]["a"], "x\n");
         assert_eq!(docs[0]["b"], "y\n");
+    }
+
+    #[test]
+    fn owned_text_is_text_without_a_copy() {
+        let bom = "\u{FEFF}a: 1\n";
+        assert_eq!(owned_text("a.yaml", bom.into()).unwrap(), "a: 1\n");
+        assert_eq!(
+            owned_text("a.yaml", bom.into()).unwrap(),
+            text("a.yaml", bom.as_bytes()).unwrap()
+        );
+        let err = owned_text("a.yaml", vec![b'a', 0xFF])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, text("a.yaml", &[b'a', 0xFF]).unwrap_err().to_string());
     }
 
     #[test]

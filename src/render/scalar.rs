@@ -13,12 +13,6 @@ pub fn resolves_to_string(s: &str) -> bool {
 }
 
 fn resolves_to_other(s: &str) -> bool {
-    const SPECIAL: &[&str] = &[
-        "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no",
-        "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null",
-        "NULL", ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
-        "-.Inf", "-.INF", "<<",
-    ];
     let Some(first) = s.bytes().next() else {
         return true;
     };
@@ -29,8 +23,48 @@ fn resolves_to_other(s: &str) -> bool {
         b'.' => '.',
         _ => return false,
     };
-    if SPECIAL.contains(&s) {
-        return s != "<<";
+    // go-yaml's resolve table (`<<`, the merge key, is a string; it starts with no hint).
+    if matches!(
+        s,
+        "y" | "Y"
+            | "yes"
+            | "Yes"
+            | "YES"
+            | "true"
+            | "True"
+            | "TRUE"
+            | "on"
+            | "On"
+            | "ON"
+            | "n"
+            | "N"
+            | "no"
+            | "No"
+            | "NO"
+            | "false"
+            | "False"
+            | "FALSE"
+            | "off"
+            | "Off"
+            | "OFF"
+            | "~"
+            | "null"
+            | "Null"
+            | "NULL"
+            | ".nan"
+            | ".NaN"
+            | ".NAN"
+            | ".inf"
+            | ".Inf"
+            | ".INF"
+            | "+.inf"
+            | "+.Inf"
+            | "+.INF"
+            | "-.inf"
+            | "-.Inf"
+            | "-.INF"
+    ) {
+        return true;
     }
     match hint {
         'M' => false,

@@ -38,7 +38,10 @@ pub fn document_runs(text: &str, parts: usize) -> Option<Vec<&str>> {
 fn next_document_start(text: &str, from: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut at = from.saturating_sub(1);
-    while let Some(found) = bytes.get(at..)?.windows(4).position(|w| w == b"\n---") {
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    while let Some(found) = text.get(at..)?.find("\n---") {
         let line = at + found + 1;
         match bytes.get(line + 3) {
             None | Some(b' ' | b'\t' | b'\n' | b'\r') => return Some(line),
