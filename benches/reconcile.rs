@@ -14,8 +14,8 @@ use wardn::object::ObjectRef;
 use wardn::reconcile::decide::Trigger;
 use wardn::reconcile::pass::{Manifests, Options, Pass, Target};
 use wardn::reconcile::pipeline;
-use wardn::render::PackedObjects;
 use wardn::reconcile::plan::Plan;
+use wardn::render::PackedObjects;
 use wardn::sources::spec::{DirectorySpec, SourceSpec, SourceType};
 
 fn cm(i: usize) -> Value {

@@ -154,9 +154,9 @@ impl ReconcileError {
     /// count passes by it.)
     pub fn class(&self) -> ErrorClass {
         match self {
-            ReconcileError::Window(_)
-            | ReconcileError::Place(_)
-            | ReconcileError::Manifests(_) => ErrorClass::Invalid,
+            ReconcileError::Window(_) | ReconcileError::Place(_) | ReconcileError::Manifests(_) => {
+                ErrorClass::Invalid
+            }
             ReconcileError::Forbidden(_) => ErrorClass::Forbidden,
             ReconcileError::NothingHeld
             | ReconcileError::WrongPlan { .. }

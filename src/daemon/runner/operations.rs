@@ -67,8 +67,8 @@ impl Runner {
                 .and_then(|r| r.manifests.clone())
                 .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
             let previous: AppStatus = record.map(|r| r.status.clone()).unwrap_or_default();
-            let manifests = pinned(manifests, previous.promoted_from.as_ref())
-                .map_err(ReconcileError::from)?;
+            let manifests =
+                pinned(manifests, previous.promoted_from.as_ref()).map_err(ReconcileError::from)?;
             (
                 previous,
                 manifests,
