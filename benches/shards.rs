@@ -13,7 +13,8 @@
 //!
 //! `cargo bench --bench shards` (full size: 10,000 Apps on 100 clusters);
 //! `-- --quick` or `WARDN_BENCH_QUICK=1`: 200 Apps on 8 clusters; `WARDN_BENCH_SHARD_APPS`
-//! and `WARDN_BENCH_SHARD_CLUSTERS` set any size.
+//! and `WARDN_BENCH_SHARD_CLUSTERS` set any size, `WARDN_BENCH_SHARD_REPLICAS` the replica
+//! counts (`1,2,4`).
 
 mod support;
 // The tests' helpers, for their throwaway PostgreSQL.
@@ -305,10 +306,19 @@ fn main() {
     };
     let apps = size("WARDN_BENCH_SHARD_APPS", apps);
     let clusters = size("WARDN_BENCH_SHARD_CLUSTERS", clusters);
+    let counts: Vec<usize> = std::env::var("WARDN_BENCH_SHARD_REPLICAS")
+        .unwrap_or_else(|_| "1,2,4".to_string())
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("WARDN_BENCH_SHARD_REPLICAS: replica counts, e.g. 1,2,4")
+        })
+        .collect();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let pg = postgres::Postgres::start();
-        for replicas in [1, 2, 4] {
+        for replicas in counts {
             run(&pg, replicas, apps, clusters).await;
         }
     });

@@ -158,6 +158,60 @@ async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_never_route_more_than_their_share() {
+    let mgmt = common::start(&["wardn"]).await;
+    let kube_config = mgmt.cluster.config().await.unwrap();
+    let config = |id: &str| ShardConfig {
+        renew_every: Duration::from_secs(1),
+        ..ShardConfig::new(id, "wardn", Duration::from_secs(3)).unwrap()
+    };
+    let clusters: Vec<String> = (0..40).map(|i| format!("cluster-{i}")).collect();
+    let share = |id: &str| -> BTreeSet<String> {
+        clusters
+            .iter()
+            .filter(|c| rendezvous::owner(["a", "b", "c"], c) == Some(id))
+            .cloned()
+            .collect()
+    };
+    let routed = |m: &Membership| -> BTreeSet<String> {
+        clusters
+            .iter()
+            .filter(|c| m.routes_here(c))
+            .cloned()
+            .collect()
+    };
+    // a starts alone and sees only itself at first; b and c follow well within a renewal period.
+    let a = Membership::start(kube_config.clone(), config("a"))
+        .await
+        .unwrap();
+    assert!(routed(&a).is_empty(), "nothing is routed before settling");
+    let b = Membership::start(kube_config.clone(), config("b"))
+        .await
+        .unwrap();
+    let c = Membership::start(kube_config.clone(), config("c"))
+        .await
+        .unwrap();
+    let (share_a, share_b, share_c) = (share("a"), share("b"), share("c"));
+    // Until every replica routes its share, none routes a cluster outside it.
+    let mut polls = 0;
+    loop {
+        let (ra, rb, rc) = (routed(&a), routed(&b), routed(&c));
+        assert!(ra.is_subset(&share_a), "a routed {ra:?} beyond {share_a:?}");
+        assert!(rb.is_subset(&share_b), "b routed {rb:?} beyond {share_b:?}");
+        assert!(rc.is_subset(&share_c), "c routed {rc:?} beyond {share_c:?}");
+        if ra == share_a && rb == share_b && rc == share_c {
+            break;
+        }
+        polls += 1;
+        assert!(polls < 3_000, "the replicas never routed their shares");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for m in [a, b, c] {
+        m.leave().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_renewals_keep_ownership_tasks_and_leases_steady() {
     let mgmt = common::start(&["wardn"]).await;
     let client = mgmt.cluster.client().await.unwrap();

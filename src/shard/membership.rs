@@ -305,10 +305,17 @@ impl Membership {
     /// expired), whether or not it may write there: the Apps of such clusters are the ones
     /// this replica loads, renders and plans. Unlike [`Membership::owns`], a renewal that came
     /// late (an overloaded or paused process) does not unload and reload every App; fencing
-    /// alone keeps such a replica from writing.
+    /// alone keeps such a replica from writing. Nothing is routed here before this replica has
+    /// settled (two renewal periods, by when it has listed the replicas that started with it):
+    /// otherwise the first replica of a fleet starting together would load and render every
+    /// App, only to drop most of them moments later, and the memory of that peak stays with
+    /// the process.
     pub fn routes_here(&self, cluster: &str) -> bool {
         let me = self.config.replica_id.as_str();
         let view = self.view.borrow();
+        if !view.settled {
+            return false;
+        }
         let others = view
             .replicas
             .iter()
