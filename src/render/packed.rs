@@ -4,8 +4,8 @@
 //! Parsed, an object is a tree of order-preserving maps (an index table and an entry vector
 //! per map, each grown by doubling) and a heap string per key and scalar: the ten small
 //! objects of a typical App took about 35 KiB parsed, 60 KiB with the copy a pass held, and
-//! were most of a replica's memory with 10,000 Apps. Their JSON text is about 4 KiB, and
-//! parsing it back costs tens of microseconds, next to a pass's milliseconds of requests. JSON
+//! were most of a replica's memory with 10,000 Apps. Their JSON text is a few KiB, and
+//! parsing it back is small next to a pass's requests to the cluster. JSON
 //! rather than the rendered YAML because it reads back exactly: keys keep their order, numbers
 //! their type and value.
 
