@@ -67,14 +67,16 @@ impl Runner {
                 .and_then(|r| r.manifests.clone())
                 .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
             let previous: AppStatus = record.map(|r| r.status.clone()).unwrap_or_default();
-            let manifests =
-                pinned(manifests, previous.promoted_from.as_ref()).map_err(ReconcileError::from)?;
             (
                 previous,
                 manifests,
                 record.map(|r| Arc::clone(&r.verified)).unwrap_or_default(),
             )
         };
+        // Pinning reads the packed objects back and packs them again: not under the lock every
+        // App's passes and API reads share.
+        let manifests =
+            pinned(manifests, previous.promoted_from.as_ref()).map_err(ReconcileError::from)?;
         let (target, credentials, server) = match self.target(&app).await {
             Ok(found) => found,
             Err(error) => {
