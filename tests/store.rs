@@ -888,6 +888,44 @@ async fn statuses_since(db: TestDb) {
     store.close().await;
 }
 
+/// A replica reloads the whole fleet's statuses row by row, as stored text: 1,000 rows come
+/// in key order, each reading back as the status written; a row that is not JSON stops the
+/// reload with an error naming the column, after the rows before it.
+async fn statuses_streamed(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let written: Vec<_> = (0..1_000)
+        .map(|i| app_status_record(&format!("team/app-{i:04}"), Phase::Synced, &format!("h{i}")))
+        .collect();
+    for record in written.iter().rev() {
+        store.put_app_status(record).await.unwrap();
+    }
+    let mut read = Vec::new();
+    let count = store
+        .each_app_status::<Box<serde_json::value::RawValue>>(None, |record| read.push(record))
+        .await
+        .unwrap();
+    assert_eq!(count, 1_000);
+    for (stored, expected) in read.iter().zip(&written) {
+        assert_eq!(stored.key, expected.key);
+        let status: AppStatus = serde_json::from_str(stored.status.get()).unwrap();
+        assert_eq!(status, expected.status);
+    }
+    execute(
+        &db.url,
+        "UPDATE app_status SET status = '{\"phase\": ' WHERE app_key = 'team/app-0500'",
+    )
+    .await;
+    let mut handed = 0;
+    let e = store
+        .each_app_status::<Box<serde_json::value::RawValue>>(None, |_| handed += 1)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("app_status.status"), "{e}");
+    assert_eq!(handed, 500);
+    store.close().await;
+}
+
 /// Operations handed between replicas: exactly one claim wins, the outcome reads back, the
 /// row goes when deleted, and stale rows go.
 async fn app_requests(db: TestDb) {
@@ -1074,6 +1112,7 @@ async fn suite(backend: Backend<'_>) {
     concurrent_writes(backend.database("concurrent_case")).await;
     app_requests(backend.database("app_requests_case")).await;
     statuses_since(backend.database("statuses_since_case")).await;
+    statuses_streamed(backend.database("statuses_streamed_case")).await;
 }
 
 #[tokio::test]

@@ -7,7 +7,9 @@
 //! [`WORKERS`] threads owns one block buffer, allocated at its first hash and reused by every
 //! later one: the memory password hashing can ever use is [`WORKERS`] ×
 //! [`BLOCK_BUFFER_BYTES`] whatever the number of logins, and the allocator never sees a
-//! per-check allocation. Stored hashes are checked with the parameters they were stored with
+//! per-check allocation. A worker that has had no job for [`IDLE_RELEASE`] frees its buffer:
+//! a burst of logins reuses it, and a replica that saw one login an hour ago does not hold
+//! 19 MiB for it. Stored hashes are checked with the parameters they were stored with
 //! (a hash stored with a larger `m` grows that worker's buffer to it: such hashes come only
 //! from the store, never from a request).
 //!
@@ -16,11 +18,13 @@
 //! a worker takes it is skipped.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
+use std::time::Duration;
 
 use argon2::password_hash::{Output, PasswordHash, Salt, SaltString};
 use argon2::{Algorithm, Argon2, Block, Params, Version};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::login_limit::MAX_CONCURRENT_CHECKS;
 
@@ -46,6 +50,9 @@ pub const WORKERS: usize = MAX_CONCURRENT_CHECKS;
 /// password check costs, held by its worker from its first check on.
 pub const BLOCK_BUFFER_BYTES: usize = Params::DEFAULT_M_COST as usize * Block::SIZE;
 
+/// How long a worker keeps its block buffer without a job.
+pub const IDLE_RELEASE: Duration = Duration::from_secs(60);
+
 /// A unit of work for a worker, given the worker's block buffer.
 type Job = Box<dyn FnOnce(&mut Vec<Block>) + Send>;
 
@@ -53,30 +60,40 @@ type Job = Box<dyn FnOnce(&mut Vec<Block>) + Send>;
 /// the last handle to the pool is dropped.
 pub struct PasswordWorkers {
     jobs: mpsc::Sender<Job>,
+    /// Bytes of block buffers the workers hold now.
+    held: Arc<AtomicUsize>,
 }
 
 impl Default for PasswordWorkers {
     fn default() -> Self {
-        PasswordWorkers::start(WORKERS)
+        PasswordWorkers::start(WORKERS, IDLE_RELEASE)
     }
 }
 
 impl PasswordWorkers {
-    /// Starts `count` worker threads (`wardn-argon2-N`). A thread the system refuses is
-    /// logged; with none at all, every hash or check fails with [`PasswordError::Workers`].
-    pub fn start(count: usize) -> PasswordWorkers {
+    /// Starts `count` worker threads (`wardn-argon2-N`) that free their block buffer after
+    /// `idle` without a job. A thread the system refuses is logged; with none at all, every
+    /// hash or check fails with [`PasswordError::Workers`].
+    pub fn start(count: usize, idle: Duration) -> PasswordWorkers {
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
+        let held = Arc::new(AtomicUsize::new(0));
         for index in 0..count {
             let queue = Arc::clone(&queue);
+            let held = Arc::clone(&held);
             let spawned = std::thread::Builder::new()
                 .name(format!("wardn-argon2-{index}"))
-                .spawn(move || worker_loop(&queue));
+                .spawn(move || worker_loop(&queue, idle, &held));
             if let Err(err) = spawned {
                 tracing::error!(%err, index, "cannot start a password worker thread");
             }
         }
-        PasswordWorkers { jobs }
+        PasswordWorkers { jobs, held }
+    }
+
+    /// Bytes of block buffers the workers hold now (zero once all have been idle).
+    pub fn held_bytes(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// Runs `work` on a worker with its block buffer and returns its result.
@@ -114,14 +131,29 @@ impl PasswordWorkers {
 
 /// A worker's loop: takes jobs until the queue's sender is gone. A job that panics loses its
 /// answer (its caller gets [`PasswordError::Workers`]), not the worker.
-fn worker_loop(queue: &Mutex<mpsc::Receiver<Job>>) {
+fn worker_loop(queue: &Mutex<mpsc::Receiver<Job>>, idle: Duration, held: &AtomicUsize) {
     let mut blocks = Vec::new();
     loop {
-        let job = queue.lock().recv();
-        let Ok(job) = job else { return };
-        if std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut blocks))).is_err() {
-            tracing::error!("a password check panicked");
+        let received = {
+            let queue = queue.lock();
+            let received = queue.recv_timeout(idle);
+            // Handed to a waiting worker, so each in turn times out and frees its buffer.
+            MutexGuard::unlock_fair(queue);
+            received
+        };
+        let before = blocks.capacity() * Block::SIZE;
+        match received {
+            Ok(job) => {
+                if std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut blocks))).is_err() {
+                    tracing::error!("a password check panicked");
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => blocks = Vec::new(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
+        let after = blocks.capacity() * Block::SIZE;
+        held.fetch_add(after, Ordering::Relaxed);
+        held.fetch_sub(before, Ordering::Relaxed);
     }
 }
 
@@ -298,7 +330,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn many_checks_share_the_pool_and_each_gets_its_own_answer() {
-        let workers = Arc::new(PasswordWorkers::start(2));
+        let workers = Arc::new(PasswordWorkers::start(2, IDLE_RELEASE));
         let stored = reference_hashes("right").remove(0);
         let checks = (0..40).map(|i| {
             let (workers, stored) = (Arc::clone(&workers), stored.clone());
@@ -316,8 +348,32 @@ mod tests {
 
     #[tokio::test]
     async fn a_pool_without_threads_fails_with_an_error() {
-        let workers = PasswordWorkers::start(0);
+        let workers = PasswordWorkers::start(0, IDLE_RELEASE);
         let err = workers.verify("a".into(), "b".into()).await.unwrap_err();
         assert!(err.to_string().contains("no password worker"), "{err}");
+    }
+
+    /// Both workers free their buffers once idle (each in turn takes the queue and times out),
+    /// and a check after that allocates one again and still answers.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn idle_workers_free_their_buffers_and_allocate_again_when_needed() {
+        let workers = Arc::new(PasswordWorkers::start(2, Duration::from_millis(200)));
+        let stored = workers.hash("pw".into()).await.unwrap();
+        let both = (0..2).map(|_| workers.verify("pw".into(), stored.clone()));
+        for valid in futures_util::future::join_all(both).await {
+            assert!(valid.unwrap());
+        }
+        assert!(workers.held_bytes() >= BLOCK_BUFFER_BYTES);
+        let freed = async {
+            while workers.held_bytes() != 0 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), freed)
+            .await
+            .expect("idle workers free their buffers");
+        assert!(workers.verify("pw".into(), stored.clone()).await.unwrap());
+        assert!(!workers.verify("no".into(), stored).await.unwrap());
+        assert!(workers.held_bytes() >= BLOCK_BUFFER_BYTES);
     }
 }

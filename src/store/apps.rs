@@ -2,6 +2,7 @@
 //! cluster segment and name for lookups, and the status as JSON. The store does not know the
 //! status type (it belongs to the App module, above the store): any serde type round-trips.
 
+use futures_util::TryStreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -80,12 +81,10 @@ impl Store {
     pub async fn app_statuses<S: DeserializeOwned>(
         &self,
     ) -> Result<Vec<AppStatusRecord<S>>, StoreError> {
-        let rows: Vec<AppStatusRow> = sqlx::query_as(
-            "SELECT app_key, cluster, name, status, updated_at FROM app_status ORDER BY app_key",
-        )
-        .fetch_all(&self.pool)
-        .await?;
-        rows.into_iter().map(AppStatusRow::parse).collect()
+        let mut records = Vec::new();
+        self.each_app_status(None, |record| records.push(record))
+            .await?;
+        Ok(records)
     }
 
     /// The App statuses written at or after `since` (RFC 3339 as [`crate::time::rfc3339`]
@@ -95,14 +94,37 @@ impl Store {
         &self,
         since: &str,
     ) -> Result<Vec<AppStatusRecord<S>>, StoreError> {
-        let rows: Vec<AppStatusRow> = sqlx::query_as(
-            "SELECT app_key, cluster, name, status, updated_at FROM app_status \
-             WHERE updated_at >= $1 ORDER BY app_key",
-        )
-        .bind(since)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.into_iter().map(AppStatusRow::parse).collect()
+        let mut records = Vec::new();
+        self.each_app_status(Some(since), |record| records.push(record))
+            .await?;
+        Ok(records)
+    }
+
+    /// Hands `each` every stored App status (written at or after `since`, when given), in key
+    /// order, one row at a time as the database sends them: a replica reloading the statuses
+    /// of a whole fleet holds one row at once, not all of them. Returns how many were handed
+    /// over; stops at the first row that cannot be read (a row handed over stays handed over).
+    pub async fn each_app_status<S: DeserializeOwned>(
+        &self,
+        since: Option<&str>,
+        mut each: impl FnMut(AppStatusRecord<S>),
+    ) -> Result<usize, StoreError> {
+        const ALL: &str =
+            "SELECT app_key, cluster, name, status, updated_at FROM app_status ORDER BY app_key";
+        const SINCE: &str = "SELECT app_key, cluster, name, status, updated_at FROM app_status \
+             WHERE updated_at >= $1 ORDER BY app_key";
+        let query = sqlx::query_as::<_, AppStatusRow>(if since.is_some() { SINCE } else { ALL });
+        let query = match since {
+            Some(since) => query.bind(since),
+            None => query,
+        };
+        let mut rows = query.fetch(&self.pool);
+        let mut count = 0;
+        while let Some(row) = rows.try_next().await? {
+            each(row.parse()?);
+            count += 1;
+        }
+        Ok(count)
     }
 
     /// Deletes the status of App `key`; false if none was stored.

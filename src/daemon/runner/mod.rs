@@ -27,11 +27,13 @@ mod promotion;
 mod publish;
 mod resources;
 mod shards;
+mod status_cell;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -56,6 +58,7 @@ pub use operations::{Completed, Operation, OperationError};
 pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
 pub use shards::ShardEntry;
+use status_cell::StatusCell;
 
 /// Where an App comes from. When a file and a custom resource define the same
 /// `namespace/name`, the custom resource wins.
@@ -76,7 +79,7 @@ struct AppRecord {
     source_key: SourceKey,
     /// The directory watch of a Directory source (dropping it stops the watch).
     watch: Option<DirectoryWatch>,
-    status: AppStatus,
+    status: StatusCell,
     /// The manifests of the latest rendered revision. Shared with the passes that use them:
     /// cloning the rendered objects for every pass showed up as a tenth of a no-op pass's CPU.
     manifests: Option<Arc<Manifests>>,
@@ -120,7 +123,7 @@ pub struct Runner {
     /// half-filled nodes each took twice that, on every replica for every App of the fleet.
     apps: Mutex<BTreeMap<String, Box<AppRecord>>>,
     /// Statuses stored by a previous run, taken by their App when it is added.
-    restored: Mutex<HashMap<String, AppStatus>>,
+    restored: Mutex<HashMap<String, StatusCell>>,
     cache: RenderCache,
     resolver: Resolver,
     scheduler: Scheduler<String>,
@@ -216,13 +219,12 @@ impl Runner {
         let Some(store) = &self.store else {
             return Ok(0);
         };
-        let records = store.app_statuses::<AppStatus>().await?;
-        let count = records.len();
-        let mut restored = self.restored.lock();
-        for record in records {
-            restored.insert(record.key, record.status);
-        }
-        Ok(count)
+        store
+            .each_app_status::<Box<RawValue>>(None, |record| {
+                let cell = StatusCell::Stored(record.status);
+                self.restored.lock().insert(record.key, cell);
+            })
+            .await
     }
 
     /// Stops like [`Runner::stop`], then waits until every status change is stored.
@@ -290,7 +292,9 @@ impl Runner {
 
     /// The status of App `key` (`namespace/name`).
     pub fn status(&self, key: &str) -> Option<AppStatus> {
-        self.apps.lock().get(key).map(|r| r.status.clone())
+        // Cloned under the lock, parsed (if stored text) outside it.
+        let cell = self.apps.lock().get(key).map(|r| r.status.clone());
+        cell.map(|cell| cell.into_status(key))
     }
 
     /// The objects App `key` manages (its status inventory).
@@ -298,7 +302,8 @@ impl Runner {
         self.apps
             .lock()
             .get(key)
-            .map(|r| r.status.inventory.clone())
+            .map(|r| r.status.clone())
+            .map(|cell| cell.into_status(key).inventory)
             .unwrap_or_default()
     }
 
@@ -338,31 +343,33 @@ impl Runner {
             Origin::Resource => record.app.metadata.generation,
             Origin::File => None,
         };
-        if record.status == status {
+        let current = record.status.parsed_mut(key);
+        if *current == status {
             return None;
         }
+        let previous = std::mem::take(current);
         let change = Change::Status {
             key: key.to_string(),
             app: Box::new(record.app.clone()),
             origin: record.origin,
-            previous: record.status.phase,
+            previous: previous.phase,
             status: Box::new(status.clone()),
             managed: true,
             written: None,
         };
-        if let Some(event) = notable(&record.status, &status) {
+        if let Some(event) = notable(&previous, &status) {
             self.notify(&record.app, key, event, &status);
         }
-        if record.status.phase != status.phase {
+        if previous.phase != status.phase {
             tracing::info!(
                 app = %key,
-                from = ?record.status.phase,
+                from = ?previous.phase,
                 to = ?status.phase,
                 message = status.message.as_deref().unwrap_or(""),
                 "App phase changed"
             );
         }
-        record.status = status;
+        record.status = status.into();
         Some(change)
     }
 
@@ -422,7 +429,7 @@ impl Runner {
             .get(key)
             .map(|r| (r.app.clone(), r.status.clone()));
         if let Some((app, status)) = found {
-            self.notify(&app, key, event, &status);
+            self.notify(&app, key, event, &status.into_status(key));
         }
     }
 

@@ -66,13 +66,14 @@ impl Runner {
             let manifests = record
                 .and_then(|r| r.manifests.clone())
                 .ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
-            let previous: AppStatus = record.map(|r| r.status.clone()).unwrap_or_default();
+            let previous = record.map(|r| r.status.clone()).unwrap_or_default();
             (
                 previous,
                 manifests,
                 record.map(|r| Arc::clone(&r.verified)).unwrap_or_default(),
             )
         };
+        let previous = previous.into_status(key);
         // Pinning reads the packed objects back and packs them again: not under the lock every
         // App's passes and API reads share.
         let manifests =

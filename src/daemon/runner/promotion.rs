@@ -14,6 +14,7 @@ use jiff::Timestamp;
 use super::Runner;
 use super::operations::{Completed, Operation, OperationError};
 use super::pins::{pinned, pins};
+use super::status_cell::StatusCell;
 use crate::app::promotion::{PinnedImage, PromotedFrom};
 use crate::app::{AppStatus, Phase};
 use crate::notify::Event;
@@ -241,6 +242,7 @@ impl Runner {
             let record = apps.get(source).ok_or_else(|| missing(source))?;
             (record.status.clone(), record.manifests.clone())
         };
+        let status = status.into_status(source);
         promotion::check_source(source, &status)?;
         let soak = policy.soak().map_err(PromoteError::from)?;
         promotion::check_soak(source, &status, soak, Timestamp::now())?;
@@ -275,13 +277,14 @@ impl Runner {
         promoted: Option<PromotedFrom>,
     ) -> Result<AppStatus, OperationError> {
         let _guard = self.lock_app(key).await?;
-        let (mut status, manifests) = {
+        let (status, manifests) = {
             let apps = self.apps.lock();
             let record = apps
                 .get(key)
                 .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
             (record.status.clone(), record.manifests.clone())
         };
+        let mut status = status.into_status(key);
         if let Some(promoted) = &promoted {
             let manifests =
                 manifests.ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
@@ -311,7 +314,7 @@ impl Runner {
     /// Each source revision is tried once per target, again [`AUTO_PROMOTE_RETRY`] after a
     /// refusal (each refusal is in the history).
     fn due_promotions(&self, now: Timestamp) -> Vec<(String, String, String)> {
-        let candidates: Vec<(String, crate::app::promotion::PromotionPolicy, AppStatus)> = {
+        let candidates: Vec<(String, crate::app::promotion::PromotionPolicy, StatusCell)> = {
             let apps = self.apps.lock();
             apps.iter()
                 .filter_map(|(key, r)| {
@@ -324,6 +327,7 @@ impl Runner {
         };
         let mut due = Vec::new();
         for (target, policy, target_status) in candidates {
+            let target_status = target_status.into_status(&target);
             let Ok(Some((cluster, name))) = policy.upstream() else {
                 continue;
             };

@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use jiff::Timestamp;
+use serde_json::value::RawValue;
 
 use super::Runner;
-use crate::app::AppStatus;
 use crate::reconcile::status;
 use crate::shard::Membership;
 
@@ -256,27 +256,23 @@ impl Runner {
                 .unwrap_or(Timestamp::UNIX_EPOCH),
         );
         if let Some(store) = &self.store {
-            let records = match (&since, taken.is_empty()) {
-                (Some(since), true) => store.app_statuses_since::<AppStatus>(since).await,
-                _ => store.app_statuses::<AppStatus>().await,
-            };
-            match records {
-                Ok(records) => {
+            // Row by row, each App's text taken as it comes (parsed only when read).
+            let from = since.as_deref().filter(|_| taken.is_empty());
+            let reloaded = store
+                .each_app_status::<Box<RawValue>>(from, |record| {
                     let mut apps = self.apps.lock();
-                    for record in records {
-                        let Some(app) = apps.get_mut(&record.key) else {
-                            continue;
-                        };
-                        let cluster = app.app.spec.destination.cluster_segment();
-                        if !owned.contains(cluster) || taken.contains(&cluster.to_string()) {
-                            app.status = record.status;
-                        }
+                    let Some(app) = apps.get_mut(&record.key) else {
+                        return;
+                    };
+                    let cluster = app.app.spec.destination.cluster_segment();
+                    if !owned.contains(cluster) || taken.contains(&cluster.to_string()) {
+                        app.status.store_text(record.status);
                     }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot reload App statuses; clusters taken over wait");
-                    return (before, since);
-                }
+                })
+                .await;
+            if let Err(e) = reloaded {
+                tracing::warn!(error = %e, "cannot reload App statuses; clusters taken over wait");
+                return (before, since);
             }
         }
         // The Apps of the clusters just taken over, and the parked ones whose cluster this
