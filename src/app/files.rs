@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use kube::Resource;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::window::parse_all;
 use crate::app::App;
@@ -216,25 +217,75 @@ pub fn load_dir_with_files(dir: &Path) -> Result<Vec<(PathBuf, App)>, AppsDirErr
     Ok(apps)
 }
 
-/// The Apps of a watched `--apps` directory as last loaded, file by file.
+/// The Apps of a watched `--apps` directory as last loaded, file by file: not the Apps
+/// themselves (the daemon holds each App once, and a fleet's specs are on every replica) but
+/// what tells a changed definition from an unchanged one.
 #[derive(Debug, Default)]
 pub struct AppsDir {
-    files: BTreeMap<PathBuf, Vec<App>>,
-    /// Where each App in effect is defined: its file and its place among the file's Apps
-    /// (each App is held once, in `files`: a fleet's specs are on every replica).
+    files: BTreeMap<PathBuf, Vec<Defined>>,
+    /// Where each App in effect is defined: its file and its place among the file's Apps.
     apps: BTreeMap<(String, String), (PathBuf, usize)>,
+}
+
+/// One App as a file defined it at the last reload.
+#[derive(Debug, Clone)]
+struct Defined {
+    id: (String, String),
+    /// SHA-256 of its metadata and spec as JSON; `None` (never equal to another) if they
+    /// could not be written as JSON.
+    fingerprint: Option<[u8; 32]>,
+}
+
+impl Defined {
+    fn of(app: &App) -> Defined {
+        let mut hasher = Sha256::new();
+        let written = serde_json::to_writer(&mut hasher, &(&app.metadata, &app.spec));
+        Defined {
+            id: identity(app),
+            fingerprint: written.ok().map(|()| hasher.finalize().into()),
+        }
+    }
+
+    /// Whether `other` is the same definition.
+    fn same_as(&self, other: &Defined) -> bool {
+        self.fingerprint.is_some() && self.fingerprint == other.fingerprint
+    }
 }
 
 /// What changed in a directory since the previous [`AppsDir::reload`].
 #[derive(Debug, Default)]
 pub struct Reload {
-    /// Apps that are new or whose definition changed.
-    pub upserts: Vec<App>,
+    /// The valid files as read by this reload, in file name order, with their Apps in
+    /// document order (an App defined twice appears under both files; [`Reload::errors`]
+    /// names the clash).
+    pub files: Vec<(PathBuf, Vec<App>)>,
+    /// Where in `files` the Apps that are new or whose definition changed are.
+    changed: Vec<(usize, usize)>,
     /// `(namespace, name)` of Apps no longer defined by any file.
     pub removals: Vec<(String, String)>,
     /// Invalid files (their previous Apps are kept) and duplicate definitions (the first file
     /// in name order wins).
     pub errors: Vec<AppsDirError>,
+}
+
+impl Reload {
+    /// How many Apps are new or changed.
+    pub fn upsert_count(&self) -> usize {
+        self.changed.len()
+    }
+
+    /// The Apps that are new or whose definition changed, in `(namespace, name)` order.
+    pub fn into_upserts(self) -> Vec<App> {
+        let mut files: Vec<Vec<Option<App>>> = self
+            .files
+            .into_iter()
+            .map(|(_, apps)| apps.into_iter().map(Some).collect())
+            .collect();
+        self.changed
+            .iter()
+            .filter_map(|&(file, index)| files.get_mut(file)?.get_mut(index)?.take())
+            .collect()
+    }
 }
 
 impl AppsDir {
@@ -243,11 +294,15 @@ impl AppsDir {
     /// be listed.
     pub fn reload(&mut self, dir: &Path) -> Result<Reload, AppsDirError> {
         let mut reload = Reload::default();
-        let mut files = BTreeMap::new();
+        let mut files: BTreeMap<PathBuf, Vec<Defined>> = BTreeMap::new();
+        // Where each freshly read file is in `reload.files`.
+        let mut fresh: BTreeMap<PathBuf, usize> = BTreeMap::new();
         for path in app_files(dir)? {
             match load_file(&path) {
                 Ok(apps) => {
-                    files.insert(path, apps);
+                    files.insert(path.clone(), apps.iter().map(Defined::of).collect());
+                    fresh.insert(path.clone(), reload.files.len());
+                    reload.files.push((path, apps));
                 }
                 Err(e) => {
                     if let Some(previous) = self.files.get(&path) {
@@ -260,17 +315,16 @@ impl AppsDir {
         let mut apps: BTreeMap<(String, String), (PathBuf, usize)> = BTreeMap::new();
         for (path, defined) in &files {
             for (index, app) in defined.iter().enumerate() {
-                let id = identity(app);
-                if let Some((first, _)) = apps.get(&id) {
+                if let Some((first, _)) = apps.get(&app.id) {
                     reload.errors.push(AppsDirError::Duplicate {
-                        namespace: id.0,
-                        name: id.1,
+                        namespace: app.id.0.clone(),
+                        name: app.id.1.clone(),
                         first: first.clone(),
                         second: path.clone(),
                     });
                     continue;
                 }
-                apps.insert(id, (path.clone(), index));
+                apps.insert(app.id.clone(), (path.clone(), index));
             }
         }
         reload.removals = self
@@ -279,14 +333,14 @@ impl AppsDir {
             .filter(|id| !apps.contains_key(*id))
             .cloned()
             .collect();
-        reload.upserts = apps
+        reload.changed = apps
             .iter()
             .filter_map(|(id, (path, index))| {
-                let app = files.get(path)?.get(*index)?;
-                let changed = self
-                    .defined(id)
-                    .is_none_or(|old| old.spec != app.spec || old.metadata != app.metadata);
-                changed.then(|| app.clone())
+                // A kept (invalid) file's Apps are unchanged by definition.
+                let file = *fresh.get(path)?;
+                let now = files.get(path)?.get(*index)?;
+                let changed = self.defined(id).is_none_or(|old| !old.same_as(now));
+                changed.then_some((file, *index))
             })
             .collect();
         self.files = files;
@@ -295,17 +349,9 @@ impl AppsDir {
     }
 
     /// The App in effect for `id` (`(namespace, name)`), as last loaded.
-    fn defined(&self, id: &(String, String)) -> Option<&App> {
+    fn defined(&self, id: &(String, String)) -> Option<&Defined> {
         let (path, index) = self.apps.get(id)?;
         self.files.get(path)?.get(*index)
-    }
-
-    /// The Apps of each valid file as last loaded, in file name order (an App defined twice
-    /// appears under both files; [`Reload::errors`] names the clash).
-    pub fn files(&self) -> impl Iterator<Item = (&Path, &[App])> {
-        self.files
-            .iter()
-            .map(|(path, apps)| (path.as_path(), apps.as_slice()))
     }
 
     /// Forgets App `namespace/name` as loaded, so the next [`AppsDir::reload`] reports it as
@@ -390,20 +436,49 @@ spec:
         ));
     }
 
+    /// The directory keeps fingerprints, not Apps: any change of metadata or spec is still an
+    /// upsert, and a thousand reloads of unchanged files upsert nothing.
+    #[test]
+    fn fingerprints_see_every_change_and_no_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut watched = AppsDir::default();
+        std::fs::write(dir.path().join("a.yaml"), STAGING).unwrap();
+        assert_eq!(watched.reload(dir.path()).unwrap().upsert_count(), 1);
+        for _ in 0..1_000 {
+            assert_eq!(watched.reload(dir.path()).unwrap().upsert_count(), 0);
+        }
+        for edit in [
+            STAGING.replace(
+                "namespace: org-my-org}",
+                "namespace: org-my-org, labels: {a: b}}",
+            ),
+            STAGING.replace("path: overlays/staging", "path: overlays/staging2"),
+            STAGING.replace("prune: true", "prune: false"),
+            STAGING.replace("namespace: staging}", "namespace: staging-2}"),
+        ] {
+            std::fs::write(dir.path().join("a.yaml"), &edit).unwrap();
+            let reload = watched.reload(dir.path()).unwrap();
+            assert_eq!(reload.upsert_count(), 1, "{edit}");
+            assert_eq!(reload.into_upserts().len(), 1);
+            std::fs::write(dir.path().join("a.yaml"), STAGING).unwrap();
+            assert_eq!(watched.reload(dir.path()).unwrap().upsert_count(), 1);
+        }
+    }
+
     #[test]
     fn reload_reports_changes_and_keeps_the_previous_version_of_an_invalid_file() {
         let dir = tempfile::tempdir().unwrap();
         let mut watched = AppsDir::default();
         std::fs::write(dir.path().join("a.yaml"), STAGING).unwrap();
         let first = watched.reload(dir.path()).unwrap();
-        assert_eq!(first.upserts.len(), 1);
+        assert_eq!(first.upsert_count(), 1);
         assert!(first.removals.is_empty() && first.errors.is_empty());
-        assert!(watched.reload(dir.path()).unwrap().upserts.is_empty());
+        assert_eq!(watched.reload(dir.path()).unwrap().upsert_count(), 0);
 
         // A broken edit is reported; the App keeps its previous definition.
         std::fs::write(dir.path().join("a.yaml"), "kind: App\n").unwrap();
         let broken = watched.reload(dir.path()).unwrap();
-        assert!(broken.upserts.is_empty() && broken.removals.is_empty());
+        assert!(broken.upsert_count() == 0 && broken.removals.is_empty());
         assert!(
             broken.errors[0].to_string().contains("a.yaml (document 1)"),
             "{:?}",
@@ -415,15 +490,16 @@ spec:
         std::fs::write(dir.path().join("a.yaml"), &changed).unwrap();
         std::fs::write(dir.path().join("b.yaml"), STAGING).unwrap();
         let fixed = watched.reload(dir.path()).unwrap();
-        assert_eq!(fixed.upserts.len(), 1);
-        assert!(!fixed.upserts[0].spec.sync_policy.automated);
         assert!(fixed.errors[0].to_string().contains("defined twice"));
+        let upserts = fixed.into_upserts();
+        assert_eq!(upserts.len(), 1);
+        assert!(!upserts[0].spec.sync_policy.automated);
 
         // Deleting the defining file removes the App... unless another file defines it.
         std::fs::remove_file(dir.path().join("a.yaml")).unwrap();
         let moved = watched.reload(dir.path()).unwrap();
         assert!(moved.removals.is_empty());
-        assert!(moved.upserts[0].spec.sync_policy.automated);
+        assert!(moved.into_upserts()[0].spec.sync_policy.automated);
         std::fs::remove_file(dir.path().join("b.yaml")).unwrap();
         let removed = watched.reload(dir.path()).unwrap();
         assert_eq!(

@@ -66,7 +66,7 @@ pub async fn validate(args: &ValidateArgs) -> Result<(), CliError> {
         "ROUTE".to_string(),
         "FILE".to_string(),
     ]];
-    for (file, apps) in dir.files() {
+    for (file, apps) in &reload.files {
         // Each target of an App with `spec.targets` is routed (and checked) on its own.
         let mut routed: Vec<App> = Vec::new();
         for app in apps {

@@ -40,7 +40,7 @@ impl Runner {
         for (namespace, name) in &reload.removals {
             self.remove(&format!("{namespace}/{name}"), Origin::File);
         }
-        for app in reload.upserts {
+        for app in reload.into_upserts() {
             let namespace = app.metadata.namespace.clone().unwrap_or_default();
             let name = app.metadata.name.clone().unwrap_or_default();
             if let Err(e) = self.upsert(app, Origin::File).await {
