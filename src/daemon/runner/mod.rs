@@ -221,7 +221,7 @@ impl Runner {
         };
         store
             .each_app_status::<Box<RawValue>>(None, |record| {
-                let cell = StatusCell::Stored(record.status);
+                let cell = StatusCell::stored(record.status);
                 self.restored.lock().insert(record.key, cell);
             })
             .await
@@ -294,7 +294,7 @@ impl Runner {
     pub fn status(&self, key: &str) -> Option<AppStatus> {
         // Cloned under the lock, parsed (if stored text) outside it.
         let cell = self.apps.lock().get(key).map(|r| r.status.clone());
-        cell.map(|cell| cell.into_status(key))
+        cell.map(|cell| cell.read(key))
     }
 
     /// The objects App `key` manages (its status inventory).
@@ -303,7 +303,7 @@ impl Runner {
             .lock()
             .get(key)
             .map(|r| r.status.clone())
-            .map(|cell| cell.into_status(key).inventory)
+            .map(|cell| cell.read(key).inventory)
             .unwrap_or_default()
     }
 
@@ -343,11 +343,10 @@ impl Runner {
             Origin::Resource => record.app.metadata.generation,
             Origin::File => None,
         };
-        let current = record.status.parsed_mut(key);
-        if *current == status {
+        let previous = record.status.read(key);
+        if previous == status {
             return None;
         }
-        let previous = std::mem::take(current);
         let change = Change::Status {
             key: key.to_string(),
             app: Box::new(record.app.clone()),
@@ -369,7 +368,7 @@ impl Runner {
                 "App phase changed"
             );
         }
-        record.status = status.into();
+        record.status.write(key, &status);
         Some(change)
     }
 
@@ -429,7 +428,7 @@ impl Runner {
             .get(key)
             .map(|r| (r.app.clone(), r.status.clone()));
         if let Some((app, status)) = found {
-            self.notify(&app, key, event, &status.into_status(key));
+            self.notify(&app, key, event, &status.read(key));
         }
     }
 

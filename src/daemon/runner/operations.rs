@@ -73,7 +73,7 @@ impl Runner {
                 record.map(|r| Arc::clone(&r.verified)).unwrap_or_default(),
             )
         };
-        let previous = previous.into_status(key);
+        let previous = previous.read(key);
         // Pinning reads the packed objects back and packs them again: not under the lock every
         // App's passes and API reads share.
         let manifests =

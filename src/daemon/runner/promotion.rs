@@ -242,7 +242,7 @@ impl Runner {
             let record = apps.get(source).ok_or_else(|| missing(source))?;
             (record.status.clone(), record.manifests.clone())
         };
-        let status = status.into_status(source);
+        let status = status.read(source);
         promotion::check_source(source, &status)?;
         let soak = policy.soak().map_err(PromoteError::from)?;
         promotion::check_soak(source, &status, soak, Timestamp::now())?;
@@ -284,7 +284,7 @@ impl Runner {
                 .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
             (record.status.clone(), record.manifests.clone())
         };
-        let mut status = status.into_status(key);
+        let mut status = status.read(key);
         if let Some(promoted) = &promoted {
             let manifests =
                 manifests.ok_or_else(|| OperationError::NotRendered(key.to_string()))?;
@@ -327,7 +327,7 @@ impl Runner {
         };
         let mut due = Vec::new();
         for (target, policy, target_status) in candidates {
-            let target_status = target_status.into_status(&target);
+            let target_status = target_status.read(&target);
             let Ok(Some((cluster, name))) = policy.upstream() else {
                 continue;
             };
