@@ -242,6 +242,9 @@ impl Runner {
             .values()
             .map(|r| r.app.spec.destination.cluster_segment().to_string())
             .collect();
+        if let Some(membership) = self.sharding.get() {
+            membership.set_clusters(clusters.clone());
+        }
         let owned: BTreeSet<String> = clusters
             .into_iter()
             .filter(|c| self.owns_cluster(c))
