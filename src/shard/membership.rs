@@ -671,6 +671,22 @@ impl Membership {
         self.view.borrow().next_effective(Instant::now())
     }
 
+    /// Just after the earliest expiry of another live replica's Lease (as last listed), and
+    /// no sooner than a tenth of a renewal period from now.
+    fn next_expiry(&self) -> Option<Instant> {
+        let view = self.view.borrow();
+        let now = Timestamp::now();
+        let earliest = view
+            .replicas
+            .iter()
+            .filter(|r| r.id != self.config.replica_id)
+            .map(|r| r.expires_at)
+            .min()?;
+        let left = Duration::try_from(earliest.duration_since(now)).unwrap_or(Duration::ZERO);
+        let wait = (left + Duration::from_millis(50)).max(self.config.renew_every / 10);
+        Some(Instant::now() + wait)
+    }
+
     fn error(&self, e: impl std::fmt::Display) -> ShardError {
         ShardError::Lease {
             lease: self.config.lease_name(),
@@ -816,9 +832,15 @@ async fn renew_until_stopped(membership: Weak<Membership>, mut stop: watch::Rece
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     interval.tick().await;
     loop {
-        let effective = membership.upgrade().and_then(|m| m.next_effective());
+        let (effective, expiry) = membership
+            .upgrade()
+            .map(|m| (m.next_effective(), m.next_expiry()))
+            .unwrap_or_default();
         tokio::select! {
             _ = interval.tick() => {}
+            // Another replica's Lease runs out: listing at once takes up its clusters a
+            // renewal period sooner, if it has stopped renewing.
+            _ = sleep_until(expiry) => {}
             // A claim taking effect is a change of the view: the runner takes the cluster over.
             _ = sleep_until(effective) => {
                 if let Some(this) = membership.upgrade() {
