@@ -512,18 +512,20 @@ async fn replicas_whose_cluster_sets_differ_never_both_write_to_a_cluster() {
     let ids = ["a", "b", "c"];
     let mgmt = common::start(&["wardn"]).await;
     let kube_config = mgmt.cluster.config().await.unwrap();
-    let mut members = Vec::new();
-    for id in ids {
-        members.push(
-            Membership::start(kube_config.clone(), quick(id))
-                .await
-                .unwrap(),
-        );
-    }
+    // Started together, so their renewals run nearly in step: two of them often add a claim
+    // on one cluster before either has listed the other's.
+    let members: Vec<_> = futures_util::future::join_all(
+        ids.iter()
+            .map(|id| Membership::start(kube_config.clone(), quick(id))),
+    )
+    .await
+    .into_iter()
+    .map(Result::unwrap)
+    .collect();
     let refs: Vec<&Membership> = members.iter().map(|m| m.as_ref()).collect();
     let replicas: Vec<(&str, &Membership)> =
         ids.iter().copied().zip(refs.iter().copied()).collect();
-    let all: Vec<String> = (0..16).map(|i| format!("c-{i}")).collect();
+    let mut all: Vec<String> = (0..10).map(|i| format!("c-{i}")).collect();
     // A deterministic generator (xorshift) for the sets.
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut next = move |below: u64| {
@@ -535,14 +537,16 @@ async fn replicas_whose_cluster_sets_differ_never_both_write_to_a_cluster() {
     let mut owned_steps = 0;
     let mut max_writers = 0;
     for step in 0..1000 {
-        // Every 40 steps each replica sees the first 10 clusters and each of the other 6
-        // with probability 1/2.
-        if step % 40 == 0 {
+        // Every 20 steps a new cluster appears to every replica, and each replica sees each
+        // of the others but the first 5 with probability 3/4: their balanced assignments
+        // differ, and several may want the new cluster at once.
+        if step % 20 == 0 {
+            all.push(format!("x-{step}"));
             for m in &refs {
                 let set: Vec<String> = all
                     .iter()
                     .enumerate()
-                    .filter(|(i, _)| *i < 10 || next(2) == 0)
+                    .filter(|(i, _)| *i < 5 || *i == all.len() - 1 || next(4) != 0)
                     .map(|(_, c)| c.clone())
                     .collect();
                 m.set_clusters(set.into_iter().collect());
