@@ -1,11 +1,12 @@
-//! Scale-out (`--shards auto`): replicas hold Leases in the management cluster (kubesim) and
-//! share the destination clusters by rendezvous hashing. In-process: membership and fencing
-//! against kubesim's Leases, checked with the real kubectl. As processes: three replicas on
-//! one throwaway PostgreSQL spread the Apps, a Held plan approved through a replica that does
-//! not own it is applied once by its owner (as are a sync, a refresh, a diff and an unpin),
-//! each replica loads only the Apps of its own clusters, and after one replica is SIGKILLed its clusters
-//! move and every App converges, with no object written by two replicas out of turn (kubesim's
-//! write log names each request's replica).
+//! Scale-out (`--shards auto`): replicas hold Leases in the management cluster (kubesim),
+//! share the destination clusters in balanced shares, and write only under claims published
+//! in their Leases. In-process: membership, claims and fencing against kubesim's Leases,
+//! checked with the real kubectl. As processes: three replicas on one throwaway PostgreSQL
+//! spread the Apps, a Held plan approved through a replica that does not own it is applied
+//! once by its owner (as are a sync, a refresh, a diff and an unpin), each replica loads only
+//! the Apps of its own clusters, and after one replica is SIGKILLed its clusters move and
+//! every App converges, with no object written by two replicas out of turn (kubesim's write
+//! log names each request's replica).
 
 mod common;
 mod support;
@@ -1005,9 +1006,10 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         })
         .await;
     }
-    // Measured, not asserted: the survivors list r2's clusters as theirs (claims effective).
+    // Measured, not asserted: the survivors list r2's clusters as theirs (their claims take
+    // effect two renewal periods later).
     println!(
-        "takeover with a 3 s Lease (1 s renewals): {:.1} s after the SIGKILL",
+        "r2's clusters listed as the survivors' with a 3 s Lease: {:.1} s after the SIGKILL",
         killed.elapsed().as_secs_f64()
     );
     until_loaded(&[("r0", &r0), ("r1", &r1)], &every_app, &after).await;

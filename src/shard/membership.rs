@@ -50,9 +50,12 @@
 //! first replica of a fleet starting together would load every App and claim every cluster,
 //! only to drop them moments later.
 //!
-//! A cluster moves (a replica dies, joins or leaves) within: the Lease duration (dead
-//! replicas only), a renewal period for the new owner's listing to show it free, and W for
-//! its claim to take effect.
+//! How long a cluster goes without a writer when it moves: a dead replica's Lease expires
+//! within D of its death, the others list the Leases again just after the expiry they last
+//! listed, claim at once, and write W later (D + W, 25 s by default). When a replica leaves
+//! (its Lease deleted) or the shares change, the new owner claims at its next tick and writes
+//! W later (at most P + W). The runner hears of a claim taking effect at that moment (the view
+//! changes), not only at renewals.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
@@ -913,9 +916,12 @@ mod tests {
         check_replica_id(&default_replica_id()).unwrap();
     }
 
+    /// Claims as a test writes them: (cluster, claim time).
+    type TestClaims<'a> = &'a [(&'a str, i64)];
+
     /// A view of replica `me` among `others` (id → claims; `None`: an earlier release).
-    fn view(me: &str, others: &[(&str, Option<&[(&str, i64)]>)], clusters: &[&str]) -> View {
-        let replica = |id: &str, claims: Option<&[(&str, i64)]>| Replica {
+    fn view(me: &str, others: &[(&str, Option<TestClaims>)], clusters: &[&str]) -> View {
+        let replica = |id: &str, claims: Option<TestClaims>| Replica {
             id: id.to_string(),
             expires_at: Timestamp::now(),
             claims: claims.map(|c| Arc::new(c.iter().map(|(k, v)| (k.to_string(), *v)).collect())),
