@@ -1020,6 +1020,28 @@ mod tests {
         );
     }
 
+    /// A share too large for one annotation is claimed only up to its size limit, and what is
+    /// published parses back.
+    #[test]
+    fn claims_stop_at_the_annotations_size_limit() {
+        let clusters: Vec<String> = (0..2000).map(|i| format!("{i:0>63}")).collect();
+        let names: Vec<&str> = clusters.iter().map(String::as_str).collect();
+        let mut big = view("a", &[], &names);
+        big.update_claims(true, 1_764_650_000);
+        let text = claims::print(&big.published_claims());
+        assert!(text.len() <= MAX_CLAIMS_BYTES, "{}", text.len());
+        assert!(
+            big.mine.len() > 800 && big.mine.len() < 2000,
+            "{}",
+            big.mine.len()
+        );
+        assert_eq!(claims::parse(&text).unwrap(), big.published_claims());
+        // Clusters that are not DNS labels are never claimed (they cannot be published).
+        let mut odd = view("a", &[], &["Bad_Name", "good"]);
+        odd.update_claims(true, 1);
+        assert_eq!(odd.mine.keys().collect::<Vec<_>>(), ["good"]);
+    }
+
     #[test]
     fn a_lease_shorter_than_three_seconds_is_refused() {
         let err = ShardConfig::new("a", "wardn", Duration::from_secs(2)).unwrap_err();
