@@ -507,7 +507,8 @@ async fn shares_are_balanced_where_rendezvous_alone_is_not() {
 /// Never two writers while the replicas' cluster sets differ: three replicas each see a
 /// common set plus clusters only some of them see (an App one replica has read and another
 /// not yet), changing every few steps; at each of 1,000 steps no cluster has two replicas
-/// that may write to it. Then the sets agree, and every cluster gets exactly one writer.
+/// that may write to it. With the sets left different, every cluster any replica sees then
+/// gets exactly one writer (the replicas publish their clusters in their Leases).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_whose_cluster_sets_differ_never_both_write_to_a_cluster() {
     let ids = ["a", "b", "c"];
@@ -537,20 +538,21 @@ async fn replicas_whose_cluster_sets_differ_never_both_write_to_a_cluster() {
     };
     let mut owned_steps = 0;
     let mut max_writers = 0;
+    let mut sets: Vec<BTreeSet<String>> = vec![BTreeSet::new(); refs.len()];
     for step in 0..1000 {
         // Every 20 steps a new cluster appears to every replica, and each replica sees each
         // of the others but the first 5 with probability 3/4: their balanced assignments
         // differ, and several may want the new cluster at once.
         if step % 20 == 0 {
             all.push(format!("x-{step}"));
-            for m in &refs {
-                let set: Vec<String> = all
+            for (m, set) in refs.iter().zip(sets.iter_mut()) {
+                *set = all
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| *i < 5 || *i == all.len() - 1 || next(4) != 0)
                     .map(|(_, c)| c.clone())
                     .collect();
-                m.set_clusters(set.into_iter().collect());
+                m.set_clusters(set.clone());
             }
         }
         let writers = writers_now(&replicas, &all);
@@ -564,14 +566,27 @@ async fn replicas_whose_cluster_sets_differ_never_both_write_to_a_cluster() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     println!("1,000 steps: {owned_steps} with at least one writer");
-    // The sets agree: every cluster gets exactly one writer, balanced.
-    set_clusters(&refs, &all);
-    until("every cluster has one writer", || async {
-        writers_now(&replicas, &all).values().all(|w| w.len() == 1)
+    // The sets still differ, but every replica divides the clusters any of them publishes:
+    // each of those gets exactly one writer, in balanced shares.
+    let union: Vec<String> = sets
+        .iter()
+        .flatten()
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert!(
+        sets.iter().any(|set| set.len() < union.len()),
+        "the sets differ"
+    );
+    until("every cluster any replica sees has one writer", || async {
+        writers_now(&replicas, &union)
+            .values()
+            .all(|w| w.len() == 1)
     })
     .await;
     let mut loads: BTreeMap<String, usize> = BTreeMap::new();
-    for writers in writers_now(&replicas, &all).values() {
+    for writers in writers_now(&replicas, &union).values() {
         *loads.entry(writers[0].clone()).or_default() += 1;
     }
     let (max, min) = (loads.values().max().unwrap(), loads.values().min().unwrap());

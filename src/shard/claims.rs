@@ -5,10 +5,15 @@
 //! while it holds it; it orders competing claims ([`Claim`]). The text is read from other
 //! replicas' Leases, so it is parsed strictly: anything else is [`ClaimsError`], never a panic.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The annotation on a shard Lease listing the clusters its replica claims.
 pub const CLAIMS_ANNOTATION: &str = "cd.wardn.space/claims";
+
+/// The annotation on a shard Lease listing the destination clusters of its replica's Apps
+/// (comma-joined), so that every replica divides the same clusters even while the replicas'
+/// Apps differ.
+pub const CLUSTERS_ANNOTATION: &str = "cd.wardn.space/clusters";
 
 /// The largest claims text a replica publishes or reads (64 KiB: about 800 clusters of 63
 /// characters; a Lease's annotations may hold 256 KiB in all).
@@ -17,7 +22,7 @@ pub const MAX_CLAIMS_BYTES: usize = 64 * 1024;
 /// Cluster → claim time (unix seconds), as one Lease publishes them.
 pub type Claims = BTreeMap<String, i64>;
 
-/// Why a claims annotation was refused.
+/// Why a claims (or clusters) annotation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClaimsError {
     /// Longer than [`MAX_CLAIMS_BYTES`].
@@ -83,6 +88,44 @@ pub fn parse(text: &str) -> Result<Claims, ClaimsError> {
         }
     }
     Ok(claims)
+}
+
+/// Prints a set of clusters as the [`CLUSTERS_ANNOTATION`]'s text; `None` when it would be
+/// longer than [`MAX_CLAIMS_BYTES`] (then not published).
+pub fn print_clusters(clusters: &BTreeSet<String>) -> Option<String> {
+    let text = clusters
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<&str>>()
+        .join(",");
+    (text.len() <= MAX_CLAIMS_BYTES).then_some(text)
+}
+
+/// Parses the [`CLUSTERS_ANNOTATION`]'s text: DNS labels joined by commas (empty: none), at
+/// most [`MAX_CLAIMS_BYTES`]; duplicates count once.
+pub fn parse_clusters(text: &str) -> Result<BTreeSet<String>, String> {
+    if text.len() > MAX_CLAIMS_BYTES {
+        return Err(format!(
+            "annotation {CLUSTERS_ANNOTATION}: {} bytes, more than the {MAX_CLAIMS_BYTES} allowed",
+            text.len()
+        ));
+    }
+    if text.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    text.split(',')
+        .enumerate()
+        .map(|(index, cluster)| {
+            if crate::object::is_dns_label(cluster) {
+                Ok(cluster.to_string())
+            } else {
+                let shown: String = cluster.chars().take(80).collect();
+                Err(format!(
+                    "annotation {CLUSTERS_ANNOTATION}: entry {index} ({shown:?}) is not a DNS label"
+                ))
+            }
+        })
+        .collect()
 }
 
 /// One replica's claim on a cluster, ordered by claim time, then replica id: of two claims on
@@ -166,6 +209,27 @@ mod tests {
         // Garbage of every byte never panics.
         let garbage: String = (0u8..=255).map(char::from).cycle().take(5000).collect();
         parse(&garbage).unwrap_err();
+    }
+
+    #[test]
+    fn cluster_sets_print_and_parse_back_and_garbage_is_refused() {
+        let set: BTreeSet<String> = ["east-0", "local", "west-1"].map(String::from).into();
+        let text = print_clusters(&set).unwrap();
+        assert_eq!(text, "east-0,local,west-1");
+        assert_eq!(parse_clusters(&text).unwrap(), set);
+        assert_eq!(parse_clusters("").unwrap(), BTreeSet::new());
+        assert_eq!(parse_clusters("a,a").unwrap().len(), 1);
+        for bad in ["a,,b", "a,", "A", "a=1", "a b"] {
+            let err = parse_clusters(bad).unwrap_err();
+            assert!(
+                err.contains(CLUSTERS_ANNOTATION) && err.contains("DNS label"),
+                "{bad}: {err}"
+            );
+        }
+        let huge: BTreeSet<String> = (0..2000).map(|i| format!("{i:0>63}")).collect();
+        assert_eq!(print_clusters(&huge), None);
+        let text = huge.iter().cloned().collect::<Vec<_>>().join(",");
+        assert!(parse_clusters(&text).unwrap_err().contains("bytes"));
     }
 
     #[test]

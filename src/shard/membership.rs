@@ -69,7 +69,9 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 
-use super::claims::{self, CLAIMS_ANNOTATION, Claim, Claims, MAX_CLAIMS_BYTES};
+use super::claims::{
+    self, CLAIMS_ANNOTATION, CLUSTERS_ANNOTATION, Claim, Claims, MAX_CLAIMS_BYTES,
+};
 use super::{balance, rendezvous};
 
 /// The label every shard Lease carries (value `true`), to list them.
@@ -240,6 +242,10 @@ pub struct Replica {
     /// as claiming its rendezvous share, earliest of all.
     #[serde(skip)]
     pub claims: Option<Arc<Claims>>,
+    /// The destination clusters of its Apps as its Lease publishes them (empty when it
+    /// publishes none, or an unreadable list).
+    #[serde(skip)]
+    pub clusters: Arc<BTreeSet<String>>,
 }
 
 /// One of this replica's own claims.
@@ -318,15 +324,23 @@ impl View {
             .is_some_and(|other| other < mine)
     }
 
-    /// Recomputes the balanced assignment of `clusters` over the live replicas and this one
-    /// (counted live even while its own Lease shows expired); whether it changed.
+    /// Recomputes the balanced assignment over the live replicas and this one (counted live
+    /// even while its own Lease shows expired) of `clusters` (this replica's) and those the
+    /// other live replicas publish: every replica divides the same clusters once the Leases
+    /// are listed, even while their Apps differ. Whether it changed.
     fn assign(&mut self, clusters: &BTreeSet<String>) -> bool {
         let replicas = self
             .replicas
             .iter()
             .map(|r| r.id.as_str())
             .chain([self.me.as_str()]);
-        let assignment = balance::assign(replicas, clusters.iter().map(String::as_str));
+        let theirs = self
+            .replicas
+            .iter()
+            .filter(|r| r.id != self.me)
+            .flat_map(|r| r.clusters.iter());
+        let all = clusters.iter().chain(theirs).map(String::as_str);
+        let assignment = balance::assign(replicas, all);
         let changed = *self.assignment != assignment;
         if changed {
             self.assignment = Arc::new(assignment);
@@ -623,8 +637,13 @@ impl Membership {
         let listed = self.list().await;
         let settled = self.joined.elapsed() >= self.config.renew_every * 2;
         let now = Timestamp::now().as_second();
-        let text = {
+        let (text, clusters_text) = {
             let clusters = self.clusters.lock();
+            let clusters_text = claims::print_clusters(&clusters).unwrap_or_else(|| {
+                tracing::warn!(clusters = clusters.len(),
+                    "the clusters of this replica's Apps exceed {MAX_CLAIMS_BYTES} bytes: not published");
+                String::new()
+            });
             let mut text = String::new();
             self.view.send_modify(|view| {
                 view.settled = settled;
@@ -636,10 +655,10 @@ impl Membership {
                 view.update_claims(settled && listed.is_ok(), now);
                 text = claims::print(&view.published_claims());
             });
-            text
+            (text, clusters_text)
         };
         let renew_started = Instant::now();
-        let renewed = self.renew(first, &text).await;
+        let renewed = self.renew(first, &text, &clusters_text).await;
         let renewed_at = Instant::now();
         self.view.send_modify(|view| {
             match &renewed {
@@ -698,11 +717,12 @@ impl Membership {
         }
     }
 
-    /// Creates or renews this replica's Lease, publishing `claims` (the annotation's text).
+    /// Creates or renews this replica's Lease, publishing `claims` and `clusters` (the
+    /// annotations' texts).
     /// Answers whether the Lease showed the claims of the last successful renewal until now
     /// (`false` when it was missing or changed by someone else). Another process's live Lease
     /// under the same name is [`ShardError::Duplicate`].
-    async fn renew(&self, first: bool, claims: &str) -> Result<bool, ShardError> {
+    async fn renew(&self, first: bool, claims: &str, clusters: &str) -> Result<bool, ShardError> {
         let name = self.config.lease_name();
         let now = Timestamp::now();
         let existing = self.api.get_opt(&name).await.map_err(|e| self.error(e))?;
@@ -710,7 +730,7 @@ impl Membership {
             if !first {
                 tracing::warn!(lease = %name, "this replica's Lease was gone: created again, its claims wait anew");
             }
-            let lease = self.lease(now, None, claims);
+            let lease = self.lease(now, None, claims, clusters);
             self.api
                 .create(&PostParams::default(), &lease)
                 .await
@@ -734,7 +754,7 @@ impl Membership {
                 holder,
             });
         }
-        let fresh = self.lease(now, lease.spec.as_ref(), claims);
+        let fresh = self.lease(now, lease.spec.as_ref(), claims, clusters);
         lease.spec = fresh.spec;
         lease.metadata.labels = fresh.metadata.labels;
         lease.metadata.annotations = fresh.metadata.annotations;
@@ -745,9 +765,15 @@ impl Membership {
         Ok(continuous)
     }
 
-    /// This replica's Lease renewed at `now` with `claims` (keeping the acquire time of
-    /// `previous` when it was this process's).
-    fn lease(&self, now: Timestamp, previous: Option<&LeaseSpec>, claims: &str) -> Lease {
+    /// This replica's Lease renewed at `now` with `claims` and `clusters` (keeping the
+    /// acquire time of `previous` when it was this process's).
+    fn lease(
+        &self,
+        now: Timestamp,
+        previous: Option<&LeaseSpec>,
+        claims: &str,
+        clusters: &str,
+    ) -> Lease {
         let acquired = previous
             .and_then(|s| s.acquire_time.clone())
             .unwrap_or(MicroTime(now));
@@ -761,6 +787,7 @@ impl Membership {
                     [
                         (INSTANCE_ANNOTATION.to_string(), self.instance.clone()),
                         (CLAIMS_ANNOTATION.to_string(), claims.to_string()),
+                        (CLUSTERS_ANNOTATION.to_string(), clusters.to_string()),
                     ]
                     .into(),
                 ),
@@ -793,11 +820,17 @@ impl Membership {
             let name = lease.metadata.name.clone().unwrap_or_default();
             match id {
                 Some(id) if expires > now && name == format!("{LEASE_PREFIX}{id}") => {
-                    let claims = lease
-                        .metadata
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.get(CLAIMS_ANNOTATION))
+                    let annotation =
+                        |key: &str| lease.metadata.annotations.as_ref().and_then(|a| a.get(key));
+                    let clusters = annotation(CLUSTERS_ANNOTATION)
+                        .map(|text| {
+                            claims::parse_clusters(text).unwrap_or_else(|e| {
+                                tracing::warn!(lease = %name, error = %e, "clusters unreadable: ignored");
+                                BTreeSet::new()
+                            })
+                        })
+                        .unwrap_or_default();
+                    let claims = annotation(CLAIMS_ANNOTATION)
                         .and_then(|text| match claims::parse(text) {
                             Ok(claims) => Some(Arc::new(claims)),
                             Err(e) => {
@@ -810,6 +843,7 @@ impl Membership {
                         id,
                         expires_at: expires,
                         claims,
+                        clusters: Arc::new(clusters),
                     })
                 }
                 _ if expires.checked_add(stale).is_ok_and(|t| t < now) => {
@@ -925,6 +959,7 @@ mod tests {
             id: id.to_string(),
             expires_at: Timestamp::now(),
             claims: claims.map(|c| Arc::new(c.iter().map(|(k, v)| (k.to_string(), *v)).collect())),
+            clusters: Arc::default(),
         };
         let mut replicas: Vec<Replica> = others.iter().map(|(id, c)| replica(id, *c)).collect();
         replicas.push(replica(me, Some(&[])));
@@ -1018,6 +1053,18 @@ mod tests {
                 .keys()
                 .all(|c| rendezvous::owner(ids, c) == Some("a"))
         );
+    }
+
+    #[test]
+    fn clusters_another_replica_publishes_are_divided_too() {
+        let mut view = view("a", &[("b", Some(&[]))], &["c0", "c1"]);
+        assert_eq!(view.assignment.len(), 2);
+        view.replicas[0].clusters = Arc::new(["c2".to_string(), "c3".to_string()].into());
+        let mine: BTreeSet<String> = ["c0".to_string(), "c1".to_string()].into();
+        assert!(view.assign(&mine), "the assignment changed");
+        assert_eq!(view.assignment.len(), 4);
+        assert_eq!(view.assignment.values().filter(|r| *r == "a").count(), 2);
+        assert!(!view.assign(&mine), "unchanged");
     }
 
     /// A share too large for one annotation is claimed only up to its size limit, and what is
