@@ -4,11 +4,13 @@
 //! labelled Leases whose `renewTime + leaseDurationSeconds` (D) lies ahead.
 //!
 //! **Shares.** Each replica learns the destination clusters of its Apps from the runner
-//! ([`Membership::set_clusters`]) and computes the balanced assignment of them to the live
+//! ([`Membership::set_clusters`]), publishes them in its Lease ([`CLUSTERS_ANNOTATION`]), and
+//! computes the balanced assignment of them and those the other live Leases list to the live
 //! replicas and itself ([`balance::assign`]): its *desired share*, which it loads, renders and
 //! plans ([`Membership::routes_here`]). Replicas may see different replica sets for a moment
-//! and different cluster sets for longer (each reads its own Apps), so desired shares may
-//! overlap; who may *write* is decided by claims, published in the Leases.
+//! and different cluster sets for longer (each reads its own Apps, and the others' lists are
+//! a listing old), so desired shares may overlap or leave a cluster out for a while; who may
+//! *write* is decided by claims, published in the Leases.
 //!
 //! **Claims.** At every tick a replica lists the Leases (the others' claims with them), then
 //! updates its own claims and publishes them in its Lease ([`CLAIMS_ANNOTATION`]) as it
