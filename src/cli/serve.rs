@@ -39,7 +39,7 @@ pub enum Shards {
     #[default]
     Off,
     /// Several replicas each hold a Lease in the management cluster and reconcile the Apps of
-    /// the destination clusters rendezvous hashing gives them.
+    /// the destination clusters of their balanced shares (claimed in their Leases).
     Auto,
 }
 

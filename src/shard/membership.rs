@@ -1,18 +1,65 @@
 //! Membership through Kubernetes Leases (`coordination.k8s.io/v1`): each replica holds the
 //! Lease `wardn-shard-<replica id>` in the management cluster, labelled
-//! [`LEASE_LABEL`]`=true`, and renews it every `renew_every`. The live replicas are the
-//! labelled Leases whose `renewTime + leaseDurationSeconds` lies ahead. Which replica owns a
-//! destination cluster follows by [`rendezvous`](super::rendezvous) hashing over them.
+//! [`LEASE_LABEL`]`=true`, and renews it every `renew_every` (P). The live replicas are the
+//! labelled Leases whose `renewTime + leaseDurationSeconds` (D) lies ahead.
 //!
-//! Two replicas must never write to one cluster at once, so both directions of a move are
-//! conservative. A replica counts its own Lease as held only until `lease_duration −
-//! renew_every` after the start of its last successful renewal: a replica that cannot renew
-//! (partitioned, paused, overloaded) stops writing before the others may see its Lease expire.
-//! A replica that joins takes clusters only after it has held its Lease for two renewal
-//! periods, by when every other replica has listed the Leases again and let them go. The
-//! Lease's `renewTime` is compared with each reader's wall clock, so the replicas' clocks must
-//! agree within `renew_every` (NTP does much better).
+//! **Shares.** Each replica learns the destination clusters of its Apps from the runner
+//! ([`Membership::set_clusters`]), publishes them in its Lease ([`CLUSTERS_ANNOTATION`]), and
+//! computes the balanced assignment of them and those the other live Leases list to the live
+//! replicas and itself ([`balance::assign`]): its *desired share*, which it loads, renders and
+//! plans ([`Membership::routes_here`]). Replicas may see different replica sets for a moment
+//! and different cluster sets for longer (each reads its own Apps, and the others' lists are
+//! a listing old), so desired shares may overlap or leave a cluster out for a while; who may
+//! *write* is decided by claims, published in the Leases.
+//!
+//! **Claims.** At every tick a replica lists the Leases (the others' claims with them), then
+//! updates its own claims and publishes them in its Lease ([`CLAIMS_ANNOTATION`]) as it
+//! renews it: it drops, locally and at once, every claim no longer in its desired share or
+//! beaten by an earlier claim of another live replica; it adds a desired cluster only when
+//! that listing shows no other live replica claiming it, with the current time as the claim
+//! time, kept unchanged while it holds the claim. Claims order by (claim time, replica id)
+//! ([`Claim`]). A Lease without the annotation (a replica of an earlier release) counts as
+//! claiming its plain rendezvous share, earliest of all; so does one whose annotation is
+//! malformed (logged), which blocks only that share.
+//!
+//! **Writing** ([`Membership::fence`], before every apply and prune) needs, at local time t,
+//! with W = D − P (two renewal periods by default):
+//! 1. *held*: t < s + W, s the start of the last successful renewal (the Lease expires at
+//!    s + D for everyone, so a replica that cannot renew stops P before the others may see
+//!    it expired);
+//! 2. *fresh*: t < l + W, l the start of the last successful listing;
+//! 3. *effective*: the cluster is in this replica's claims, first published by a renewal
+//!    that ended at e with t ≥ e + W, and published without a break since (a renewal after
+//!    the held window lapsed, or one that finds its Lease's claims not as last published,
+//!    publishes every claim anew);
+//! 4. *first*: that listing shows no other live replica claiming the cluster with an
+//!    earlier claim.
+//!
+//! Why no two replicas A and B write to cluster c at one moment t: both claims are effective,
+//! so A's claim has been visible in A's Lease since e_A ≤ t − W, and B's since e_B ≤ t − W,
+//! both Leases live throughout (rule 3's break resets). B's listing started after t − W
+//! (rule 2), so after e_A: it shows A's claim; likewise A's listing shows B's. Both compare
+//! the same two published (time, id) pairs, so one of them sees an earlier claim and does not
+//! write (rule 4). A dropped claim stops writes locally before it is unpublished, so a claim
+//! a replica writes under is always in its Lease. Nothing here depends on the replicas seeing
+//! the same replica set or cluster set: those only decide what is claimed, not who writes.
+//! A dead replica's claims vanish with its Lease (expiry, or deletion by
+//! [`Membership::leave`]). Assumptions: a write checked by the fence lands well within W;
+//! replicas' clocks agree within P (NTP does much better), and run at the same rate.
+//!
+//! **Settling.** A joining replica claims and routes nothing until it has held its Lease for
+//! two renewal periods, by when it has listed the replicas starting with it: otherwise the
+//! first replica of a fleet starting together would load every App and claim every cluster,
+//! only to drop them moments later.
+//!
+//! How long a cluster goes without a writer when it moves: a dead replica's Lease expires
+//! within D of its death, the others list the Leases again just after the expiry they last
+//! listed, claim at once, and write W later (D + W, 25 s by default). When a replica leaves
+//! (its Lease deleted) or the shares change, the new owner claims at its next tick and writes
+//! W later (at most P + W). The runner hears of a claim taking effect at that moment (the view
+//! changes), not only at renewals.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -24,7 +71,10 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 
-use super::rendezvous;
+use super::claims::{
+    self, CLAIMS_ANNOTATION, CLUSTERS_ANNOTATION, Claim, Claims, MAX_CLAIMS_BYTES,
+};
+use super::{balance, rendezvous};
 
 /// The label every shard Lease carries (value `true`), to list them.
 pub const LEASE_LABEL: &str = "cd.wardn.space/shard-lease";
@@ -151,9 +201,23 @@ pub enum ShardError {
 /// Why a write was fenced off.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Fenced {
-    /// This replica's Lease is no longer known to be held.
-    #[error("replica {0} no longer holds its Lease; the pass stops before writing")]
+    /// This replica's Lease is no longer known to be held, or its last listing of the fleet
+    /// is too old to tell who claims what.
+    #[error(
+        "replica {0} no longer holds its Lease (or has not listed the fleet recently); the pass stops before writing"
+    )]
     LeaseLost(String),
+    /// This replica claims the cluster, but the claim is not effective yet: published too
+    /// recently for every other replica to have listed it, or contested by another claim.
+    #[error(
+        "cluster {cluster}: the claim of replica {replica} is not effective yet; the pass stops before writing"
+    )]
+    Pending {
+        /// The cluster.
+        cluster: String,
+        /// This replica.
+        replica: String,
+    },
     /// Another replica owns the cluster now.
     #[error(
         "cluster {cluster} is owned by replica {owner} now, not {replica}; the pass stops before writing"
@@ -175,6 +239,24 @@ pub struct Replica {
     pub id: String,
     /// When its Lease expires unless renewed.
     pub expires_at: Timestamp,
+    /// The clusters it claims as its Lease publishes them; `None` when the Lease has no
+    /// claims annotation (a replica of an earlier release) or a malformed one: it then counts
+    /// as claiming its rendezvous share, earliest of all.
+    #[serde(skip)]
+    pub claims: Option<Arc<Claims>>,
+    /// The destination clusters of its Apps as its Lease publishes them (empty when it
+    /// publishes none, or an unreadable list).
+    #[serde(skip)]
+    pub clusters: Arc<BTreeSet<String>>,
+}
+
+/// One of this replica's own claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct OwnClaim {
+    /// The claim time published (unix seconds).
+    since: i64,
+    /// When the renewal that first published it (without a break since) ended.
+    published: Option<Instant>,
 }
 
 /// What a replica knows of the fleet at one moment.
@@ -182,16 +264,168 @@ pub struct Replica {
 pub struct View {
     /// The live replicas (this one included once its Lease is listed), sorted by id.
     pub replicas: Vec<Replica>,
+    /// This replica's id.
+    me: String,
     /// Until when this replica may write: its last renewal's start + duration − renew period.
     held_until: Option<Instant>,
+    /// Until when its last listing is fresh enough to write: the listing's start + duration −
+    /// renew period.
+    listed_until: Option<Instant>,
+    /// How long a claim must have been published before it is effective (duration − renew
+    /// period).
+    claim_wait: Duration,
     /// Whether this replica has held its Lease long enough to take clusters.
     settled: bool,
+    /// The balanced assignment of this replica's clusters to the live replicas and itself.
+    assignment: Arc<BTreeMap<String, String>>,
+    /// This replica's claims.
+    mine: BTreeMap<String, OwnClaim>,
 }
 
 impl View {
-    /// The replica among the live ones that owns `cluster`.
+    /// Who writes to `cluster`, or will: the live replica with the earliest claim on it (the
+    /// one whose claim is, or is about to be, effective), else while no one claims it (in
+    /// transit) the replica the balanced assignment gives it, else (a cluster this replica
+    /// has no App for) its rendezvous owner among the live replicas.
     pub fn owner(&self, cluster: &str) -> Option<&str> {
-        rendezvous::owner(self.replicas.iter().map(|r| r.id.as_str()), cluster)
+        self.claimant(cluster, None)
+            .map(|claim| claim.replica)
+            .or_else(|| self.assignment.get(cluster).map(String::as_str))
+            .or_else(|| rendezvous::owner(self.replicas.iter().map(|r| r.id.as_str()), cluster))
+    }
+
+    /// The earliest claim on `cluster` in the last listing, leaving out replica `except`.
+    fn claimant(&self, cluster: &str, except: Option<&str>) -> Option<Claim<'_>> {
+        // A replica publishing no (readable) claims writes to its rendezvous share.
+        let legacy = || rendezvous::owner(self.replicas.iter().map(|r| r.id.as_str()), cluster);
+        self.replicas
+            .iter()
+            .filter(|r| Some(r.id.as_str()) != except)
+            .filter_map(|r| {
+                let since = match &r.claims {
+                    Some(claims) => *claims.get(cluster)?,
+                    None if legacy() == Some(r.id.as_str()) => i64::MIN,
+                    None => return None,
+                };
+                Some(Claim {
+                    since,
+                    replica: &r.id,
+                })
+            })
+            .min()
+    }
+
+    /// Whether another live replica's claim on `cluster` comes before this replica's claim
+    /// made at `since`.
+    fn beaten(&self, cluster: &str, since: i64) -> bool {
+        let mine = Claim {
+            since,
+            replica: &self.me,
+        };
+        self.claimant(cluster, Some(&self.me))
+            .is_some_and(|other| other < mine)
+    }
+
+    /// Recomputes the balanced assignment over the live replicas and this one (counted live
+    /// even while its own Lease shows expired) of `clusters` (this replica's) and those the
+    /// other live replicas publish: every replica divides the same clusters once the Leases
+    /// are listed, even while their Apps differ. Whether it changed.
+    fn assign(&mut self, clusters: &BTreeSet<String>) -> bool {
+        let replicas = self
+            .replicas
+            .iter()
+            .map(|r| r.id.as_str())
+            .chain([self.me.as_str()]);
+        let theirs = self
+            .replicas
+            .iter()
+            .filter(|r| r.id != self.me)
+            .flat_map(|r| r.clusters.iter());
+        let all = clusters.iter().chain(theirs).map(String::as_str);
+        let assignment = balance::assign(replicas, all);
+        let changed = *self.assignment != assignment;
+        if changed {
+            self.assignment = Arc::new(assignment);
+        }
+        changed
+    }
+
+    /// Whether the balanced assignment gives `cluster` to this replica.
+    fn desired(&self, cluster: &str) -> bool {
+        self.assignment.get(cluster) == Some(&self.me)
+    }
+
+    /// Updates this replica's claims from its desired share and the last listing: drops
+    /// (at once, locally) every claim no longer desired or beaten by an earlier claim; when
+    /// `may_add` (settled, and the listing just succeeded), claims every desired cluster no
+    /// other live replica claims, at `now` (unix seconds), as long as the claims' text stays
+    /// within [`MAX_CLAIMS_BYTES`].
+    fn update_claims(&mut self, may_add: bool, now: i64) {
+        let mine = std::mem::take(&mut self.mine);
+        self.mine = mine
+            .into_iter()
+            .filter(|(cluster, claim)| self.desired(cluster) && !self.beaten(cluster, claim.since))
+            .collect();
+        if !may_add {
+            return;
+        }
+        let mut size = claims::print(&self.published_claims()).len();
+        let wanted: Vec<String> = self
+            .assignment
+            .iter()
+            .filter(|(cluster, owner)| **owner == self.me && !self.mine.contains_key(*cluster))
+            .filter(|(cluster, _)| self.claimant(cluster, Some(&self.me)).is_none())
+            .map(|(cluster, _)| cluster.clone())
+            .collect();
+        for cluster in wanted {
+            // `,cluster=<seconds>`: at most 1 + 63 + 1 + 19 bytes.
+            let entry = cluster.len() + 2 + now.to_string().len();
+            if !crate::object::is_dns_label(&cluster) {
+                tracing::warn!(%cluster, "not claimed: a cluster name must be a DNS label");
+                continue;
+            }
+            if size + entry > MAX_CLAIMS_BYTES {
+                tracing::warn!(%cluster, claims = self.mine.len(), bytes = size,
+                    "not claimed: the claims annotation would exceed {MAX_CLAIMS_BYTES} bytes");
+                break;
+            }
+            size += entry;
+            self.mine.insert(
+                cluster,
+                OwnClaim {
+                    since: now,
+                    published: None,
+                },
+            );
+        }
+    }
+
+    /// This replica's claims as its Lease publishes them.
+    fn published_claims(&self) -> Claims {
+        self.mine
+            .iter()
+            .map(|(cluster, claim)| (cluster.clone(), claim.since))
+            .collect()
+    }
+
+    /// Whether this replica's claim on `cluster` is effective at `now`: published, without a
+    /// break, at least `claim_wait` ago, and first among the claims of the last listing.
+    fn effective(&self, cluster: &str, now: Instant) -> bool {
+        self.mine.get(cluster).is_some_and(|claim| {
+            claim
+                .published
+                .is_some_and(|at| now >= at + self.claim_wait)
+                && !self.beaten(cluster, claim.since)
+        })
+    }
+
+    /// When the next of this replica's published claims becomes effective, if one is pending.
+    fn next_effective(&self, now: Instant) -> Option<Instant> {
+        self.mine
+            .values()
+            .filter_map(|claim| claim.published.map(|at| at + self.claim_wait))
+            .filter(|at| *at > now)
+            .min()
     }
 }
 
@@ -210,6 +444,10 @@ pub struct Membership {
     view: watch::Sender<View>,
     /// When this process first held its Lease.
     joined: Instant,
+    /// The destination clusters of this replica's Apps ([`Membership::set_clusters`]).
+    clusters: Mutex<BTreeSet<String>>,
+    /// The claims text of the last successful renewal, to tell whether the Lease still shows it.
+    published: Mutex<Option<String>>,
     /// Set by [`Membership::leave`]: the renewal thread deletes the Lease and ends.
     stop: watch::Sender<bool>,
     /// Resolves (with an error, its sender dropped) once the renewal thread has ended.
@@ -249,12 +487,19 @@ impl Membership {
                         }
                     };
                     let (stop, stop_rx) = watch::channel(false);
+                    let view = View {
+                        me: config.replica_id.clone(),
+                        claim_wait: window(&config),
+                        ..View::default()
+                    };
                     let membership = Arc::new(Membership {
                         api: Api::namespaced(client, &config.namespace),
                         config,
                         instance: hex::encode(nonce),
-                        view: watch::Sender::new(View::default()),
+                        view: watch::Sender::new(view),
                         joined: Instant::now(),
+                        clusters: Mutex::default(),
+                        published: Mutex::default(),
                         stop,
                         stopped: Mutex::new(Some(stopped_rx)),
                     });
@@ -300,28 +545,32 @@ impl Membership {
         self.view.subscribe()
     }
 
-    /// Whether the live replicas and this one route `cluster` here (rendezvous hashing over
-    /// the current view, with this replica counted live even while its own Lease shows
-    /// expired), whether or not it may write there: the Apps of such clusters are the ones
-    /// this replica loads, renders and plans. Unlike [`Membership::owns`], a renewal that came
-    /// late (an overloaded or paused process) does not unload and reload every App; fencing
-    /// alone keeps such a replica from writing. Nothing is routed here before this replica has
-    /// settled (two renewal periods, by when it has listed the replicas that started with it):
-    /// otherwise the first replica of a fleet starting together would load and render every
-    /// App, only to drop most of them moments later, and the memory of that peak stays with
-    /// the process.
-    pub fn routes_here(&self, cluster: &str) -> bool {
-        let me = self.config.replica_id.as_str();
-        let view = self.view.borrow();
-        if !view.settled {
-            return false;
+    /// Tells membership the destination clusters of this replica's Apps (segments; `local`:
+    /// the management cluster); the runner calls it at every step of following the fleet.
+    /// The desired share is recomputed at once; claims follow at the next renewal.
+    pub fn set_clusters(&self, clusters: BTreeSet<String>) {
+        let mut known = self.clusters.lock();
+        if *known == clusters {
+            return;
         }
-        let others = view
-            .replicas
-            .iter()
-            .map(|r| r.id.as_str())
-            .filter(|id| *id != me);
-        rendezvous::owner(others.chain([me]), cluster) == Some(me)
+        *known = clusters;
+        self.view.send_if_modified(|view| view.assign(&known));
+    }
+
+    /// Whether `cluster` is in this replica's desired share (the balanced assignment of the
+    /// clusters of its Apps over the live replicas and itself, counted live even while its
+    /// own Lease shows expired), whether or not it may write there: the Apps of such clusters
+    /// are the ones this replica loads, renders and plans, possibly a little before its claim
+    /// is effective (fencing alone guards writes). A renewal that came late (an overloaded or
+    /// paused process) does not unload and reload every App. Nothing is routed here before
+    /// this replica has settled (two renewal periods, by when it has listed the replicas that
+    /// started with it): otherwise the first replica of a fleet starting together would load
+    /// and render every App, only to drop most of them moments later, and the memory of that
+    /// peak stays with the process. A cluster not yet passed to
+    /// [`Membership::set_clusters`] is routed nowhere.
+    pub fn routes_here(&self, cluster: &str) -> bool {
+        let view = self.view.borrow();
+        view.settled && view.desired(cluster)
     }
 
     /// Whether this replica may write to `cluster` now; see [`Membership::fence`].
@@ -329,21 +578,35 @@ impl Membership {
         self.fence(cluster).is_ok()
     }
 
-    /// `Ok` when this replica holds its Lease (renewed recently enough), has settled, and is
-    /// the owner of `cluster` among the live replicas; checked before every apply and prune.
+    /// `Ok` when this replica may write to `cluster` now (checked before every apply and
+    /// prune): it holds its Lease, has settled, has listed the fleet recently, and its claim
+    /// on `cluster` is effective (see the module's rules).
     pub fn fence(&self, cluster: &str) -> Result<(), Fenced> {
         let view = self.view.borrow();
         let me = &self.config.replica_id;
-        let held = view.held_until.is_some_and(|until| Instant::now() < until);
+        let now = Instant::now();
+        let held = view.held_until.is_some_and(|until| now < until)
+            && view.listed_until.is_some_and(|until| now < until);
         if !held || !view.settled {
             return Err(Fenced::LeaseLost(me.clone()));
         }
+        if view.effective(cluster, now) {
+            return Ok(());
+        }
         match view.owner(cluster) {
-            Some(owner) if owner == me => Ok(()),
-            other => Err(Fenced::NotOwner {
+            Some(owner) if owner != me => Err(Fenced::NotOwner {
                 cluster: cluster.to_string(),
                 replica: me.clone(),
-                owner: other.unwrap_or("none").to_string(),
+                owner: owner.to_string(),
+            }),
+            None => Err(Fenced::NotOwner {
+                cluster: cluster.to_string(),
+                replica: me.clone(),
+                owner: "none".to_string(),
+            }),
+            Some(_) => Err(Fenced::Pending {
+                cluster: cluster.to_string(),
+                replica: me.clone(),
             }),
         }
     }
@@ -368,27 +631,84 @@ impl Membership {
         }
     }
 
-    /// Renews this replica's Lease, then lists the fleet and publishes the view.
+    /// One tick: lists the fleet, updates this replica's claims (drops take effect at once),
+    /// then renews its Lease with them and publishes the view.
     async fn tick(&self, first: bool) -> Result<(), ShardError> {
-        let started = Instant::now();
-        let renewed = self.renew(first).await;
-        let held_until = match &renewed {
-            Ok(()) => Some(started + self.config.lease_duration - self.config.renew_every),
-            Err(ShardError::Duplicate { .. }) => None,
-            Err(_) => self.view.borrow().held_until,
-        };
+        let window = window(&self.config);
+        let list_started = Instant::now();
         let listed = self.list().await;
         let settled = self.joined.elapsed() >= self.config.renew_every * 2;
+        let now = Timestamp::now().as_second();
+        let (text, clusters_text) = {
+            let clusters = self.clusters.lock();
+            let clusters_text = claims::print_clusters(&clusters).unwrap_or_else(|| {
+                tracing::warn!(clusters = clusters.len(),
+                    "the clusters of this replica's Apps exceed {MAX_CLAIMS_BYTES} bytes: not published");
+                String::new()
+            });
+            let mut text = String::new();
+            self.view.send_modify(|view| {
+                view.settled = settled;
+                if let Ok(replicas) = &listed {
+                    view.replicas = replicas.clone();
+                    view.listed_until = Some(list_started + window);
+                }
+                view.assign(&clusters);
+                view.update_claims(settled && listed.is_ok(), now);
+                text = claims::print(&view.published_claims());
+            });
+            (text, clusters_text)
+        };
+        let renew_started = Instant::now();
+        let renewed = self.renew(first, &text, &clusters_text).await;
+        let renewed_at = Instant::now();
         self.view.send_modify(|view| {
+            match &renewed {
+                Ok(continuous) => {
+                    // After a break (the held window lapsed, or the Lease lost its claims),
+                    // others may have seen no claim: every claim waits anew.
+                    let lapsed = !continuous || view.held_until.is_none_or(|u| renew_started >= u);
+                    for claim in view.mine.values_mut() {
+                        if lapsed || claim.published.is_none() {
+                            claim.published = Some(renewed_at);
+                        }
+                    }
+                    view.held_until = Some(renew_started + window);
+                }
+                Err(ShardError::Duplicate { .. }) => view.held_until = None,
+                Err(_) => {}
+            }
             // A renewal that ends after `leave` does not make the Lease held again.
-            view.held_until = held_until.filter(|_| !*self.stop.borrow());
-            view.settled = settled;
-            if let Ok(replicas) = &listed {
-                view.replicas = replicas.clone();
+            if *self.stop.borrow() {
+                view.held_until = None;
             }
         });
+        if renewed.is_ok() {
+            *self.published.lock() = Some(text);
+        }
         renewed?;
         listed.map(|_| ())
+    }
+
+    /// When the next of this replica's claims becomes effective, if one is pending.
+    fn next_effective(&self) -> Option<Instant> {
+        self.view.borrow().next_effective(Instant::now())
+    }
+
+    /// Just after the earliest expiry of another live replica's Lease (as last listed), and
+    /// no sooner than a tenth of a renewal period from now.
+    fn next_expiry(&self) -> Option<Instant> {
+        let view = self.view.borrow();
+        let now = Timestamp::now();
+        let earliest = view
+            .replicas
+            .iter()
+            .filter(|r| r.id != self.config.replica_id)
+            .map(|r| r.expires_at)
+            .min()?;
+        let left = Duration::try_from(earliest.duration_since(now)).unwrap_or(Duration::ZERO);
+        let wait = (left + Duration::from_millis(50)).max(self.config.renew_every / 10);
+        Some(Instant::now() + wait)
     }
 
     fn error(&self, e: impl std::fmt::Display) -> ShardError {
@@ -399,27 +719,36 @@ impl Membership {
         }
     }
 
-    /// Creates or renews this replica's Lease. Another process's live Lease under the same
-    /// name is [`ShardError::Duplicate`].
-    async fn renew(&self, first: bool) -> Result<(), ShardError> {
+    /// Creates or renews this replica's Lease, publishing `claims` and `clusters` (the
+    /// annotations' texts).
+    /// Answers whether the Lease showed the claims of the last successful renewal until now
+    /// (`false` when it was missing or changed by someone else). Another process's live Lease
+    /// under the same name is [`ShardError::Duplicate`].
+    async fn renew(&self, first: bool, claims: &str, clusters: &str) -> Result<bool, ShardError> {
         let name = self.config.lease_name();
         let now = Timestamp::now();
         let existing = self.api.get_opt(&name).await.map_err(|e| self.error(e))?;
         let Some(mut lease) = existing else {
-            let lease = self.lease(now, None);
+            if !first {
+                tracing::warn!(lease = %name, "this replica's Lease was gone: created again, its claims wait anew");
+            }
+            let lease = self.lease(now, None, claims, clusters);
             self.api
                 .create(&PostParams::default(), &lease)
                 .await
                 .map_err(|e| self.error(e))?;
-            return Ok(());
+            return Ok(false);
         };
-        let holder = lease
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(INSTANCE_ANNOTATION))
-            .cloned()
-            .unwrap_or_default();
+        let annotation = |key: &str| {
+            lease
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(key))
+                .cloned()
+        };
+        let holder = annotation(INSTANCE_ANNOTATION).unwrap_or_default();
+        let continuous = annotation(CLAIMS_ANNOTATION) == *self.published.lock();
         if holder != self.instance && (!first || expires_at(&lease).is_some_and(|t| t > now)) {
             return Err(ShardError::Duplicate {
                 replica: self.config.replica_id.clone(),
@@ -427,7 +756,7 @@ impl Membership {
                 holder,
             });
         }
-        let fresh = self.lease(now, lease.spec.as_ref());
+        let fresh = self.lease(now, lease.spec.as_ref(), claims, clusters);
         lease.spec = fresh.spec;
         lease.metadata.labels = fresh.metadata.labels;
         lease.metadata.annotations = fresh.metadata.annotations;
@@ -435,12 +764,18 @@ impl Membership {
             .replace(&name, &PostParams::default(), &lease)
             .await
             .map_err(|e| self.error(e))?;
-        Ok(())
+        Ok(continuous)
     }
 
-    /// This replica's Lease renewed at `now` (keeping the acquire time of `previous` when it
-    /// was this process's).
-    fn lease(&self, now: Timestamp, previous: Option<&LeaseSpec>) -> Lease {
+    /// This replica's Lease renewed at `now` with `claims` and `clusters` (keeping the
+    /// acquire time of `previous` when it was this process's).
+    fn lease(
+        &self,
+        now: Timestamp,
+        previous: Option<&LeaseSpec>,
+        claims: &str,
+        clusters: &str,
+    ) -> Lease {
         let acquired = previous
             .and_then(|s| s.acquire_time.clone())
             .unwrap_or(MicroTime(now));
@@ -451,7 +786,12 @@ impl Membership {
                 namespace: Some(self.config.namespace.clone()),
                 labels: Some([(LEASE_LABEL.to_string(), "true".to_string())].into()),
                 annotations: Some(
-                    [(INSTANCE_ANNOTATION.to_string(), self.instance.clone())].into(),
+                    [
+                        (INSTANCE_ANNOTATION.to_string(), self.instance.clone()),
+                        (CLAIMS_ANNOTATION.to_string(), claims.to_string()),
+                        (CLUSTERS_ANNOTATION.to_string(), clusters.to_string()),
+                    ]
+                    .into(),
                 ),
                 ..Default::default()
             },
@@ -482,9 +822,30 @@ impl Membership {
             let name = lease.metadata.name.clone().unwrap_or_default();
             match id {
                 Some(id) if expires > now && name == format!("{LEASE_PREFIX}{id}") => {
+                    let annotation =
+                        |key: &str| lease.metadata.annotations.as_ref().and_then(|a| a.get(key));
+                    let clusters = annotation(CLUSTERS_ANNOTATION)
+                        .map(|text| {
+                            claims::parse_clusters(text).unwrap_or_else(|e| {
+                                tracing::warn!(lease = %name, error = %e, "clusters unreadable: ignored");
+                                BTreeSet::new()
+                            })
+                        })
+                        .unwrap_or_default();
+                    let claims = annotation(CLAIMS_ANNOTATION)
+                        .and_then(|text| match claims::parse(text) {
+                            Ok(claims) => Some(Arc::new(claims)),
+                            Err(e) => {
+                                tracing::warn!(lease = %name, error = %e,
+                                    "claims unreadable: the replica counts as claiming its rendezvous share");
+                                None
+                            }
+                        });
                     live.push(Replica {
                         id,
                         expires_at: expires,
+                        claims,
+                        clusters: Arc::new(clusters),
                     })
                 }
                 _ if expires.checked_add(stale).is_ok_and(|t| t < now) => {
@@ -510,8 +871,22 @@ async fn renew_until_stopped(membership: Weak<Membership>, mut stop: watch::Rece
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     interval.tick().await;
     loop {
+        let (effective, expiry) = membership
+            .upgrade()
+            .map(|m| (m.next_effective(), m.next_expiry()))
+            .unwrap_or_default();
         tokio::select! {
             _ = interval.tick() => {}
+            // Another replica's Lease runs out: listing at once takes up its clusters a
+            // renewal period sooner, if it has stopped renewing.
+            _ = sleep_until(expiry) => {}
+            // A claim taking effect is a change of the view: the runner takes the cluster over.
+            _ = sleep_until(effective) => {
+                if let Some(this) = membership.upgrade() {
+                    this.view.send_modify(|_| {});
+                }
+                continue;
+            }
             changed = stop.changed() => {
                 if let (Ok(()), Some(this)) = (changed, membership.upgrade()) {
                     this.delete_lease().await;
@@ -526,6 +901,20 @@ async fn renew_until_stopped(membership: Weak<Membership>, mut stop: watch::Rece
             tracing::warn!(replica = %this.config.replica_id, error = %e, "Lease renewal failed");
         }
     }
+}
+
+/// Sleeps until `at`, or for ever without it.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// How long a renewal keeps the Lease held, a listing fresh, and how long a published claim
+/// waits before it is effective: the Lease duration less one renewal period.
+fn window(config: &ShardConfig) -> Duration {
+    config.lease_duration.saturating_sub(config.renew_every)
 }
 
 /// When `lease` expires: its renew time plus its duration; `None` without either.
@@ -561,6 +950,145 @@ mod tests {
         check_replica_id(&"a".repeat(201)).unwrap_err();
         check_replica_id("wardn-7f9c.ops-1").unwrap();
         check_replica_id(&default_replica_id()).unwrap();
+    }
+
+    /// Claims as a test writes them: (cluster, claim time).
+    type TestClaims<'a> = &'a [(&'a str, i64)];
+
+    /// A view of replica `me` among `others` (id → claims; `None`: an earlier release).
+    fn view(me: &str, others: &[(&str, Option<TestClaims>)], clusters: &[&str]) -> View {
+        let replica = |id: &str, claims: Option<TestClaims>| Replica {
+            id: id.to_string(),
+            expires_at: Timestamp::now(),
+            claims: claims.map(|c| Arc::new(c.iter().map(|(k, v)| (k.to_string(), *v)).collect())),
+            clusters: Arc::default(),
+        };
+        let mut replicas: Vec<Replica> = others.iter().map(|(id, c)| replica(id, *c)).collect();
+        replicas.push(replica(me, Some(&[])));
+        let mut view = View {
+            replicas,
+            me: me.to_string(),
+            claim_wait: Duration::from_secs(10),
+            ..View::default()
+        };
+        view.assign(&clusters.iter().map(|c| c.to_string()).collect());
+        view
+    }
+
+    fn desired(view: &View) -> BTreeSet<String> {
+        let me = view.me.clone();
+        view.assignment
+            .iter()
+            .filter(|(_, o)| **o == me)
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_replica_claims_only_desired_clusters_no_one_else_claims() {
+        let clusters: Vec<String> = (0..12).map(|i| format!("c{i}")).collect();
+        let names: Vec<&str> = clusters.iter().map(String::as_str).collect();
+        let mut view = view("a", &[("b", Some(&[])), ("c", Some(&[]))], &names);
+        let share = desired(&view);
+        assert_eq!(share.len(), 4, "{share:?}");
+        // Not settled (or no fresh listing): nothing is added.
+        view.update_claims(false, 100);
+        assert!(view.mine.is_empty());
+        view.update_claims(true, 100);
+        assert_eq!(view.mine.keys().cloned().collect::<BTreeSet<_>>(), share);
+        // Published now: not effective before the wait, effective after it.
+        let now = Instant::now();
+        for claim in view.mine.values_mut() {
+            claim.published = Some(now);
+        }
+        let first = share.iter().next().unwrap().clone();
+        assert!(!view.effective(&first, now + Duration::from_secs(9)));
+        assert!(view.effective(&first, now + Duration::from_secs(10)));
+        assert_eq!(
+            view.next_effective(now),
+            Some(now + Duration::from_secs(10))
+        );
+        // Another replica claims it earlier: beaten, not effective, dropped at the next update.
+        view.replicas[0].claims = Some(Arc::new([(first.clone(), 99)].into()));
+        assert!(!view.effective(&first, now + Duration::from_secs(60)));
+        assert_eq!(view.owner(&first), Some("b"));
+        view.update_claims(true, 200);
+        assert!(!view.mine.contains_key(&first), "beaten claims are dropped");
+        assert!(
+            view.mine.len() == 3,
+            "and not claimed again while b claims it"
+        );
+        // A later claim by another replica does not beat this one; a tie goes to the smaller id.
+        let second = share.iter().nth(1).unwrap().clone();
+        view.replicas[1].claims = Some(Arc::new([(second.clone(), 101)].into()));
+        assert!(view.effective(&second, now + Duration::from_secs(10)));
+        view.replicas[1].claims = Some(Arc::new([(second.clone(), 100)].into()));
+        assert!(
+            view.effective(&second, now + Duration::from_secs(10)),
+            "a < c"
+        );
+        // Clusters leaving the set (or the share) are dropped at once.
+        view.assign(&BTreeSet::new());
+        view.update_claims(true, 300);
+        assert!(view.mine.is_empty());
+    }
+
+    #[test]
+    fn a_replica_without_readable_claims_holds_its_rendezvous_share() {
+        let clusters: Vec<String> = (0..30).map(|i| format!("c{i}")).collect();
+        let names: Vec<&str> = clusters.iter().map(String::as_str).collect();
+        let mut view = view("a", &[("old", None)], &names);
+        view.update_claims(true, 100);
+        let ids = ["a", "old"];
+        for cluster in &names {
+            let legacy = rendezvous::owner(ids, cluster) == Some("old");
+            if legacy {
+                assert!(
+                    !view.mine.contains_key(*cluster),
+                    "{cluster}: claimed by old"
+                );
+                assert_eq!(view.owner(cluster), Some("old"));
+            }
+        }
+        assert!(
+            view.mine
+                .keys()
+                .all(|c| rendezvous::owner(ids, c) == Some("a"))
+        );
+    }
+
+    #[test]
+    fn clusters_another_replica_publishes_are_divided_too() {
+        let mut view = view("a", &[("b", Some(&[]))], &["c0", "c1"]);
+        assert_eq!(view.assignment.len(), 2);
+        view.replicas[0].clusters = Arc::new(["c2".to_string(), "c3".to_string()].into());
+        let mine: BTreeSet<String> = ["c0".to_string(), "c1".to_string()].into();
+        assert!(view.assign(&mine), "the assignment changed");
+        assert_eq!(view.assignment.len(), 4);
+        assert_eq!(view.assignment.values().filter(|r| *r == "a").count(), 2);
+        assert!(!view.assign(&mine), "unchanged");
+    }
+
+    /// A share too large for one annotation is claimed only up to its size limit, and what is
+    /// published parses back.
+    #[test]
+    fn claims_stop_at_the_annotations_size_limit() {
+        let clusters: Vec<String> = (0..2000).map(|i| format!("{i:0>63}")).collect();
+        let names: Vec<&str> = clusters.iter().map(String::as_str).collect();
+        let mut big = view("a", &[], &names);
+        big.update_claims(true, 1_764_650_000);
+        let text = claims::print(&big.published_claims());
+        assert!(text.len() <= MAX_CLAIMS_BYTES, "{}", text.len());
+        assert!(
+            big.mine.len() > 800 && big.mine.len() < 2000,
+            "{}",
+            big.mine.len()
+        );
+        assert_eq!(claims::parse(&text).unwrap(), big.published_claims());
+        // Clusters that are not DNS labels are never claimed (they cannot be published).
+        let mut odd = view("a", &[], &["Bad_Name", "good"]);
+        odd.update_claims(true, 1);
+        assert_eq!(odd.mine.keys().collect::<Vec<_>>(), ["good"]);
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub struct ShardEntry {
     pub replica: String,
     /// When its Lease expires unless renewed.
     pub lease_expires_at: Timestamp,
-    /// The clusters it owns (segments; `local`: the management cluster), sorted.
+    /// The clusters it owns: claims, or is taking over (segments; `local`: the management
+    /// cluster), sorted.
     pub clusters: Vec<String>,
     /// How many Apps deploy to them.
     pub apps: usize,
@@ -209,7 +210,9 @@ impl Runner {
         self.parked.lock().insert(key.to_string());
     }
 
-    /// The owner of App `key`'s cluster when it is another replica (or none is live).
+    /// When this replica may not write for App `key` now, the owner of its cluster
+    /// ([`crate::shard::View::owner`]: another replica, this one while its claim is not yet
+    /// effective, or `none`); `None` when it may.
     pub(super) fn elsewhere(&self, key: &str) -> Option<String> {
         let membership = self.sharding.get()?;
         let cluster = self.cluster_of(key)?;
@@ -242,6 +245,10 @@ impl Runner {
             .values()
             .map(|r| r.app.spec.destination.cluster_segment().to_string())
             .collect();
+        // Membership divides these among the replicas (the desired share, then claims).
+        if let Some(membership) = self.sharding.get() {
+            membership.set_clusters(clusters.clone());
+        }
         let owned: BTreeSet<String> = clusters
             .into_iter()
             .filter(|c| self.owns_cluster(c))
