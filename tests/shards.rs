@@ -12,6 +12,7 @@ mod common;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -96,18 +97,34 @@ fn owned(membership: &Membership, clusters: &[String]) -> BTreeSet<String> {
         .collect()
 }
 
+/// Replicas `ids` joining the fleet of `kube_config` with a Lease of `lease_secs` seconds.
+async fn join<const N: usize>(
+    kube_config: &kube::Config,
+    lease_secs: u64,
+    ids: [&str; N],
+) -> [Arc<Membership>; N] {
+    let mut members = Vec::new();
+    for id in ids {
+        let config = ShardConfig::new(id, "wardn", Duration::from_secs(lease_secs)).unwrap();
+        members.push(
+            Membership::start(kube_config.clone(), config)
+                .await
+                .unwrap(),
+        );
+    }
+    match members.try_into() {
+        Ok(members) => members,
+        Err(_) => unreachable!("one membership per id"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_replica() {
     let mgmt = common::start(&["wardn"]).await;
     let client = mgmt.cluster.client().await.unwrap();
     let kube_config = mgmt.cluster.config().await.unwrap();
     let config = |id: &str| ShardConfig::new(id, "wardn", Duration::from_secs(3)).unwrap();
-    let a = Membership::start(kube_config.clone(), config("a"))
-        .await
-        .unwrap();
-    let b = Membership::start(kube_config.clone(), config("b"))
-        .await
-        .unwrap();
+    let [a, b] = join(&kube_config, 3, ["a", "b"]).await;
     let clusters: Vec<String> = (0..40).map(|i| format!("cluster-{i}")).collect();
     set_clusters(&[&a, &b], &clusters);
 
@@ -604,13 +621,7 @@ async fn replicas_whose_cluster_sets_differ_never_both_write_to_a_cluster() {
 async fn a_crashed_replicas_clusters_are_taken_over_with_the_default_lease() {
     let mgmt = common::start(&["wardn"]).await;
     let kube_config = mgmt.cluster.config().await.unwrap();
-    let config = |id: &str| ShardConfig::new(id, "wardn", Duration::from_secs(15)).unwrap();
-    let a = Membership::start(kube_config.clone(), config("a"))
-        .await
-        .unwrap();
-    let b = Membership::start(kube_config.clone(), config("b"))
-        .await
-        .unwrap();
+    let [a, b] = join(&kube_config, 15, ["a", "b"]).await;
     let clusters: Vec<String> = (0..10).map(|i| format!("cluster-{i}")).collect();
     set_clusters(&[&a, &b], &clusters);
     until("both own their share", || async {
