@@ -874,16 +874,21 @@ async fn statuses_since(db: TestDb) {
         record.updated_at = at.to_string();
         store.put_app_status(&record).await.unwrap();
     }
-    let since: Vec<_> = store
-        .app_statuses_since::<AppStatus>("2026-01-01T00:00:30Z")
-        .await
-        .unwrap();
+    let since_then = |since: &'static str| {
+        let store = store.clone();
+        async move {
+            let mut read = Vec::new();
+            store
+                .each_app_status::<AppStatus>(Some(since), |r| read.push(r))
+                .await
+                .unwrap();
+            read
+        }
+    };
+    let since = since_then("2026-01-01T00:00:30Z").await;
     assert_eq!(since.len(), 1);
     assert_eq!(since[0].key, "team/new");
-    let all = store
-        .app_statuses_since::<AppStatus>("2026-01-01T00:00:00Z")
-        .await
-        .unwrap();
+    let all = since_then("2026-01-01T00:00:00Z").await;
     assert_eq!(all.len(), 2, "the bound is inclusive");
     store.close().await;
 }

@@ -291,13 +291,19 @@ impl View {
         self.claimant(cluster, None)
             .map(|claim| claim.replica)
             .or_else(|| self.assignment.get(cluster).map(String::as_str))
-            .or_else(|| rendezvous::owner(self.replicas.iter().map(|r| r.id.as_str()), cluster))
+            .or_else(|| self.hashed_owner(cluster))
+    }
+
+    /// The rendezvous owner of `cluster` among the live replicas: the share of a replica that
+    /// publishes no (readable) claims, and the owner of a cluster no one has an App for.
+    fn hashed_owner(&self, cluster: &str) -> Option<&str> {
+        rendezvous::owner(self.replicas.iter().map(|r| r.id.as_str()), cluster)
     }
 
     /// The earliest claim on `cluster` in the last listing, leaving out replica `except`.
     fn claimant(&self, cluster: &str, except: Option<&str>) -> Option<Claim<'_>> {
         // A replica publishing no (readable) claims writes to its rendezvous share.
-        let legacy = || rendezvous::owner(self.replicas.iter().map(|r| r.id.as_str()), cluster);
+        let legacy = || self.hashed_owner(cluster);
         self.replicas
             .iter()
             .filter(|r| Some(r.id.as_str()) != except)

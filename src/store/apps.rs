@@ -87,21 +87,8 @@ impl Store {
         Ok(records)
     }
 
-    /// The App statuses written at or after `since` (RFC 3339 as [`crate::time::rfc3339`]
-    /// writes it, which orders as text), ordered by key: what changed since a reader last
-    /// looked, for replicas following statuses their peers write.
-    pub async fn app_statuses_since<S: DeserializeOwned>(
-        &self,
-        since: &str,
-    ) -> Result<Vec<AppStatusRecord<S>>, StoreError> {
-        let mut records = Vec::new();
-        self.each_app_status(Some(since), |record| records.push(record))
-            .await?;
-        Ok(records)
-    }
-
-    /// Hands `each` every stored App status (written at or after `since`, when given), in key
-    /// order, one row at a time as the database sends them: a replica reloading the statuses
+    /// Hands `each` every stored App status (written at or after `since`, when given: RFC 3339
+    /// as [`crate::time::rfc3339`] writes it, which orders as text), in key order, one row at a time as the database sends them: a replica reloading the statuses
     /// of a whole fleet holds one row at once, not all of them. Returns how many were handed
     /// over; stops at the first row that cannot be read (a row handed over stays handed over).
     pub async fn each_app_status<S: DeserializeOwned>(

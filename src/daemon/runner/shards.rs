@@ -253,7 +253,7 @@ impl Runner {
             .into_iter()
             .filter(|c| self.owns_cluster(c))
             .collect();
-        let taken: BTreeSet<&String> = owned.difference(&before).collect();
+        let taken: BTreeSet<&str> = owned.difference(&before).map(String::as_str).collect();
         for lost in before.difference(&owned) {
             tracing::info!(cluster = %lost, "cluster handed over to another replica");
         }
@@ -272,7 +272,7 @@ impl Runner {
                         return;
                     };
                     let cluster = app.app.spec.destination.cluster_segment();
-                    if !owned.contains(cluster) || taken.contains(&cluster.to_string()) {
+                    if !owned.contains(cluster) || taken.contains(cluster) {
                         app.status.store_text(record.status);
                     }
                 })
@@ -299,7 +299,7 @@ impl Runner {
             });
             for (key, r) in apps.iter() {
                 let cluster = r.app.spec.destination.cluster_segment();
-                if r.manifests.is_some() && taken.contains(&cluster.to_string()) {
+                if r.manifests.is_some() && taken.contains(cluster) {
                     keys.insert(key.clone());
                 }
             }
