@@ -22,15 +22,22 @@ pub const MAX_CLAIMS_BYTES: usize = 64 * 1024;
 /// Cluster → claim time (unix seconds), as one Lease publishes them.
 pub type Claims = BTreeMap<String, i64>;
 
-/// Why a claims (or clusters) annotation was refused.
+/// Why a claims or clusters annotation was refused; each names its annotation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClaimsError {
     /// Longer than [`MAX_CLAIMS_BYTES`].
-    #[error("annotation {CLAIMS_ANNOTATION}: {0} bytes, more than the {MAX_CLAIMS_BYTES} allowed")]
-    TooLong(usize),
-    /// One entry is not `cluster=<seconds>`.
-    #[error("annotation {CLAIMS_ANNOTATION}: entry {index} ({entry:?}): {reason}")]
+    #[error("annotation {annotation}: {bytes} bytes, more than the {MAX_CLAIMS_BYTES} allowed")]
+    TooLong {
+        /// [`CLAIMS_ANNOTATION`] or [`CLUSTERS_ANNOTATION`].
+        annotation: &'static str,
+        /// The text's length.
+        bytes: usize,
+    },
+    /// One entry is not `cluster=<seconds>` (claims) or not a DNS label (clusters).
+    #[error("annotation {annotation}: entry {index} ({entry:?}): {reason}")]
     Entry {
+        /// [`CLAIMS_ANNOTATION`] or [`CLUSTERS_ANNOTATION`].
+        annotation: &'static str,
         /// The entry's position (from 0).
         index: usize,
         /// The entry (cut to 80 characters).
@@ -41,6 +48,32 @@ pub enum ClaimsError {
     /// A cluster claimed twice in one annotation.
     #[error("annotation {CLAIMS_ANNOTATION}: cluster {0} is claimed twice")]
     Duplicate(String),
+}
+
+/// The error of `annotation`'s entry number `index`, `entry`, for `reason`.
+fn bad_entry(
+    annotation: &'static str,
+    index: usize,
+    entry: &str,
+    reason: &'static str,
+) -> ClaimsError {
+    ClaimsError::Entry {
+        annotation,
+        index,
+        entry: entry.chars().take(80).collect(),
+        reason,
+    }
+}
+
+/// Refuses `annotation`'s `text` when it is longer than [`MAX_CLAIMS_BYTES`].
+fn within_bound(annotation: &'static str, text: &str) -> Result<(), ClaimsError> {
+    if text.len() > MAX_CLAIMS_BYTES {
+        return Err(ClaimsError::TooLong {
+            annotation,
+            bytes: text.len(),
+        });
+    }
+    Ok(())
 }
 
 /// Prints `claims` as the annotation's text (clusters in order).
@@ -58,19 +91,13 @@ pub fn print(claims: &Claims) -> String {
 /// must order the same published values the same way (clamping them to a local clock would
 /// not).
 pub fn parse(text: &str) -> Result<Claims, ClaimsError> {
-    if text.len() > MAX_CLAIMS_BYTES {
-        return Err(ClaimsError::TooLong(text.len()));
-    }
+    within_bound(CLAIMS_ANNOTATION, text)?;
     let mut claims = Claims::new();
     if text.is_empty() {
         return Ok(claims);
     }
     for (index, entry) in text.split(',').enumerate() {
-        let bad = |reason| ClaimsError::Entry {
-            index,
-            entry: entry.chars().take(80).collect(),
-            reason,
-        };
+        let bad = |reason| bad_entry(CLAIMS_ANNOTATION, index, entry, reason);
         let (cluster, since) = entry
             .split_once('=')
             .ok_or_else(|| bad("not cluster=<unix seconds>"))?;
@@ -103,13 +130,8 @@ pub fn print_clusters(clusters: &BTreeSet<String>) -> Option<String> {
 
 /// Parses the [`CLUSTERS_ANNOTATION`]'s text: DNS labels joined by commas (empty: none), at
 /// most [`MAX_CLAIMS_BYTES`]; duplicates count once.
-pub fn parse_clusters(text: &str) -> Result<BTreeSet<String>, String> {
-    if text.len() > MAX_CLAIMS_BYTES {
-        return Err(format!(
-            "annotation {CLUSTERS_ANNOTATION}: {} bytes, more than the {MAX_CLAIMS_BYTES} allowed",
-            text.len()
-        ));
-    }
+pub fn parse_clusters(text: &str) -> Result<BTreeSet<String>, ClaimsError> {
+    within_bound(CLUSTERS_ANNOTATION, text)?;
     if text.is_empty() {
         return Ok(BTreeSet::new());
     }
@@ -119,9 +141,11 @@ pub fn parse_clusters(text: &str) -> Result<BTreeSet<String>, String> {
             if crate::object::is_dns_label(cluster) {
                 Ok(cluster.to_string())
             } else {
-                let shown: String = cluster.chars().take(80).collect();
-                Err(format!(
-                    "annotation {CLUSTERS_ANNOTATION}: entry {index} ({shown:?}) is not a DNS label"
+                Err(bad_entry(
+                    CLUSTERS_ANNOTATION,
+                    index,
+                    cluster,
+                    "not a DNS label",
                 ))
             }
         })
@@ -205,7 +229,13 @@ mod tests {
         let long = format!("{}=1", "a".repeat(64));
         assert!(parse(&long).unwrap_err().to_string().contains("DNS label"));
         let huge = "a=1,".repeat(MAX_CLAIMS_BYTES / 4 + 1);
-        assert!(matches!(parse(&huge), Err(ClaimsError::TooLong(_))));
+        assert!(matches!(
+            parse(&huge),
+            Err(ClaimsError::TooLong {
+                annotation: CLAIMS_ANNOTATION,
+                ..
+            })
+        ));
         // Garbage of every byte never panics.
         let garbage: String = (0u8..=255).map(char::from).cycle().take(5000).collect();
         parse(&garbage).unwrap_err();
@@ -220,7 +250,7 @@ mod tests {
         assert_eq!(parse_clusters("").unwrap(), BTreeSet::new());
         assert_eq!(parse_clusters("a,a").unwrap().len(), 1);
         for bad in ["a,,b", "a,", "A", "a=1", "a b"] {
-            let err = parse_clusters(bad).unwrap_err();
+            let err = parse_clusters(bad).unwrap_err().to_string();
             assert!(
                 err.contains(CLUSTERS_ANNOTATION) && err.contains("DNS label"),
                 "{bad}: {err}"
@@ -229,7 +259,13 @@ mod tests {
         let huge: BTreeSet<String> = (0..2000).map(|i| format!("{i:0>63}")).collect();
         assert_eq!(print_clusters(&huge), None);
         let text = huge.iter().cloned().collect::<Vec<_>>().join(",");
-        assert!(parse_clusters(&text).unwrap_err().contains("bytes"));
+        assert_eq!(
+            parse_clusters(&text).unwrap_err(),
+            ClaimsError::TooLong {
+                annotation: CLUSTERS_ANNOTATION,
+                bytes: text.len()
+            }
+        );
     }
 
     #[test]

@@ -328,7 +328,7 @@ impl Runner {
                 origin: Origin::Resource,
                 previous: previous.phase,
                 status: Box::new(failed),
-                managed: false,
+                stored: None,
                 written: None,
             });
         }

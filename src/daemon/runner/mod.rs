@@ -347,15 +347,6 @@ impl Runner {
         if previous == status {
             return None;
         }
-        let change = Change::Status {
-            key: key.to_string(),
-            app: Box::new(record.app.clone()),
-            origin: record.origin,
-            previous: previous.phase,
-            status: Box::new(status.clone()),
-            managed: true,
-            written: None,
-        };
         if let Some(event) = notable(&previous, &status) {
             self.notify(&record.app, key, event, &status);
         }
@@ -368,7 +359,17 @@ impl Runner {
                 "App phase changed"
             );
         }
-        record.status.write(key, &status);
+        // The store is given the text held, not a second serialisation of the status.
+        let stored = record.status.write(key, &status).map(RawValue::to_owned);
+        let change = Change::Status {
+            key: key.to_string(),
+            app: Box::new(record.app.clone()),
+            origin: record.origin,
+            previous: previous.phase,
+            status: Box::new(status),
+            stored,
+            written: None,
+        };
         Some(change)
     }
 

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, CustomResourceExt, Resource};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -35,9 +36,10 @@ pub(super) enum Change {
         previous: Option<Phase>,
         /// The new status.
         status: Box<AppStatus>,
-        /// Whether the runner manages the App (only then is the status stored; an invalid
-        /// App resource is reported on the resource alone).
-        managed: bool,
+        /// The new status as the runner holds it (compact JSON), written to the store as
+        /// is; `None` for an App the runner does not manage (an invalid App resource is
+        /// reported on the resource alone).
+        stored: Option<Box<RawValue>>,
         /// Answered once the status is written (with the store's error, if it failed).
         written: Option<oneshot::Sender<Result<(), StoreError>>>,
     },
@@ -249,7 +251,7 @@ impl Writer {
                 origin,
                 previous,
                 status,
-                managed,
+                stored,
                 written,
             } => {
                 if origin == Origin::Resource {
@@ -263,13 +265,12 @@ impl Writer {
                         self.event(&app, warning, reason, note).await;
                     }
                 }
-                let stored = if managed {
-                    self.store(key, &app, *status).await
-                } else {
-                    Ok(())
+                let result = match stored {
+                    Some(text) => self.store(key, &app, text).await,
+                    None => Ok(()),
                 };
                 if let Some(written) = written {
-                    let _ = written.send(stored);
+                    let _ = written.send(result);
                 }
             }
             Change::Note {
@@ -293,7 +294,7 @@ impl Writer {
         }
     }
 
-    async fn store(&self, key: String, app: &App, status: AppStatus) -> Result<(), StoreError> {
+    async fn store(&self, key: String, app: &App, status: Box<RawValue>) -> Result<(), StoreError> {
         let Some(store) = &self.store else {
             return Ok(());
         };

@@ -35,12 +35,16 @@ impl StatusCell {
         })
     }
 
-    /// Holds `status` as App `key`'s status.
-    pub(super) fn write(&mut self, key: &str, status: &AppStatus) {
+    /// Holds `status` as App `key`'s status; answers the text now held, which is what the
+    /// store is given (`None` if the status could not be written as JSON: not expected, as a
+    /// status has only string keys and finite numbers).
+    pub(super) fn write(&mut self, key: &str, status: &AppStatus) -> Option<&RawValue> {
         match serde_json::value::to_raw_value(status) {
-            Ok(text) => self.0 = Some(text),
-            // Not expected: a status has only string keys and finite numbers.
-            Err(e) => tracing::error!(app = %key, error = %e, "status not held: not JSON"),
+            Ok(text) => Some(&**self.0.insert(text)),
+            Err(e) => {
+                tracing::error!(app = %key, error = %e, "status not held: not JSON");
+                None
+            }
         }
     }
 
@@ -92,7 +96,8 @@ mod tests {
         assert_eq!(cell.read("ns/a"), AppStatus::default());
         for i in 0..1_000 {
             let written = status(i);
-            cell.write("ns/a", &written);
+            let text = cell.write("ns/a", &written).map(|t| t.get().to_string());
+            assert_eq!(text, Some(serde_json::to_string(&written).unwrap()));
             assert_eq!(cell.read("ns/a"), written);
         }
         let text = raw(&serde_json::to_string(&status(7)).unwrap());
