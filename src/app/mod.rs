@@ -25,6 +25,10 @@ use crate::sources::spec::SourceSpec;
 pub const LOCAL_CLUSTER: &str = "local";
 
 /// `spec` of an App: a source to render and a destination to reconcile it into.
+///
+/// The generated [`App`]'s status is boxed: the runner holds every App of the fleet with no
+/// status in it (it keeps statuses as text, see `daemon::runner`), and inline the unused
+/// status took a third of each App's 1.2 KB.
 #[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "cd.wardn.space",
@@ -33,7 +37,7 @@ pub const LOCAL_CLUSTER: &str = "local";
     plural = "apps",
     doc = "An App: manifests from a Git source, rendered and reconciled into a destination cluster.",
     namespaced,
-    status = "AppStatus",
+    status = "Box<AppStatus>",
     printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".status.cluster"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
     printcolumn = r#"{"name":"Revision","type":"string","jsonPath":".status.revision"}"#,

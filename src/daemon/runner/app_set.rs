@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use super::publish::Change;
 use super::{AppRecord, Origin, Runner};
@@ -269,7 +269,7 @@ impl Runner {
                 manifests: None,
                 verified: Arc::default(),
                 operation: Arc::default(),
-                removed: watch::Sender::new(false),
+                removed: CancellationToken::new().drop_guard(),
                 loaded: false,
             }),
         );
@@ -318,7 +318,7 @@ impl Runner {
             self.note(managed, true, "InvalidSpec", note);
             return;
         }
-        let previous = app.status.clone().unwrap_or_default();
+        let previous = app.status.as_deref().cloned().unwrap_or_default();
         let mut failed = status::failed(&previous, message, Timestamp::now());
         failed.observed_generation = app.metadata.generation;
         if failed != previous {
@@ -370,11 +370,8 @@ impl Runner {
         };
         self.poller.unsubscribe(key);
         self.upkeep.forget(key);
-        if let Some(record) = &removed {
-            // A pass in flight stops at its next await instead of applying for an App that
-            // is no longer managed.
-            record.removed.send_replace(true);
-        }
+        // Dropping the record cancels a pass in flight: it stops at its next await instead of
+        // applying for an App that is no longer managed.
         drop(removed);
         tracing::info!(app = %key, "App no longer managed; its objects stay on the cluster");
         true

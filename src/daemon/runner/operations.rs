@@ -107,11 +107,11 @@ impl Runner {
         key: &str,
         operation: Operation,
     ) -> Result<Completed, OperationError> {
-        let mut removed = self
+        let removed = self
             .apps
             .lock()
             .get(key)
-            .map(|record| record.removed.subscribe())
+            .map(|record| record.removed.token().clone())
             .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
         // Only the owner loads the App: every operation on it is the owning replica's.
         if let Some(owner) = self.elsewhere(key) {
@@ -158,7 +158,7 @@ impl Runner {
             tokio::select! {
                 done = work => done,
                 _ = stopping.wait_for(|stopped| *stopped) => Err(OperationError::Stopped),
-                _ = removed.wait_for(|gone| *gone) => Err(OperationError::Removed(key.clone())),
+                _ = removed.cancelled() => Err(OperationError::Removed(key.clone())),
             }
         })
         .await
