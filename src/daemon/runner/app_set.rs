@@ -321,16 +321,21 @@ impl Runner {
         let previous = app.status.as_deref().cloned().unwrap_or_default();
         let mut failed = status::failed(&previous, message, Timestamp::now());
         failed.observed_generation = app.metadata.generation;
-        if failed != previous {
-            self.publisher.send(Change::Status {
+        if failed == previous {
+            return;
+        }
+        match serde_json::value::to_raw_value(&failed) {
+            Ok(text) => self.publisher.send(Change::Status {
                 key,
                 app: Box::new(app.clone()),
                 origin: Origin::Resource,
                 previous: previous.phase,
-                status: Box::new(failed),
-                stored: None,
+                status: text,
+                managed: false,
                 written: None,
-            });
+            }),
+            // Not expected: a status has only string keys and finite numbers.
+            Err(e) => tracing::error!(app = %key, error = %e, "Failed status not published"),
         }
     }
 

@@ -362,15 +362,15 @@ impl Runner {
                 "App phase changed"
             );
         }
-        // The store is given the text held, not a second serialisation of the status.
-        let stored = record.status.write(key, &status).map(RawValue::to_owned);
+        // The change carries the text held, not a second serialisation of the status.
+        let text = record.status.write(key, &status)?.to_owned();
         let change = Change::Status {
             key: key.to_string(),
             app: Box::new(record.app.clone()),
             origin: record.origin,
             previous: previous.phase,
-            status: Box::new(status),
-            stored,
+            status: text,
+            managed: true,
             written: None,
         };
         Some(change)

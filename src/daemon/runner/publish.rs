@@ -34,12 +34,13 @@ pub(super) enum Change {
         origin: Origin,
         /// The phase before this change (a different phase is a transition worth an Event).
         previous: Option<Phase>,
-        /// The new status.
-        status: Box<AppStatus>,
-        /// The new status as the runner holds it (compact JSON), written to the store as
-        /// is; `None` for an App the runner does not manage (an invalid App resource is
-        /// reported on the resource alone).
-        stored: Option<Box<RawValue>>,
+        /// The new status as compact JSON text, as the runner holds it and the store keeps
+        /// it (a queued change is a third of its parsed size); parsed again only for an App
+        /// resource's status subresource and Events.
+        status: Box<RawValue>,
+        /// Whether the runner manages the App (only then is the status stored; an invalid
+        /// App resource is reported on the resource alone).
+        managed: bool,
         /// Answered once the status is written (with the store's error, if it failed).
         written: Option<oneshot::Sender<Result<(), StoreError>>>,
     },
@@ -251,26 +252,20 @@ impl Writer {
                 origin,
                 previous,
                 status,
-                stored,
+                managed,
                 written,
             } => {
                 if origin == Origin::Resource {
-                    self.patch_status(&key, &app, &status).await;
-                    let transition = status
-                        .phase
-                        .filter(|p| previous != Some(*p))
-                        .and_then(transition_event);
-                    if let Some((warning, reason)) = transition {
-                        let note = status.message.clone().unwrap_or_default();
-                        self.event(&app, warning, reason, note).await;
-                    }
+                    self.publish_on_resource(&key, &app, previous, &status)
+                        .await;
                 }
-                let result = match stored {
-                    Some(text) => self.store(key, &app, text).await,
-                    None => Ok(()),
+                let stored = if managed {
+                    self.store(key, &app, status).await
+                } else {
+                    Ok(())
                 };
                 if let Some(written) = written {
-                    let _ = written.send(result);
+                    let _ = written.send(stored);
                 }
             }
             Change::Note {
@@ -291,6 +286,34 @@ impl Writer {
                     tracing::warn!(app = %key, %error, "cannot delete the stored App status");
                 }
             }
+        }
+    }
+
+    /// Writes App resource `key`'s new status (`text`) to its status subresource, with an
+    /// Event when its phase changed from `previous`.
+    async fn publish_on_resource(
+        &mut self,
+        key: &str,
+        app: &App,
+        previous: Option<Phase>,
+        text: &RawValue,
+    ) {
+        let status: AppStatus = match serde_json::from_str(text.get()) {
+            Ok(status) => status,
+            // Not expected: the runner wrote the text from a status.
+            Err(error) => {
+                tracing::error!(app = %key, %error, "status text unreadable: not published");
+                return;
+            }
+        };
+        self.patch_status(key, app, &status).await;
+        let transition = status
+            .phase
+            .filter(|p| previous != Some(*p))
+            .and_then(transition_event);
+        if let Some((warning, reason)) = transition {
+            let note = status.message.clone().unwrap_or_default();
+            self.event(app, warning, reason, note).await;
         }
     }
 
