@@ -378,7 +378,7 @@ fn rlimit_nofile() -> usize {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    wardn::server::return_large_allocations();
+    wardn::server::tune_allocator();
     let quick = quick();
     let (logins, hooks, timed, partial, per_route) = if quick {
         (200, 20, 50, 2_000, 200)

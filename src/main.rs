@@ -92,7 +92,7 @@ enum Command {
 /// with status 1. Never a backtrace: anyhow's `Debug` form, which `main` returning a `Result`
 /// would print, adds one whenever `RUST_BACKTRACE` is set, as it is on many machines.
 fn main() -> std::process::ExitCode {
-    wardn::server::return_large_allocations();
+    wardn::server::tune_allocator();
     match run() {
         Ok(code) => code,
         Err(err) => {
