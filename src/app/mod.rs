@@ -25,10 +25,6 @@ use crate::sources::spec::SourceSpec;
 pub const LOCAL_CLUSTER: &str = "local";
 
 /// `spec` of an App: a source to render and a destination to reconcile it into.
-///
-/// The generated [`App`]'s status is boxed: the runner holds every App of the fleet with no
-/// status in it (it keeps statuses as text, see `daemon::runner`), and inline the unused
-/// status took a third of each App's 1.2 KB.
 #[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "cd.wardn.space",
@@ -37,6 +33,9 @@ pub const LOCAL_CLUSTER: &str = "local";
     plural = "apps",
     doc = "An App: manifests from a Git source, rendered and reconciled into a destination cluster.",
     namespaced,
+    // Boxed: the runner holds every App of the fleet with no status in it (it keeps statuses
+    // as text), and inline the unused status took a third of each App's 1.2 KB. (Not a doc
+    // comment: this type's doc is the CRD's description of `spec`.)
     status = "Box<AppStatus>",
     printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".status.cluster"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
