@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
 use super::publish::Change;
+use super::status_cell::StatusCell;
 use super::{AppRecord, Origin, Runner};
 use crate::app::App;
 use crate::app::key::{app_key, base_key, split_name};
@@ -324,8 +325,8 @@ impl Runner {
         if failed == previous {
             return;
         }
-        match serde_json::value::to_raw_value(&failed) {
-            Ok(text) => self.publisher.send(Change::Status {
+        if let Some(text) = StatusCell::text_of(&key, &failed) {
+            self.publisher.send(Change::Status {
                 key,
                 app: Box::new(app.clone()),
                 origin: Origin::Resource,
@@ -333,9 +334,7 @@ impl Runner {
                 status: text,
                 managed: false,
                 written: None,
-            }),
-            // Not expected: a status has only string keys and finite numbers.
-            Err(e) => tracing::error!(app = %key, error = %e, "Failed status not published"),
+            });
         }
     }
 

@@ -35,8 +35,8 @@ pub(super) enum Change {
         /// The phase before this change (a different phase is a transition worth an Event).
         previous: Option<Phase>,
         /// The new status as compact JSON text, as the runner holds it and the store keeps
-        /// it (a queued change is a third of its parsed size); parsed again only for an App
-        /// resource's status subresource and Events.
+        /// it (about a fifth of the parsed status's allocations, see `status_cell`); parsed
+        /// again only for an App resource's status subresource and Events.
         status: Box<RawValue>,
         /// Whether the runner manages the App (only then is the status stored; an invalid
         /// App resource is reported on the resource alone).

@@ -35,17 +35,20 @@ impl StatusCell {
         })
     }
 
+    /// `status` of App `key` as the text a cell holds and the store is given; `None` (logged)
+    /// if it could not be written as JSON: not expected, as a status has only string keys and
+    /// finite numbers.
+    pub(super) fn text_of(key: &str, status: &AppStatus) -> Option<Box<RawValue>> {
+        serde_json::value::to_raw_value(status)
+            .inspect_err(|e| tracing::error!(app = %key, error = %e, "status is not JSON"))
+            .ok()
+    }
+
     /// Holds `status` as App `key`'s status; answers the text now held, which is what the
-    /// store is given (`None` if the status could not be written as JSON: not expected, as a
-    /// status has only string keys and finite numbers).
+    /// store is given (`None`, keeping the text held before, when [`StatusCell::text_of`]
+    /// has none).
     pub(super) fn write(&mut self, key: &str, status: &AppStatus) -> Option<&RawValue> {
-        match serde_json::value::to_raw_value(status) {
-            Ok(text) => Some(&**self.0.insert(text)),
-            Err(e) => {
-                tracing::error!(app = %key, error = %e, "status not held: not JSON");
-                None
-            }
-        }
+        Some(&**self.0.insert(Self::text_of(key, status)?))
     }
 
     /// Takes `text`, the status the store holds, unless it is the text held already (a reload
