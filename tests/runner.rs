@@ -150,13 +150,12 @@ async fn apps_are_added_changed_resubscribed_and_removed() {
     })
     .await;
     eventually("Synced", || phase("wardn/demo") == Some(Phase::Synced)).await;
+    let inventory = runner.inventory("wardn/demo").await.unwrap();
     assert!(
-        runner
-            .inventory("wardn/demo")
+        inventory
             .iter()
             .any(|o| o.name == "second-config" && o.namespace.as_deref() == Some("other")),
-        "{:?}",
-        runner.inventory("wardn/demo")
+        "{inventory:?}"
     );
 
     // Files cannot replace an App resource; a resource replaces a file.

@@ -6,7 +6,9 @@
 //! once by its owner (as are a sync, a refresh, a diff and an unpin), each replica loads only
 //! the Apps of its own clusters, and after one replica is SIGKILLed its clusters move and
 //! every App converges, with no object written by two replicas out of turn (kubesim's write
-//! log names each request's replica).
+//! log names each request's replica); each replica holds only its share's statuses and lists
+//! every App's from the store; a promotion whose source another replica renders pins the
+//! digest the source's Pods run, and an automatic one is made once, by the target's owner.
 
 mod common;
 mod support;
@@ -767,7 +769,7 @@ fn apps_of(apps: &[(String, String)], share: &[String]) -> usize {
 }
 
 /// Waits until each of `processes` (with its replica id) loads and renders exactly the Apps of
-/// its share in `assignment`, and no others.
+/// its share in `assignment`, and holds their statuses and no others'.
 async fn until_loaded(
     processes: &[(&str, &Process)],
     apps: &[(String, String)],
@@ -778,6 +780,7 @@ async fn until_loaded(
         until("each replica loads only the Apps of its share", || async {
             gauge(process, "wardn_shard_loaded_apps").await == Some(share)
                 && gauge(process, "wardn_shard_rendered_apps").await == Some(share)
+                && gauge(process, "wardn_shard_held_statuses").await == Some(share)
         })
         .await;
     }
@@ -904,6 +907,29 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         &expected,
     )
     .await;
+    // Holding only its share's statuses, each replica still lists every App's: the others'
+    // are read from the store, as their owners wrote them.
+    let mut phases: BTreeMap<String, String> = objects
+        .iter()
+        .map(|(_, name)| (name.clone(), "Synced".to_string()))
+        .collect();
+    phases.insert("gated".to_string(), "Held".to_string());
+    for process in [&r0, &r1, &r2] {
+        until("every replica lists every App's phase", || async {
+            let listed = get(process, &cookie, "/api/v1/apps").await;
+            let listed: BTreeMap<String, String> = listed["apps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| {
+                    let phase = a["phase"].as_str().unwrap_or("none").to_string();
+                    (a["name"].as_str().unwrap().to_string(), phase)
+                })
+                .collect();
+            listed == phases
+        })
+        .await;
+    }
 
     // Sync, refresh, diff and unpin through a replica that does not own the App (and has not
     // even rendered it) are handed to the owner through the store, which performs them.
@@ -1156,4 +1182,200 @@ async fn two_server_replicas_on_one_postgres_allow_only_the_documented_login_att
             200
         );
     }
+}
+
+/// Writes a Deployment `name` running `image` into `dir` (the source of an App).
+fn write_workload(dir: &std::path::Path, name: &str, image: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("deployment.yaml"),
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 1\n\
+             \x20 selector:\n    matchLabels:\n      app: {name}\n  template:\n    metadata:\n      labels:\n        app: {name}\n\
+             \x20   spec:\n      containers:\n      - name: web\n        image: {image}\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// The image of Deployment `name` in `cluster`'s `team`, if it exists.
+fn deployed_image(cluster: &Cluster, name: &str) -> Option<String> {
+    cluster
+        .get_object("apps/v1", "Deployment", Some("team"), name)
+        .and_then(|d| {
+            d["spec"]["template"]["spec"]["containers"][0]["image"]
+                .as_str()
+                .map(str::to_string)
+        })
+}
+
+/// The image digests the Pods labelled `app=name` in `cluster`'s `team` run.
+fn pod_digests(cluster: &Cluster, name: &str) -> BTreeSet<String> {
+    cluster
+        .list_objects("v1", "Pod")
+        .into_iter()
+        .filter(|p| p["metadata"]["namespace"] == "team" && p["metadata"]["labels"]["app"] == name)
+        .filter_map(|p| {
+            let id = p["status"]["containerStatuses"][0]["imageID"].as_str()?;
+            Some(id.rsplit('@').next()?.to_string())
+        })
+        .collect()
+}
+
+/// Promotion across replicas. The source App deploys to r0's cluster, its targets to r1's,
+/// which never renders the source: a promotion asked through r0 is handed to r1, which reads
+/// the source's running workloads from the source's cluster (through its stored inventory) and
+/// pins their digest; an autoPromote target is promoted by its owner alone, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_promotion_crosses_replicas_and_only_the_targets_owner_promotes() {
+    let pg = Postgres::start();
+    let database = pg.create_database("promotions");
+    let mgmt = common::start(&["default"]).await;
+    let names: Vec<String> = (0..2).map(|i| format!("west-{i}")).collect();
+    let expected = balanced(&["r0", "r1"], &names);
+    let (source_cluster, target_cluster) = (expected["r0"][0].clone(), expected["r1"][0].clone());
+    let mut clusters = BTreeMap::new();
+    for name in &names {
+        clusters.insert(name.clone(), sim(name, &["team"]).await);
+    }
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let repo = "ghcr.io/acme/web";
+    for (name, cluster, tag, promotion) in [
+        ("stage", &source_cluster, "1.28", String::new()),
+        (
+            "prod",
+            &target_cluster,
+            "1.27",
+            format!("  promotion:\n    from: {source_cluster}/stage\n"),
+        ),
+        (
+            "auto",
+            &target_cluster,
+            "1.0",
+            format!("  promotion:\n    from: {source_cluster}/stage\n    autoPromote: true\n"),
+        ),
+    ] {
+        let source = work.path().join("sources").join(name);
+        write_workload(&source, name, &format!("{repo}:{tag}"));
+        std::fs::write(
+            apps.join(format!("{name}.yaml")),
+            app_file(name, cluster, &source, false) + &promotion,
+        )
+        .unwrap();
+    }
+    let replica = |id: &str| {
+        let args = [
+            "--shards",
+            "auto",
+            "--replica-id",
+            id,
+            "--lease-duration",
+            "3s",
+            "--lease-namespace",
+            "default",
+            "--database-url",
+            &database,
+            "--kubeconfig",
+            mgmt.kubeconfig.to_str().unwrap(),
+            "--apps",
+            apps.to_str().unwrap(),
+        ];
+        let log = work.path().join(format!("{id}.log"));
+        Process::spawn(&args, &work.path().join(id), PASSWORD, &log)
+    };
+    let r0 = replica("r0");
+    let cookie = login(&r0.base, PASSWORD).await;
+    for (name, cluster) in &clusters {
+        let response = Client::new()
+            .post(r0.url("/api/v1/clusters"))
+            .header("cookie", &cookie)
+            .json(&json!({"name": name, "server_url": cluster.url(),
+                          "kubeconfig": cluster.kubeconfig(), "namespaces": ["team"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+    }
+    let r1 = replica("r1");
+    for process in [&r0, &r1] {
+        until("the two replicas agree on the shards", || async {
+            shards(process, &cookie).await == expected
+        })
+        .await;
+    }
+    let every_app = [
+        ("stage".to_string(), source_cluster.clone()),
+        ("prod".to_string(), target_cluster.clone()),
+        ("auto".to_string(), target_cluster.clone()),
+    ];
+    until_loaded(&[("r0", &r0), ("r1", &r1)], &every_app, &expected).await;
+    let (source, target) = (&clusters[&source_cluster], &clusters[&target_cluster]);
+    until("stage's Pod runs a digest", || async {
+        pod_digests(source, "stage").len() == 1
+    })
+    .await;
+    let digest = pod_digests(source, "stage").pop_first().unwrap();
+    let pinned = format!("{repo}@{digest}");
+
+    // autoPromote: r1, which owns `auto`, promotes it from stage's running digest.
+    until("auto promoted by its owner", || async {
+        deployed_image(target, "auto").as_deref() == Some(pinned.as_str())
+    })
+    .await;
+
+    // Asked through r0, which owns the source but not the target: handed to r1.
+    let response = Client::new()
+        .post(r0.url(&format!(
+            "/api/v1/apps/{source_cluster}/stage/promote?to={target_cluster}/prod"
+        )))
+        .header("cookie", &cookie)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"]["phase"], "Synced", "{body}");
+    assert_eq!(
+        body["status"]["promotedFrom"]["images"][0]["digest"],
+        digest.as_str(),
+        "{body}"
+    );
+    assert_eq!(
+        deployed_image(target, "prod").as_deref(),
+        Some(pinned.as_str())
+    );
+    assert_eq!(
+        writers(target),
+        ["r1"],
+        "only the target's owner writes there"
+    );
+    assert_eq!(
+        writers(source),
+        ["r0"],
+        "only the source's owner writes there"
+    );
+
+    // Each automatic promotion is tried by the target's owner alone: one record, by wardn,
+    // however many renewals and promotion rounds (one a second) pass.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    for process in [&r0, &r1] {
+        let history = get(
+            process,
+            &cookie,
+            &format!("/api/v1/apps/{target_cluster}/auto/promotions"),
+        )
+        .await;
+        let records = history["promotions"].as_array().unwrap();
+        assert_eq!(records.len(), 1, "{history}");
+        assert_eq!(
+            history["promotedFrom"]["images"][0]["digest"],
+            digest.as_str(),
+            "{history}"
+        );
+    }
+    drop((r0, r1));
 }

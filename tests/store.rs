@@ -800,8 +800,21 @@ async fn app_statuses(db: TestDb) {
         store.app_statuses::<AppStatus>().await.unwrap(),
         [replaced.clone(), held.clone()]
     );
+    // One App's status, as a replica that does not own it reads it.
+    assert_eq!(
+        store.app_status::<AppStatus>("team/api").await.unwrap(),
+        Some(replaced.clone())
+    );
+    assert_eq!(
+        store.app_status::<AppStatus>("team/none").await.unwrap(),
+        None
+    );
     assert!(store.delete_app_status("team/api").await.unwrap());
     assert!(!store.delete_app_status("team/api").await.unwrap());
+    assert_eq!(
+        store.app_status::<AppStatus>("team/api").await.unwrap(),
+        None
+    );
     store.close().await;
 
     // A reopened store has the statuses; a corrupt one is an error naming the column.
@@ -810,6 +823,12 @@ async fn app_statuses(db: TestDb) {
     execute(&db.url, "UPDATE app_status SET status = 'nope'").await;
     let e = again
         .app_statuses::<AppStatus>()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("app_status.status"), "{e}");
+    let e = again
+        .app_status::<AppStatus>("team/web")
         .await
         .unwrap_err()
         .to_string();

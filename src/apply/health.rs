@@ -169,6 +169,21 @@ pub async fn current(
     Ok(found)
 }
 
+/// Each of `objects` as the cluster holds it now, in order; objects it does not have (or
+/// of kinds it does not serve) are left out.
+pub async fn live(
+    resolver: &mut Resolver,
+    objects: &[ObjectRef],
+) -> Result<Vec<Value>, ApplyError> {
+    let mut found = Vec::new();
+    for id in objects {
+        if let Live::Found(live) = read(resolver, id).await? {
+            found.push(live);
+        }
+    }
+    Ok(found)
+}
+
 /// The outcome of waiting for health.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthReport {

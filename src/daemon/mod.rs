@@ -346,11 +346,12 @@ impl Daemon {
             Some(registry.store().clone()),
             options.scheduling.clone(),
         );
-        runner.restore().await?;
         let membership = match options.reconcile_apps {
             true => join_fleet(&runner, options.shards.as_ref(), management.as_ref()).await?,
             false => None,
         };
+        // After joining the fleet: a replica restores nothing here (see Runner::restore).
+        runner.restore().await?;
         runner.set_notifier(
             Notifier::start(options.notify.clone(), options.notify_secret.clone()),
             options.public_url.clone(),

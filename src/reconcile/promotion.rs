@@ -185,8 +185,18 @@ pub struct Workload {
     pub containers: Vec<(String, String)>,
 }
 
-/// The workloads among rendered `objects` (Deployments, StatefulSets, DaemonSets,
-/// ReplicaSets, Jobs and bare Pods); objects without a namespace are in `namespace`.
+/// The kinds whose objects run Pods, and so images a promotion can pin.
+pub const WORKLOAD_KINDS: [&str; 6] = [
+    "Pod",
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+];
+
+/// The workloads among `objects`, rendered or as a cluster runs them (the kinds of
+/// [`WORKLOAD_KINDS`]); objects without a namespace are in `namespace`.
 pub fn workloads(objects: &[Value], namespace: &str) -> Vec<Workload> {
     objects
         .iter()
@@ -473,6 +483,29 @@ mod tests {
         assert_eq!(found[1].namespace, "ops");
         assert_eq!(found[1].containers, vec![("i".into(), "busybox".into())]);
         assert_eq!(found[2].pod.as_deref(), Some("p"));
+    }
+
+    /// The kinds a replica reads from a cluster when it has not rendered the source are
+    /// exactly those `workloads` finds workloads of.
+    #[test]
+    fn every_workload_kind_is_found_and_no_other() {
+        let spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
+        let object = |kind: &str| {
+            json!({"apiVersion": "x/v1", "kind": kind, "metadata": {"name": "w"},
+                   "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"spec": spec},
+                            "containers": spec["containers"]}})
+        };
+        for kind in WORKLOAD_KINDS {
+            assert_eq!(workloads(&[object(kind)], "ns").len(), 1, "{kind}");
+        }
+        for kind in [
+            "ConfigMap",
+            "CronJob",
+            "ReplicationController",
+            "deployment",
+        ] {
+            assert!(workloads(&[object(kind)], "ns").is_empty(), "{kind}");
+        }
     }
 
     #[test]

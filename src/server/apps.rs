@@ -86,16 +86,22 @@ pub(super) fn completed(done: Completed) -> Value {
 
 /// `GET /api/v1/apps[?cluster=&phase=]`; `errors` lists the problems of the `--apps`
 /// directory (invalid files keep their previous Apps running).
-pub async fn list(State(state): State<AppState>, Query(query): Query<ListQuery>) -> Json<Value> {
+pub async fn list(
+    State(state): State<AppState>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
     let runner = state.runner();
+    let mut statuses = runner.current_statuses().await?;
     let apps: Vec<Value> = runner
         .apps()
         .iter()
-        .map(|(key, app)| view(app, &runner.status(key).unwrap_or_default()))
+        .map(|(key, app)| view(app, &statuses.remove(key).unwrap_or_default()))
         .filter(|v| query.cluster.as_deref().is_none_or(|c| v["cluster"] == c))
         .filter(|v| query.phase.as_deref().is_none_or(|p| v["phase"] == p))
         .collect();
-    Json(json!({ "apps": apps, "errors": runner.file_errors() }))
+    Ok(Json(
+        json!({ "apps": apps, "errors": runner.file_errors() }),
+    ))
 }
 
 /// `?namespace=` of the per-App routes: the App's own namespace, needed only when Apps of the
@@ -163,7 +169,8 @@ pub async fn get(
     let app = runner
         .app(&key)
         .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, format!("no App {key}")))?;
-    Ok(Json(view(&app, &runner.status(&key).unwrap_or_default())))
+    let status = runner.current_status(&key).await?.unwrap_or_default();
+    Ok(Json(view(&app, &status)))
 }
 
 /// `GET /api/v1/apps/{cluster}/{name}/diff`: a fresh plan, without deciding or applying.
@@ -335,7 +342,11 @@ async fn decide(
 ) -> Result<Json<Value>, ApiError> {
     let key = key(state, cluster, name, at)?;
     let body: DecisionBody = optional_body(body)?;
-    let held = state.runner().status(&key).and_then(|s| s.plan_hash);
+    let held = state
+        .runner()
+        .current_status(&key)
+        .await?
+        .and_then(|s| s.plan_hash);
     let target = state.runner().address(&key);
     let allowed = match may_decide(caller, cluster) {
         Ok(()) if decision.four_eyes => four_eyes::check(state, caller, &key, &target).await,

@@ -78,7 +78,7 @@ pub async fn check(
     let wanted = runner
         .app(key)
         .is_some_and(|app| app.spec.sync_policy.four_eyes);
-    let status: AppStatus = runner.status(key).unwrap_or_default();
+    let status: AppStatus = runner.current_status(key).await?.unwrap_or_default();
     let (true, Some(plan_hash)) = (wanted, status.plan_hash.as_deref()) else {
         return Ok(());
     };

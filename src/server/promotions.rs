@@ -213,9 +213,10 @@ pub async fn list(
 ) -> Result<Json<Value>, ApiError> {
     let target = key(&state, &cluster, &name, &at)?;
     let records: Vec<Record> = state.store().promotions(&target).await?;
+    let status = state.runner().current_status(&target).await?;
     Ok(Json(json!({
         "promotions": records.iter().map(view).collect::<Vec<_>>(),
-        "promotedFrom": state.runner().status(&target).and_then(|s| s.promoted_from),
+        "promotedFrom": status.and_then(|s| s.promoted_from),
     })))
 }
 
@@ -232,7 +233,8 @@ pub async fn unpin(
     may_change(&state, &caller, &target)?;
     let pinned = state
         .runner()
-        .status(&target)
+        .current_status(&target)
+        .await?
         .and_then(|s| s.promoted_from)
         .map(|p| {
             let images: Vec<String> = p.images.iter().map(PinnedImage::pinned).collect();

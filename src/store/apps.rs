@@ -77,6 +77,22 @@ impl Store {
         Ok(())
     }
 
+    /// The stored status of App `key`, if one is stored: what a replica that does not own the
+    /// App answers for it (its owner writes it).
+    pub async fn app_status<S: DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<AppStatusRecord<S>>, StoreError> {
+        sqlx::query_as::<_, AppStatusRow>(
+            "SELECT app_key, cluster, name, status, updated_at FROM app_status WHERE app_key = $1",
+        )
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await?
+        .map(AppStatusRow::parse)
+        .transpose()
+    }
+
     /// Every stored App status, ordered by key.
     pub async fn app_statuses<S: DeserializeOwned>(
         &self,

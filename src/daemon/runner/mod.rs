@@ -153,6 +153,11 @@ pub struct Runner {
     /// Apps whose pass or status was dropped while this replica did not own their cluster:
     /// passed again once it does (see [`shards`]).
     parked: Mutex<std::collections::BTreeSet<String>>,
+    /// When sharded, the destination clusters whose Apps' statuses this replica holds: those
+    /// it owns or loads. The others' statuses are read from the store when asked for (see
+    /// [`Runner::current_status`]), so a replica's memory does not grow with the fleet's
+    /// statuses.
+    held: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Runner {
@@ -194,6 +199,7 @@ impl Runner {
             notifications: std::sync::OnceLock::new(),
             sharding: std::sync::OnceLock::new(),
             parked: Mutex::new(std::collections::BTreeSet::new()),
+            held: Mutex::new(std::collections::BTreeSet::new()),
         })
     }
 
@@ -217,9 +223,14 @@ impl Runner {
 
     /// Loads the statuses stored by a previous run, so the API answers with them and a Held
     /// plan stays Held (with its plan hash) until approved. Call before adding Apps; returns
-    /// how many were loaded.
+    /// how many were loaded. A sharded runner loads nothing here: it reads the statuses of
+    /// the clusters it comes to own or load as it follows the fleet (see [`shards`]).
     pub async fn restore(&self) -> Result<usize, StoreError> {
-        let Some(store) = &self.store else {
+        let Some(store) = self
+            .store
+            .as_ref()
+            .filter(|_| self.sharding.get().is_none())
+        else {
             return Ok(0);
         };
         store
@@ -293,21 +304,81 @@ impl Runner {
         self.apps.lock().get(key).map(|r| r.origin)
     }
 
-    /// The status of App `key` (`namespace/name`).
+    /// The status of App `key` (`namespace/name`) as this process holds it: every App's
+    /// unless sharded, where it holds only those of the clusters it owns or loads (the others
+    /// read as empty here; [`Runner::current_status`] reads them from the store).
     pub fn status(&self, key: &str) -> Option<AppStatus> {
         // Cloned under the lock, parsed (if stored text) outside it.
         let cell = self.apps.lock().get(key).map(|r| r.status.clone());
         cell.map(|cell| cell.read(key))
     }
 
-    /// The objects App `key` manages (its status inventory).
-    pub fn inventory(&self, key: &str) -> Vec<ObjectRef> {
-        self.apps
-            .lock()
-            .get(key)
-            .map(|r| r.status.clone())
-            .map(|cell| cell.read(key).inventory)
-            .unwrap_or_default()
+    /// The current status of App `key`, wherever it is held: this process's own (see
+    /// [`Runner::status`]), or, for an App of a cluster another replica owns, the status its
+    /// owner stored. `None` when no such App is managed.
+    pub async fn current_status(&self, key: &str) -> Result<Option<AppStatus>, StoreError> {
+        let (held, cell) = {
+            let apps = self.apps.lock();
+            let Some(record) = apps.get(key) else {
+                return Ok(None);
+            };
+            let held = self.status_held(record.app.spec.destination.cluster_segment());
+            (held, record.status.clone())
+        };
+        let store = match &self.store {
+            Some(store) if !held => store,
+            _ => return Ok(Some(cell.read(key))),
+        };
+        let stored = store.app_status::<Box<RawValue>>(key).await?;
+        Ok(Some(
+            stored
+                .map(|record| StatusCell::stored(record.status))
+                .unwrap_or_default()
+                .read(key),
+        ))
+    }
+
+    /// The current status of every managed App, by key (see [`Runner::current_status`]): the
+    /// statuses of other replicas' Apps in one read of the store.
+    pub async fn current_statuses(&self) -> Result<BTreeMap<String, AppStatus>, StoreError> {
+        let mut cells = Vec::new();
+        let mut elsewhere = std::collections::BTreeSet::new();
+        for (key, record) in self.apps.lock().iter() {
+            if self.status_held(record.app.spec.destination.cluster_segment()) {
+                cells.push((key.clone(), record.status.clone()));
+            } else {
+                elsewhere.insert(key.clone());
+            }
+        }
+        let mut statuses: BTreeMap<String, AppStatus> = cells
+            .into_iter()
+            .map(|(key, cell)| {
+                let status = cell.read(&key);
+                (key, status)
+            })
+            .collect();
+        if let Some(store) = self.store.as_ref().filter(|_| !elsewhere.is_empty()) {
+            store
+                .each_app_status::<Box<RawValue>>(None, |record| {
+                    if elsewhere.remove(&record.key) {
+                        let status = StatusCell::stored(record.status).read(&record.key);
+                        statuses.insert(record.key, status);
+                    }
+                })
+                .await?;
+        }
+        // Apps of other replicas with no stored status yet.
+        statuses.extend(elsewhere.into_iter().map(|key| (key, AppStatus::default())));
+        Ok(statuses)
+    }
+
+    /// The objects App `key` manages (its current status's inventory).
+    pub async fn inventory(&self, key: &str) -> Result<Vec<ObjectRef>, StoreError> {
+        Ok(self
+            .current_status(key)
+            .await?
+            .map(|status| status.inventory)
+            .unwrap_or_default())
     }
 
     /// Records `status` for `key` (if the App is still managed), logging a phase change and

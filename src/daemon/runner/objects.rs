@@ -49,7 +49,7 @@ impl Runner {
             .target(&app)
             .await
             .map_err(OperationError::Destination)?;
-        let objects = self.inventory(key);
+        let objects = self.inventory(key).await?;
         let mut resolver = Resolver::shared(target.client, target.kinds);
         let found = health::current(&mut resolver, &objects)
             .await

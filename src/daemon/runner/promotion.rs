@@ -17,7 +17,10 @@ use super::pins::{pinned, pins};
 use super::status_cell::StatusCell;
 use crate::app::promotion::{PinnedImage, PromotedFrom};
 use crate::app::{AppStatus, Phase};
+use crate::apply::health;
 use crate::notify::Event;
+use crate::object::ObjectRef;
+use crate::object::kinds::Resolver;
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::error::ReconcileError;
 use crate::reconcile::promotion::{self, PromoteError};
@@ -237,23 +240,43 @@ impl Runner {
             }
             .into());
         }
-        let (status, manifests) = {
+        let manifests = {
             let apps = self.apps.lock();
             let record = apps.get(source).ok_or_else(|| missing(source))?;
-            (record.status.clone(), record.manifests.clone())
+            record.manifests.clone()
         };
-        let status = status.read(source);
+        let status = self
+            .current_status(source)
+            .await?
+            .ok_or_else(|| missing(source))?;
         promotion::check_source(source, &status)?;
         let soak = policy.soak().map_err(PromoteError::from)?;
         promotion::check_soak(source, &status, soak, Timestamp::now())?;
-        let manifests = manifests.ok_or_else(|| OperationError::NotRendered(source.to_string()))?;
-        let manifests =
-            pinned(manifests, status.promoted_from.as_ref()).map_err(ReconcileError::from)?;
         let (destination, _, _) = self
             .target(&app)
             .await
             .map_err(OperationError::Destination)?;
-        let objects = manifests.objects.unpack().map_err(ReconcileError::from)?;
+        let objects = match manifests {
+            Some(manifests) => pinned(manifests, status.promoted_from.as_ref())
+                .and_then(|m| m.objects.unpack())
+                .map_err(ReconcileError::from)?,
+            // Not rendered here (in a sharded fleet, another replica loads the source): its
+            // workloads as its cluster runs them, found through its inventory (a Synced source
+            // runs what it renders, pins included).
+            None => {
+                let workloads: Vec<ObjectRef> = status
+                    .inventory
+                    .iter()
+                    .filter(|o| promotion::WORKLOAD_KINDS.contains(&o.kind.as_str()))
+                    .cloned()
+                    .collect();
+                let mut resolver =
+                    Resolver::shared(destination.client.clone(), destination.kinds.clone());
+                health::live(&mut resolver, &workloads)
+                    .await
+                    .map_err(ReconcileError::from)?
+            }
+        };
         let workloads = promotion::workloads(&objects, &app.spec.destination.namespace);
         let images = promotion::running_images(&destination.client, source, workloads).await?;
         let promoted = PromotedFrom {
@@ -312,11 +335,14 @@ impl Runner {
     /// The Apps with `spec.promotion.autoPromote` whose upstream runs, Synced and Healthy for
     /// the soak time, a revision they were not promoted from yet: `(target, source, attempt)`.
     /// Each source revision is tried once per target, again [`AUTO_PROMOTE_RETRY`] after a
-    /// refusal (each refusal is in the history).
-    fn due_promotions(&self, now: Timestamp) -> Vec<(String, String, String)> {
+    /// refusal (each refusal is in the history). Only targets of the clusters this process
+    /// owns are considered: in a sharded fleet each target is promoted by its owner alone,
+    /// whichever replica's cluster its source deploys to.
+    async fn due_promotions(&self, now: Timestamp) -> Vec<(String, String, String)> {
         let candidates: Vec<(String, crate::app::promotion::PromotionPolicy, StatusCell)> = {
             let apps = self.apps.lock();
             apps.iter()
+                .filter(|(_, r)| self.owns_cluster(r.app.spec.destination.cluster_segment()))
                 .filter_map(|(key, r)| {
                     let policy = r.app.spec.promotion.clone()?;
                     policy
@@ -334,8 +360,13 @@ impl Runner {
             let Ok(source) = self.find(cluster, name, None) else {
                 continue;
             };
-            let Some(status) = self.status(&source) else {
-                continue;
+            let status = match self.current_status(&source).await {
+                Ok(Some(status)) => status,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(app = %target, source = %source, error = %e, "cannot read the upstream's status; automatic promotion waits");
+                    continue;
+                }
             };
             let Some(revision) = status.synced_revision.clone() else {
                 continue;
@@ -371,7 +402,7 @@ impl Runner {
                 _ = tokio::time::sleep(AUTO_PROMOTE_EVERY) => {}
                 _ = stopping.wait_for(|stopped| *stopped) => return,
             }
-            for (target, source, attempt) in self.due_promotions(Timestamp::now()) {
+            for (target, source, attempt) in self.due_promotions(Timestamp::now()).await {
                 let this = Arc::clone(&self);
                 tokio::spawn(async move {
                     let request = PinRequest::Promote { source };

@@ -1,8 +1,9 @@
 //! The runner in a sharded fleet (`--shards auto`): it passes only the Apps whose destination
 //! cluster this replica owns, fences every write of a pass ([`Membership::fence`]), publishes
-//! statuses only of owned Apps, and follows the fleet's changes. Apps it does not own show the
-//! statuses their owner stored; when it takes a cluster over, it first reloads its Apps'
-//! statuses from the store (a Held plan stays Held with its hash) and then passes them.
+//! statuses only of owned Apps, and follows the fleet's changes. It holds the statuses of the
+//! Apps of the clusters it owns or loads; the others' are read from the store, where their
+//! owner writes them, when the API asks. When it takes a cluster over, it first reloads its
+//! Apps' statuses from the store (a Held plan stays Held with its hash) and then passes them.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use jiff::Timestamp;
 use serde_json::value::RawValue;
 
 use super::Runner;
+use super::status_cell::StatusCell;
 use crate::reconcile::status;
 use crate::shard::Membership;
 
@@ -76,6 +78,13 @@ impl Runner {
         self.sharding.get().is_none_or(|m| m.owns(cluster))
     }
 
+    /// Whether this process holds the statuses of the Apps deploying to `cluster` in memory:
+    /// always unless sharded, else when it owned or loaded the cluster at the last step of
+    /// following the fleet (the statuses are reloaded before a cluster counts as held).
+    pub(super) fn status_held(&self, cluster: &str) -> bool {
+        self.sharding.get().is_none() || self.held.lock().contains(cluster)
+    }
+
     /// Whether this process loads (follows the source of, renders and plans) the Apps
     /// deploying to `cluster`: always unless sharded, else when the live replicas route the
     /// cluster here ([`Membership::routes_here`]).
@@ -118,8 +127,8 @@ impl Runner {
     }
 
     /// Stops following App `key`'s source and drops its rendered manifests, render-cache
-    /// entry and drift watches (another replica loads it); its spec and status stay, for the
-    /// API.
+    /// entry and drift watches (another replica loads it); its spec stays, for the API, and
+    /// its status until the cluster stops being held ([`Runner::status_held`]).
     pub(super) fn unload(&self, key: &str) {
         {
             let mut apps = self.apps.lock();
@@ -179,12 +188,24 @@ impl Runner {
         }
     }
 
-    /// How many managed Apps this process loads, and how many of those are rendered.
-    fn loaded_counts(&self) -> (usize, usize) {
+    /// Drops the statuses of the Apps whose cluster is not in `held` (their owner stores
+    /// them; the API reads them there).
+    fn drop_statuses_not_held(&self, held: &BTreeSet<String>) {
+        for record in self.apps.lock().values_mut() {
+            if !held.contains(record.app.spec.destination.cluster_segment()) {
+                record.status = StatusCell::default();
+            }
+        }
+    }
+
+    /// How many managed Apps this process loads, how many of those are rendered, and how many
+    /// statuses it holds.
+    fn loaded_counts(&self) -> (usize, usize, usize) {
         let apps = self.apps.lock();
         let loaded = apps.values().filter(|r| r.loaded).count();
         let rendered = apps.values().filter(|r| r.manifests.is_some()).count();
-        (loaded, rendered)
+        let statuses = apps.values().filter(|r| r.status.is_held()).count();
+        (loaded, rendered, statuses)
     }
 
     /// The destination cluster segment of App `key`.
@@ -228,12 +249,14 @@ impl Runner {
         )
     }
 
-    /// One step of following the fleet: the owned clusters now, against `before`. Statuses
-    /// of the Apps this replica does not own are reloaded from the store (their owner writes
-    /// them): those written since `since` (a minute earlier than the last step began, for
-    /// clock skew and second precision), or all of them on the first step and whenever a
-    /// cluster was just taken over, whose Apps then pass. Returns the owned clusters and the
-    /// next `since` (unchanged when the store could not be read: the step is retried).
+    /// One step of following the fleet: the owned clusters now, against `before`. The
+    /// replica holds the statuses of the Apps of the clusters it owns or is routed (the held
+    /// clusters) and drops the others' (the API reads them from the store). Statuses of held
+    /// Apps it does not own yet are reloaded from the store (their owner writes them): those
+    /// written since `since` (a minute earlier than the last step began, for clock skew and
+    /// second precision), or all of them whenever a cluster was just taken over, whose Apps
+    /// then pass, or just became held. Returns the owned clusters and the next `since`
+    /// (unchanged when the store could not be read: the step is retried).
     async fn follow(
         &self,
         before: BTreeSet<String>,
@@ -250,13 +273,27 @@ impl Runner {
             membership.set_clusters(clusters.clone());
         }
         let owned: BTreeSet<String> = clusters
-            .into_iter()
+            .iter()
             .filter(|c| self.owns_cluster(c))
+            .cloned()
             .collect();
         let taken: BTreeSet<&str> = owned.difference(&before).map(String::as_str).collect();
         for lost in before.difference(&owned) {
             tracing::info!(cluster = %lost, "cluster handed over to another replica");
         }
+        let held: BTreeSet<String> = clusters
+            .iter()
+            .filter(|c| owned.contains(*c) || self.routes_here(c))
+            .cloned()
+            .collect();
+        // Clusters no longer held stop counting as held before their statuses go; new ones
+        // count once their statuses are reloaded (below), so a read never finds a gap.
+        let fresh: BTreeSet<String> = {
+            let mut still = self.held.lock();
+            still.retain(|c| held.contains(c));
+            held.difference(&still).cloned().collect()
+        };
+        self.drop_statuses_not_held(&held);
         let next = crate::time::rfc3339(
             Timestamp::now()
                 .checked_sub(jiff::SignedDuration::from_secs(60))
@@ -264,7 +301,9 @@ impl Runner {
         );
         if let Some(store) = &self.store {
             // Row by row, each App's text taken as it comes (parsed only when read).
-            let from = since.as_deref().filter(|_| taken.is_empty());
+            let from = since
+                .as_deref()
+                .filter(|_| taken.is_empty() && fresh.is_empty());
             let reloaded = store
                 .each_app_status::<Box<RawValue>>(from, |record| {
                     let mut apps = self.apps.lock();
@@ -272,7 +311,10 @@ impl Runner {
                         return;
                     };
                     let cluster = app.app.spec.destination.cluster_segment();
-                    if !owned.contains(cluster) || taken.contains(cluster) {
+                    let reload = !owned.contains(cluster)
+                        || taken.contains(cluster)
+                        || fresh.contains(cluster);
+                    if held.contains(cluster) && reload {
                         app.status.store_text(record.status);
                     }
                 })
@@ -282,6 +324,7 @@ impl Runner {
                 return (before, since);
             }
         }
+        *self.held.lock() = held;
         // The Apps of the clusters just taken over, and the parked ones whose cluster this
         // replica owns now.
         let keys: BTreeSet<String> = {
@@ -363,7 +406,7 @@ impl Runner {
             .map(|e| (e.clusters.len(), e.apps))
             .unwrap_or_default();
         let live = membership.view().replicas.len();
-        let (loaded, rendered) = self.loaded_counts();
+        let (loaded, rendered, statuses) = self.loaded_counts();
         format!(
             "# HELP wardn_shard_owned_clusters Destination clusters this replica owns.\n\
              # TYPE wardn_shard_owned_clusters gauge\n\
@@ -379,7 +422,10 @@ impl Runner {
              wardn_shard_loaded_apps{{replica=\"{me}\"}} {loaded}\n\
              # HELP wardn_shard_rendered_apps Apps whose rendered manifests this replica holds.\n\
              # TYPE wardn_shard_rendered_apps gauge\n\
-             wardn_shard_rendered_apps{{replica=\"{me}\"}} {rendered}\n"
+             wardn_shard_rendered_apps{{replica=\"{me}\"}} {rendered}\n\
+             # HELP wardn_shard_held_statuses App statuses this replica holds in memory (those of the clusters it owns or loads).\n\
+             # TYPE wardn_shard_held_statuses gauge\n\
+             wardn_shard_held_statuses{{replica=\"{me}\"}} {statuses}\n"
         )
     }
 }

@@ -17,6 +17,11 @@ use crate::app::AppStatus;
 pub(super) struct StatusCell(Option<Box<RawValue>>);
 
 impl StatusCell {
+    /// Whether the cell holds a status (an empty one holds nothing).
+    pub(super) fn is_held(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// A cell holding `text`, a status as the store holds it.
     pub(super) fn stored(text: Box<RawValue>) -> StatusCell {
         StatusCell(Some(text))
