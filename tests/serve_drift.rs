@@ -288,6 +288,23 @@ async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
         "{text}"
     );
     assert!(text.contains("wardn_queue_depth "), "{text}");
+    // The status queue is reported, and drains once the passes above are done.
+    assert!(m.contains_key("wardn_status_queue_depth"), "{text}");
+    let mut depth = m["wardn_status_queue_depth"];
+    for _ in 0..50 {
+        if depth == 0.0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let text = reqwest::get(format!("{base}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        depth = samples(&text)["wardn_status_queue_depth"];
+    }
+    assert_eq!(depth, 0.0, "the status queue drains");
     assert!(!text.contains("tampered"), "no App data in the metrics");
 
     stop.send(()).unwrap();

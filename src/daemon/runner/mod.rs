@@ -262,14 +262,21 @@ impl Runner {
         self.apps.lock().clear();
     }
 
-    /// The Prometheus text of `/metrics`: passes, retries, drift, queue depth, cluster requests.
+    /// The Prometheus text of `/metrics`: passes, retries, drift, queue depths, cluster
+    /// requests.
     pub fn metrics_text(&self) -> String {
         let mut text = self.upkeep.metrics_text();
-        let shard = self.shard_metrics();
-        // The shard gauges go before the OpenMetrics end marker, if there is one.
+        let mut runner = format!(
+            "# HELP wardn_status_queue_depth App status changes waiting to be written to the store and App resources.\n\
+             # TYPE wardn_status_queue_depth gauge\n\
+             wardn_status_queue_depth {}\n",
+            self.publisher.depth()
+        );
+        runner.push_str(&self.shard_metrics());
+        // The runner's gauges go before the OpenMetrics end marker, if there is one.
         match text.rfind("# EOF") {
-            Some(end) => text.insert_str(end, &shard),
-            None => text.push_str(&shard),
+            Some(end) => text.insert_str(end, &runner),
+            None => text.push_str(&runner),
         }
         text
     }

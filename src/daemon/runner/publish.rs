@@ -5,7 +5,8 @@
 //! reconcile pass; a failed write is logged and the next change writes the full status again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -83,12 +84,17 @@ pub enum PublishError {
 pub(super) struct Publisher {
     tx: mpsc::UnboundedSender<Change>,
     task: JoinHandle<()>,
+    /// Changes queued and not yet taken by the task: `/metrics` shows whether writes keep up
+    /// with passes (the queue is unbounded, so passes never wait for the store).
+    depth: Arc<AtomicUsize>,
 }
 
 impl Publisher {
     /// Starts the task writing to `store` (statuses are only kept in memory without one).
     pub(super) fn start(store: Option<Store>) -> Publisher {
         let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
+        let depth = Arc::new(AtomicUsize::new(0));
+        let written = Arc::clone(&depth);
         let task = tokio::spawn(async move {
             let mut writer = Writer {
                 store,
@@ -96,16 +102,25 @@ impl Publisher {
                 target_phases: HashMap::new(),
             };
             while let Some(change) = rx.recv().await {
+                written.fetch_sub(1, Ordering::Relaxed);
                 writer.write(change).await;
             }
         });
-        Publisher { tx, task }
+        Publisher { tx, task, depth }
     }
 
     /// Queues `change`.
     pub(super) fn send(&self, change: Change) {
+        self.depth.fetch_add(1, Ordering::Relaxed);
         // The task ends only with the runner; a change after that has nowhere to go.
-        let _ = self.tx.send(change);
+        if self.tx.send(change).is_err() {
+            self.depth.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// How many changes wait behind the one being written.
+    pub(super) fn depth(&self) -> usize {
+        self.depth.load(Ordering::Relaxed)
     }
 
     /// Queues `change` and waits until it is written; for a [`Change::Status`], with the
@@ -448,6 +463,30 @@ fn truncate(mut text: String, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The depth counts every queued change until it is written, over a thousand changes
+    /// queued before the task first runs (a current-thread runtime runs it only when the test
+    /// waits).
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_queue_depth_counts_changes_until_they_are_written() {
+        let publisher = Publisher::start(None);
+        for _ in 0..1_000 {
+            publisher.send(Change::Removed {
+                key: "team/web".into(),
+            });
+        }
+        assert_eq!(publisher.depth(), 1_000);
+        publisher.flush().await;
+        assert_eq!(publisher.depth(), 0);
+        for round in 1..=3 {
+            publisher.send(Change::Removed {
+                key: "team/api".into(),
+            });
+            assert_eq!(publisher.depth(), 1, "round {round}");
+            publisher.flush().await;
+            assert_eq!(publisher.depth(), 0, "round {round}");
+        }
+    }
 
     #[test]
     fn status_patches_clear_absent_fields() {
