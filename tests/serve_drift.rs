@@ -84,18 +84,20 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
-/// The requests wardn sent to the management cluster so far, from `/metrics`.
-async fn local_requests(base: &str) -> f64 {
+/// The value of `series` on `/metrics` now (0 when absent).
+async fn sample(base: &str, series: &str) -> f64 {
     let text = reqwest::get(format!("{base}/metrics"))
         .await
         .unwrap()
         .text()
         .await
         .unwrap();
-    samples(&text)
-        .get("wardn_cluster_requests_total{cluster=\"local\"}")
-        .copied()
-        .unwrap_or_default()
+    samples(&text).get(series).copied().unwrap_or_default()
+}
+
+/// The requests wardn sent to the management cluster so far, from `/metrics`.
+async fn local_requests(base: &str) -> f64 {
+    sample(base, "wardn_cluster_requests_total{cluster=\"local\"}").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,13 +298,7 @@ async fn drift_is_healed_or_reported_without_a_resync_and_metrics_count_it() {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let text = reqwest::get(format!("{base}/metrics"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        depth = samples(&text)["wardn_status_queue_depth"];
+        depth = sample(&base, "wardn_status_queue_depth").await;
     }
     assert_eq!(depth, 0.0, "the status queue drains");
     assert!(!text.contains("tampered"), "no App data in the metrics");

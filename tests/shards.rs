@@ -727,6 +727,59 @@ async fn get(process: &Process, cookie: &str, path: &str) -> Value {
         .unwrap()
 }
 
+/// A kubesim cluster with namespace `team` for each of `names`, by name.
+async fn team_clusters(names: &[String]) -> BTreeMap<String, Cluster> {
+    let mut clusters = BTreeMap::new();
+    for name in names {
+        clusters.insert(name.clone(), sim(name, &["team"]).await);
+    }
+    clusters
+}
+
+/// Replica `id` of a fleet with a 3 s Lease on `database`, reading the Apps of `apps`; its data
+/// directory and log are in `work`.
+fn spawn_replica(
+    id: &str,
+    work: &std::path::Path,
+    database: &str,
+    management: &std::path::Path,
+    apps: &std::path::Path,
+) -> Process {
+    let args = [
+        "--shards",
+        "auto",
+        "--replica-id",
+        id,
+        "--lease-duration",
+        "3s",
+        "--lease-namespace",
+        "default",
+        "--database-url",
+        database,
+        "--kubeconfig",
+        management.to_str().unwrap(),
+        "--apps",
+        apps.to_str().unwrap(),
+    ];
+    let log = work.join(format!("{id}.log"));
+    Process::spawn(&args, &work.join(id), PASSWORD, &log)
+}
+
+/// Registers `clusters` (namespace `team` allowed) through `process`, into the shared store.
+async fn register(process: &Process, cookie: &str, clusters: &BTreeMap<String, Cluster>) {
+    for (name, cluster) in clusters {
+        let response = Client::new()
+            .post(process.url("/api/v1/clusters"))
+            .header("cookie", cookie)
+            .json(&json!({"name": name, "server_url": cluster.url(),
+                          "kubeconfig": cluster.kubeconfig(), "namespaces": ["team"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+    }
+}
+
 /// Replica id → the clusters it owns, as `/api/v1/shards` on `process` reports.
 async fn shards(process: &Process, cookie: &str) -> BTreeMap<String, Vec<String>> {
     let body = get(process, cookie, "/api/v1/shards").await;
@@ -811,10 +864,7 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
     let database = pg.create_database("shards");
     let mgmt = common::start(&["default"]).await;
     let names: Vec<String> = (0..6).map(|i| format!("east-{i}")).collect();
-    let mut clusters = BTreeMap::new();
-    for name in &names {
-        clusters.insert(name.clone(), sim(name, &["team"]).await);
-    }
+    let clusters = team_clusters(&names).await;
     let work = tempfile::tempdir().unwrap();
     let apps = work.path().join("apps");
     std::fs::create_dir_all(&apps).unwrap();
@@ -840,41 +890,11 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
     )
     .unwrap();
 
-    let replica = |id: &str| {
-        let data = work.path().join(id);
-        let log = work.path().join(format!("{id}.log"));
-        let args = [
-            "--shards",
-            "auto",
-            "--replica-id",
-            id,
-            "--lease-duration",
-            "3s",
-            "--lease-namespace",
-            "default",
-            "--database-url",
-            &database,
-            "--kubeconfig",
-            mgmt.kubeconfig.to_str().unwrap(),
-            "--apps",
-            apps.to_str().unwrap(),
-        ];
-        Process::spawn(&args, &data, PASSWORD, &log)
-    };
+    let replica = |id: &str| spawn_replica(id, work.path(), &database, &mgmt.kubeconfig, &apps);
     // r0 first, to register the clusters in the shared store; r1 and r2 join after.
     let r0 = replica("r0");
     let cookie = login(&r0.base, PASSWORD).await;
-    for (name, cluster) in &clusters {
-        let response = Client::new()
-            .post(r0.url("/api/v1/clusters"))
-            .header("cookie", &cookie)
-            .json(&json!({"name": name, "server_url": cluster.url(),
-                          "kubeconfig": cluster.kubeconfig(), "namespaces": ["team"]}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
-    }
+    register(&r0, &cookie, &clusters).await;
     let r1 = replica("r1");
     let mut r2 = replica("r2");
     let all = ["r0", "r1", "r2"];
@@ -1234,10 +1254,7 @@ async fn a_promotion_crosses_replicas_and_only_the_targets_owner_promotes() {
     let names: Vec<String> = (0..2).map(|i| format!("west-{i}")).collect();
     let expected = balanced(&["r0", "r1"], &names);
     let (source_cluster, target_cluster) = (expected["r0"][0].clone(), expected["r1"][0].clone());
-    let mut clusters = BTreeMap::new();
-    for name in &names {
-        clusters.insert(name.clone(), sim(name, &["team"]).await);
-    }
+    let clusters = team_clusters(&names).await;
     let work = tempfile::tempdir().unwrap();
     let apps = work.path().join("apps");
     std::fs::create_dir_all(&apps).unwrap();
@@ -1265,39 +1282,10 @@ async fn a_promotion_crosses_replicas_and_only_the_targets_owner_promotes() {
         )
         .unwrap();
     }
-    let replica = |id: &str| {
-        let args = [
-            "--shards",
-            "auto",
-            "--replica-id",
-            id,
-            "--lease-duration",
-            "3s",
-            "--lease-namespace",
-            "default",
-            "--database-url",
-            &database,
-            "--kubeconfig",
-            mgmt.kubeconfig.to_str().unwrap(),
-            "--apps",
-            apps.to_str().unwrap(),
-        ];
-        let log = work.path().join(format!("{id}.log"));
-        Process::spawn(&args, &work.path().join(id), PASSWORD, &log)
-    };
+    let replica = |id: &str| spawn_replica(id, work.path(), &database, &mgmt.kubeconfig, &apps);
     let r0 = replica("r0");
     let cookie = login(&r0.base, PASSWORD).await;
-    for (name, cluster) in &clusters {
-        let response = Client::new()
-            .post(r0.url("/api/v1/clusters"))
-            .header("cookie", &cookie)
-            .json(&json!({"name": name, "server_url": cluster.url(),
-                          "kubeconfig": cluster.kubeconfig(), "namespaces": ["team"]}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
-    }
+    register(&r0, &cookie, &clusters).await;
     let r1 = replica("r1");
     for process in [&r0, &r1] {
         until("the two replicas agree on the shards", || async {
