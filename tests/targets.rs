@@ -395,7 +395,7 @@ async fn targets_fan_out_and_are_held_approved_promoted_and_pruned_one_by_one() 
 }
 
 /// An invalid target list is refused naming the field, and the App's previous targets keep
-/// running.
+/// running until its file is deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_target_lists_are_refused_naming_the_field() {
     let management = common::start(&["shop", "a", "b"]).await;
@@ -441,6 +441,10 @@ async fn hostile_target_lists_are_refused_naming_the_field() {
         .await;
         assert_eq!(runner.keys(), ["team/home:a"], "the previous version runs");
     }
+    // Deleting the file stops the version still running (it was never removed before: the
+    // refused definition had made the directory forget the App).
+    std::fs::remove_file(apps.join("home.yaml")).unwrap();
+    eventually("the App removed", || runner.keys().is_empty()).await;
     running.stop().await;
 }
 

@@ -23,6 +23,16 @@ pub struct AppStatusRecord<S> {
     pub updated_at: String,
 }
 
+/// A query reading [`AppStatusRow`]s: the columns it maps, then the given clauses.
+macro_rules! select_app_status {
+    ($clauses:literal) => {
+        concat!(
+            "SELECT app_key, cluster, name, status, updated_at FROM app_status ",
+            $clauses
+        )
+    };
+}
+
 /// An `app_status` row as read. The status is JSON text of a type the store does not know
 /// (and the `Any` driver decodes no `Json<T>`), so [`AppStatusRow::parse`] deserialises it,
 /// reporting a bad value as [`StoreError::Corrupt`].
@@ -83,14 +93,12 @@ impl Store {
         &self,
         key: &str,
     ) -> Result<Option<AppStatusRecord<S>>, StoreError> {
-        sqlx::query_as::<_, AppStatusRow>(
-            "SELECT app_key, cluster, name, status, updated_at FROM app_status WHERE app_key = $1",
-        )
-        .bind(key)
-        .fetch_optional(&self.pool)
-        .await?
-        .map(AppStatusRow::parse)
-        .transpose()
+        sqlx::query_as::<_, AppStatusRow>(select_app_status!("WHERE app_key = $1"))
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(AppStatusRow::parse)
+            .transpose()
     }
 
     /// Every stored App status, ordered by key.
@@ -104,18 +112,17 @@ impl Store {
     }
 
     /// Hands `each` every stored App status (written at or after `since`, when given: RFC 3339
-    /// as [`crate::time::rfc3339`] writes it, which orders as text), in key order, one row at a time as the database sends them: a replica reloading the statuses
-    /// of a whole fleet holds one row at once, not all of them. Returns how many were handed
+    /// as [`crate::time::rfc3339`] writes it, which orders as text), in key order, one row at a
+    /// time as the database sends them: a replica reloading the statuses of a whole fleet holds
+    /// one row at once, not all of them. Returns how many were handed
     /// over; stops at the first row that cannot be read (a row handed over stays handed over).
     pub async fn each_app_status<S: DeserializeOwned>(
         &self,
         since: Option<&str>,
         mut each: impl FnMut(AppStatusRecord<S>),
     ) -> Result<usize, StoreError> {
-        const ALL: &str =
-            "SELECT app_key, cluster, name, status, updated_at FROM app_status ORDER BY app_key";
-        const SINCE: &str = "SELECT app_key, cluster, name, status, updated_at FROM app_status \
-             WHERE updated_at >= $1 ORDER BY app_key";
+        const ALL: &str = select_app_status!("ORDER BY app_key");
+        const SINCE: &str = select_app_status!("WHERE updated_at >= $1 ORDER BY app_key");
         let query = sqlx::query_as::<_, AppStatusRow>(if since.is_some() { SINCE } else { ALL });
         let query = match since {
             Some(since) => query.bind(since),

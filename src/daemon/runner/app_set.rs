@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use tokio_util::sync::CancellationToken;
 
 use super::publish::Change;
 use super::status_cell::StatusCell;
@@ -268,9 +267,9 @@ impl Runner {
                 watch: None,
                 status,
                 manifests: None,
-                verified: Arc::default(),
-                operation: Arc::default(),
-                removed: CancellationToken::new().drop_guard(),
+                verified: None,
+                operation: None,
+                removed: None,
                 loaded: false,
             }),
         );

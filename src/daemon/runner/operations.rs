@@ -70,7 +70,7 @@ impl Runner {
             (
                 previous,
                 manifests,
-                record.map(|r| Arc::clone(&r.verified)).unwrap_or_default(),
+                record.and_then(|r| r.verified.clone()).unwrap_or_default(),
             )
         };
         let previous = previous.read(key);
@@ -110,8 +110,8 @@ impl Runner {
         let removed = self
             .apps
             .lock()
-            .get(key)
-            .map(|record| record.removed.token().clone())
+            .get_mut(key)
+            .map(|record| record.removed())
             .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
         // Only the owner loads the App: every operation on it is the owning replica's.
         if let Some(owner) = self.elsewhere(key) {
@@ -283,7 +283,7 @@ impl Runner {
         if let Ok(outcome) = result
             && let Some(record) = self.apps.lock().get_mut(key)
         {
-            record.verified = Arc::new(outcome.verified.clone());
+            record.verified = Some(Arc::new(outcome.verified.clone()));
         }
         self.upkeep.after_pass(
             key,
@@ -364,8 +364,8 @@ impl Runner {
         let operation = self
             .apps
             .lock()
-            .get(key)
-            .map(|record| Arc::clone(&record.operation));
+            .get_mut(key)
+            .map(|record| record.operation());
         match operation {
             Some(operation) => Ok(operation.lock_owned().await),
             None => Err(OperationError::NotFound(key.to_string())),

@@ -85,6 +85,12 @@ impl Runner {
         self.sharding.get().is_none() || self.held.lock().contains(cluster)
     }
 
+    /// The clusters whose statuses this process holds, copied under one lock for many
+    /// lookups ([`Runner::status_held`] for each); `None` when not sharded (all of them).
+    pub(super) fn held_clusters(&self) -> Option<BTreeSet<String>> {
+        self.sharding.get().map(|_| self.held.lock().clone())
+    }
+
     /// Whether this process loads (follows the source of, renders and plans) the Apps
     /// deploying to `cluster`: always unless sharded, else when the live replicas route the
     /// cluster here ([`Membership::routes_here`]).
@@ -138,7 +144,7 @@ impl Runner {
             record.loaded = false;
             record.watch = None;
             record.manifests = None;
-            record.verified = Arc::default();
+            record.verified = None;
         }
         self.poller.unsubscribe(key);
         self.cache.remove(key);
