@@ -5,6 +5,7 @@
 //! management cluster `mgmt` for the Leases. For each replica count:
 //! - cold convergence: from starting the replicas to every App Synced in the store,
 //! - each replica's peak RSS (VmHWM),
+//! - one `GET /api/v1/apps` on the first replica: its time, body size and RSS rise,
 //!
 //! and with 4 replicas, after SIGKILL of the one owning most clusters: the takeover (its
 //! clusters listed under the survivors by `GET /api/v1/shards`) and re-convergence (the
@@ -92,6 +93,28 @@ impl Replica {
 
     fn peak_rss_mib(&self) -> f64 {
         support::vm_hwm_mib(&format!("/proc/{}/status", self.child.id()))
+    }
+
+    /// `GET /api/v1/apps` once: its time, its body's size in MiB and how far the replica's
+    /// RSS rose above what it was before (its peak RSS reset first through `clear_refs`).
+    async fn list_cost(&self, cookie: &str) -> (Duration, f64, f64) {
+        let status = format!("/proc/{}/status", self.child.id());
+        let before = support::status_mib(&status, "VmRSS:");
+        // Writing 5 resets VmHWM to the current RSS (Linux 4.0 and later).
+        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
+        let started = Instant::now();
+        let body = reqwest::Client::new()
+            .get(format!("{}/api/v1/apps", self.base))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let took = started.elapsed();
+        let rise = support::vm_hwm_mib(&status) - before;
+        (took, body.len() as f64 / (1 << 20) as f64, rise)
     }
 
     /// The sum of this replica's `wardn_reconcile_total` samples.
@@ -244,11 +267,19 @@ async fn run(pg: &postgres::Postgres, replicas: usize, apps: usize, clusters: us
         rss.join(", "),
         sims.peak_rss_mib()
     );
+    let cookie = login(&running[0].base).await;
+    // After the login's argon2 buffer (19 MiB) is freed.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (took, body, rise) = running[0].list_cost(&cookie).await;
+    println!(
+        "shards: GET /api/v1/apps on {} ({apps} Apps): {:.0} ms, body {body:.1} MiB, RSS rose {rise:.0} MiB",
+        running[0].id,
+        took.as_secs_f64() * 1000.0
+    );
     if replicas < 2 {
         return;
     }
     // Kill the replica owning most clusters; time the takeover and the re-convergence.
-    let cookie = login(&running[0].base).await;
     let shards = running[0].shards(&cookie).await;
     let (victim, victim_clusters) = shards.iter().max_by_key(|(_, c)| c.len()).cloned().unwrap();
     let victim_apps = (0..apps)

@@ -139,6 +139,37 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
     assert_eq!(all["apps"].as_array().unwrap().len(), 3, "{all}");
     let (_, none) = get("/api/v1/apps?cluster=staging".into()).await;
     assert_eq!(none["apps"], json!([]));
+    // The list, written App by App, is JSON and says what each App's own page says.
+    let response = http
+        .get(format!("{base}/api/v1/apps"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let every: Value = response.json().await.unwrap();
+    assert!(every["errors"].is_array(), "{every}");
+    let entries = every["apps"].as_array().unwrap();
+    assert_eq!(entries.len(), 3, "{every}");
+    for entry in entries {
+        let (status, own) = get(format!(
+            "/api/v1/apps/local/{}",
+            entry["name"].as_str().unwrap()
+        ))
+        .await;
+        assert_eq!(status, 200, "{own}");
+        for field in [
+            "name",
+            "namespace",
+            "cluster",
+            "destinationNamespace",
+            "phase",
+        ] {
+            assert_eq!(entry[field], own[field], "{field}: {entry} vs {own}");
+        }
+        assert_eq!(entry["status"]["planHash"], own["status"]["planHash"]);
+        assert_eq!(entry["status"]["inventory"], own["status"]["inventory"]);
+    }
     let (status, one) = get("/api/v1/apps/local/auto".into()).await;
     assert_eq!((status, &one["phase"]), (200, &json!("Synced")), "{one}");
     let (status, _) = get("/api/v1/apps/local/missing".into()).await;

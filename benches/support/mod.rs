@@ -134,11 +134,16 @@ fn write(path: &Path, text: &str) {
 
 /// `VmHWM` (peak resident set) of a `/proc/*/status` file, in MiB.
 pub fn vm_hwm_mib(status: &str) -> f64 {
+    status_mib(status, "VmHWM:")
+}
+
+/// The `field` (e.g. `VmRSS:`) of a `/proc/PID/status` file in MiB (NaN when unreadable).
+pub fn status_mib(status: &str, field: &str) -> f64 {
     std::fs::read_to_string(status)
         .ok()
         .and_then(|text| {
             text.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         })
         .map_or(f64::NAN, |kib| kib / 1024.0)

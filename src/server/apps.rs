@@ -9,7 +9,8 @@
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -85,23 +86,42 @@ pub(super) fn completed(done: Completed) -> Value {
 }
 
 /// `GET /api/v1/apps[?cluster=&phase=]`; `errors` lists the problems of the `--apps`
-/// directory (invalid files keep their previous Apps running).
+/// directory (invalid files keep their previous Apps running). The body is written App by App,
+/// each status parsed only for its entry: a fleet's statuses parsed and turned into JSON values
+/// at once raised the server's RSS by 305 MiB per request at 10,000 Apps (a 17 MiB body); now
+/// the statuses' text and the body itself are what a request holds (42 MiB, `benches/shards.rs`).
 pub async fn list(
     State(state): State<AppState>,
     Query(query): Query<ListQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let runner = state.runner();
-    let mut statuses = runner.current_statuses().await?;
-    let apps: Vec<Value> = runner
-        .apps()
-        .iter()
-        .map(|(key, app)| view(app, &statuses.remove(key).unwrap_or_default()))
-        .filter(|v| query.cluster.as_deref().is_none_or(|c| v["cluster"] == c))
-        .filter(|v| query.phase.as_deref().is_none_or(|p| v["phase"] == p))
-        .collect();
-    Ok(Json(
-        json!({ "apps": apps, "errors": runner.file_errors() }),
-    ))
+    let statuses = runner.current_statuses().await?;
+    let mut body = b"{\"apps\":[".to_vec();
+    let mut first = true;
+    for (key, app) in runner.apps() {
+        let status = statuses
+            .get(&key)
+            .map(|cell| cell.read(&key))
+            .unwrap_or_default();
+        let entry = view(&app, &status);
+        if query
+            .cluster
+            .as_deref()
+            .is_some_and(|c| entry["cluster"] != c)
+            || query.phase.as_deref().is_some_and(|p| entry["phase"] != p)
+        {
+            continue;
+        }
+        if !first {
+            body.push(b',');
+        }
+        first = false;
+        serde_json::to_writer(&mut body, &entry).map_err(|e| ApiError::internal(&e))?;
+    }
+    body.extend_from_slice(b"],\"errors\":");
+    serde_json::to_writer(&mut body, &runner.file_errors()).map_err(|e| ApiError::internal(&e))?;
+    body.push(b'}');
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 /// `?namespace=` of the per-App routes: the App's own namespace, needed only when Apps of the

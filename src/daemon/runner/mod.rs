@@ -59,7 +59,7 @@ pub use operations::{Completed, Operation, OperationError};
 pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
 pub use shards::ShardEntry;
-use status_cell::StatusCell;
+pub use status_cell::StatusCell;
 
 /// Where an App comes from. When a file and a custom resource define the same
 /// `namespace/name`, the custom resource wins.
@@ -365,10 +365,12 @@ impl Runner {
         ))
     }
 
-    /// The current status of every managed App, by key (see [`Runner::current_status`]): the
-    /// statuses of other replicas' Apps in one read of the store.
-    pub async fn current_statuses(&self) -> Result<BTreeMap<String, AppStatus>, StoreError> {
-        let mut cells = Vec::new();
+    /// The current status of every managed App, by key (see [`Runner::current_status`]), as
+    /// text to parse one at a time ([`StatusCell::read`]): the statuses of other replicas'
+    /// Apps in one read of the store. Parsed all at once, a fleet's statuses took about 5 KB
+    /// each (50 MiB at 10,000 Apps) for every `GET /api/v1/apps`.
+    pub async fn current_statuses(&self) -> Result<BTreeMap<String, StatusCell>, StoreError> {
+        let mut statuses = BTreeMap::new();
         let mut elsewhere = std::collections::BTreeSet::new();
         {
             let apps = self.apps.lock();
@@ -378,31 +380,27 @@ impl Runner {
             for (key, record) in apps.iter() {
                 let cluster = record.app.spec.destination.cluster_segment();
                 if held.as_ref().is_none_or(|held| held.contains(cluster)) {
-                    cells.push((key.clone(), record.status.clone()));
+                    statuses.insert(key.clone(), record.status.clone());
                 } else {
                     elsewhere.insert(key.clone());
                 }
             }
         }
-        let mut statuses: BTreeMap<String, AppStatus> = cells
-            .into_iter()
-            .map(|(key, cell)| {
-                let status = cell.read(&key);
-                (key, status)
-            })
-            .collect();
         if let Some(store) = self.store.as_ref().filter(|_| !elsewhere.is_empty()) {
             store
                 .each_app_status::<Box<RawValue>>(None, |record| {
                     if elsewhere.remove(&record.key) {
-                        let status = StatusCell::stored(record.status).read(&record.key);
-                        statuses.insert(record.key, status);
+                        statuses.insert(record.key, StatusCell::stored(record.status));
                     }
                 })
                 .await?;
         }
         // Apps of other replicas with no stored status yet.
-        statuses.extend(elsewhere.into_iter().map(|key| (key, AppStatus::default())));
+        statuses.extend(
+            elsewhere
+                .into_iter()
+                .map(|key| (key, StatusCell::default())),
+        );
         Ok(statuses)
     }
 

@@ -14,7 +14,7 @@ use crate::app::AppStatus;
 
 /// One App's status as the runner holds it: JSON text, or nothing for an empty status.
 #[derive(Debug, Clone, Default)]
-pub(super) struct StatusCell(Option<Box<RawValue>>);
+pub struct StatusCell(Option<Box<RawValue>>);
 
 impl StatusCell {
     /// Whether the cell holds a status (an empty one holds nothing).
@@ -30,7 +30,7 @@ impl StatusCell {
     /// The status of App `key`. Text that does not parse as a status (written by another
     /// release, or damaged in the store) reads as an empty status, with a warning naming the
     /// App: the App's next pass writes a fresh one.
-    pub(super) fn read(&self, key: &str) -> AppStatus {
+    pub fn read(&self, key: &str) -> AppStatus {
         let Some(text) = &self.0 else {
             return AppStatus::default();
         };
