@@ -95,6 +95,16 @@ impl Replica {
         support::vm_hwm_mib(&format!("/proc/{}/status", self.child.id()))
     }
 
+    /// `GET path` on this replica as the logged-in user of `cookie`.
+    async fn get(&self, path: &str, cookie: &str) -> reqwest::Response {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// `GET /api/v1/apps` once: its time, its body's size in MiB and how far the replica's
     /// RSS rose above what it was before (its peak RSS reset first through `clear_refs`).
     async fn list_cost(&self, cookie: &str) -> (Duration, f64, f64) {
@@ -103,12 +113,9 @@ impl Replica {
         // Writing 5 resets VmHWM to the current RSS (Linux 4.0 and later).
         let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
         let started = Instant::now();
-        let body = reqwest::Client::new()
-            .get(format!("{}/api/v1/apps", self.base))
-            .header("cookie", cookie)
-            .send()
+        let body = self
+            .get("/api/v1/apps", cookie)
             .await
-            .unwrap()
             .bytes()
             .await
             .unwrap();
@@ -131,12 +138,9 @@ impl Replica {
 
     /// Replica id → clusters, as this replica's `GET /api/v1/shards` lists them.
     async fn shards(&self, cookie: &str) -> Vec<(String, Vec<String>)> {
-        let body: serde_json::Value = reqwest::Client::new()
-            .get(format!("{}/api/v1/shards", self.base))
-            .header("cookie", cookie)
-            .send()
+        let body: serde_json::Value = self
+            .get("/api/v1/shards", cookie)
             .await
-            .unwrap()
             .json()
             .await
             .unwrap();

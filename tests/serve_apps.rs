@@ -139,6 +139,31 @@ async fn directory_apps_sync_to_the_management_cluster_or_are_held() {
     assert_eq!(all["apps"].as_array().unwrap().len(), 3, "{all}");
     let (_, none) = get("/api/v1/apps?cluster=staging".into()).await;
     assert_eq!(none["apps"], json!([]));
+    // The filters combine; a phase that is not an App phase is refused naming the field
+    // (a careless client's `held`, an empty value, an injection attempt), never an empty list.
+    let (_, synced) = get("/api/v1/apps?cluster=local&phase=Synced".into()).await;
+    let names: Vec<&Value> = synced["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["name"])
+        .collect();
+    assert_eq!(names, [&json!("auto")], "{synced}");
+    for bogus in ["Bogus", "held", "", "Held%27%20OR%201%3D1"] {
+        let response = http
+            .get(format!("{base}/api/v1/apps?phase={bogus}"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 400, "phase={bogus}: {text}");
+        assert!(
+            text.contains("phase") && text.contains("unknown variant"),
+            "{text}"
+        );
+    }
     // The list, written App by App, is JSON and says what each App's own page says.
     let response = http
         .get(format!("{base}/api/v1/apps"))

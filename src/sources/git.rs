@@ -332,18 +332,23 @@ impl Mirror {
     /// Re-opens the handle when its object store has pack or index files mapped (what earlier
     /// fetches and resolves read), so the old store is dropped and unmaps them: each fetch
     /// starts from a store that maps nothing. Snapshots read through stores of their own and
-    /// are unaffected.
+    /// are unaffected. The count is read under the read lock and the fresh handle opened
+    /// outside any lock, so resolves wait only for the swap (not for the unmapping, nor at all
+    /// when nothing is mapped).
     fn release_mapped(&self) -> Result<Maintenance, GitError> {
-        let mut handle = self.handle.write();
-        let metrics = handle.repo.objects.metrics();
-        let mapped = metrics.open_reachable_indices
-            + metrics.open_reachable_packs
-            + metrics.unreachable_indices
-            + metrics.unreachable_packs;
+        let mapped = {
+            let metrics = self.handle.read().repo.objects.metrics();
+            metrics.open_reachable_indices
+                + metrics.open_reachable_packs
+                + metrics.unreachable_indices
+                + metrics.unreachable_packs
+        };
         if mapped == 0 {
             return Ok(Maintenance::None);
         }
-        *handle = open_handle(&self.dir)?;
+        let fresh = open_handle(&self.dir)?;
+        // The old store unmaps its files when dropped here, after the lock is released.
+        let _old = std::mem::replace(&mut *self.handle.write(), fresh);
         Ok(Maintenance::Released { files: mapped })
     }
 
