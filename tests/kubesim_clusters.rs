@@ -309,3 +309,87 @@ async fn operator_resolution_goes_through_the_internal_endpoint() {
     };
     assert!(err.to_string().contains("401"), "{err}");
 }
+
+/// Open file descriptors of this process (sockets of both ends: kubesim runs in it too).
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_keep_no_client_of_their_own_and_a_thousand_leave_no_connection_open() {
+    let cluster = kubesim("staging").await;
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    register(&server, &token, "staging", &cluster, &[]).await;
+    let registry = &server.registry;
+
+    // Probing a cluster nothing deploys to builds a client for the probe only.
+    let status = registry.probe("staging").await;
+    assert_eq!(status.status, Connectivity::Connected, "{status:?}");
+    assert_eq!(status.node_count, Some(3));
+    assert!(!registry.clients().contains("staging"));
+    // A careless caller probing what is not registered: a status naming the cause, no entry.
+    let unknown = registry.probe("nope").await;
+    assert_eq!(unknown.status, Connectivity::Disconnected);
+    assert!(
+        unknown
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("nope"),
+        "{unknown:?}"
+    );
+    assert!(registry.clients().is_empty());
+
+    // A thousand probes: every one answers, and their connections all close again.
+    let before = open_fds();
+    for round in 0..1000 {
+        let status = registry.probe("staging").await;
+        assert_eq!(
+            status.status,
+            Connectivity::Connected,
+            "probe {round}: {status:?}"
+        );
+    }
+    assert!(registry.clients().is_empty());
+    let mut settled = open_fds();
+    for _ in 0..100 {
+        if settled <= before + 8 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        settled = open_fds();
+    }
+    assert!(
+        settled <= before + 8,
+        "{before} fds before the probes, {settled} after"
+    );
+
+    // Once something deploys through the cache, probes reuse that client (and its
+    // connection) instead of building their own.
+    let resolver = Resolver::new(
+        ClusterSource::Local(registry.clone()),
+        Duration::from_secs(5),
+    );
+    resolver.resolve("staging", "staging").await.unwrap();
+    assert_eq!(resolver.cached_clients(), 1);
+    let cached = open_fds();
+    for _ in 0..20 {
+        assert_eq!(
+            registry.probe("staging").await.status,
+            Connectivity::Connected
+        );
+    }
+    assert!(
+        open_fds() <= cached + 2,
+        "probes through the cached client reuse its connection"
+    );
+    // A replica that stops working on the cluster drops the client.
+    resolver.invalidate("staging");
+    assert_eq!(resolver.cached_clients(), 0);
+    assert_eq!(
+        registry.probe("staging").await.status,
+        Connectivity::Connected
+    );
+    assert!(!registry.clients().contains("staging"));
+}

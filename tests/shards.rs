@@ -839,6 +839,27 @@ async fn until_loaded(
     }
 }
 
+/// Waits until each of `processes` keeps clients for exactly the clusters of its share in
+/// `assignment` that `apps` deploy to: every replica probes every cluster, but keeps no client
+/// for the others' (and drops those of the clusters it hands over).
+async fn until_clients_follow_shares(
+    processes: &[(&str, &Process)],
+    apps: &[(String, String)],
+    assignment: &BTreeMap<String, Vec<String>>,
+) {
+    for (id, process) in processes {
+        let deployed = assignment[*id]
+            .iter()
+            .filter(|c| apps.iter().any(|(_, cluster)| cluster == *c))
+            .count();
+        until(
+            "each replica keeps clients of its own clusters only",
+            || async { gauge(process, "wardn_shard_cluster_clients").await == Some(deployed) },
+        )
+        .await;
+    }
+}
+
 /// The replica each write of `cluster` into namespace `team` came from, in order, with runs of
 /// the same replica collapsed.
 fn writers(cluster: &Cluster) -> Vec<String> {
@@ -922,6 +943,12 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         .collect();
     every_app.push(("gated".to_string(), "east-0".to_string()));
     until_loaded(
+        &[("r0", &r0), ("r1", &r1), ("r2", &r2)],
+        &every_app,
+        &expected,
+    )
+    .await;
+    until_clients_follow_shares(
         &[("r0", &r0), ("r1", &r1), ("r2", &r2)],
         &every_app,
         &expected,
@@ -1122,6 +1149,12 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         .await;
     }
     until_loaded(
+        &[("r0", &r0), ("r1", &r1), ("r2", &r2)],
+        &every_app,
+        &expected,
+    )
+    .await;
+    until_clients_follow_shares(
         &[("r0", &r0), ("r1", &r1), ("r2", &r2)],
         &every_app,
         &expected,

@@ -92,6 +92,20 @@ impl ClientCache {
         self.entries.lock().remove(name);
     }
 
+    /// How many clients are cached and not expired (for metrics).
+    pub fn len(&self) -> usize {
+        let entries = self.entries.lock();
+        match self.ttl {
+            Some(ttl) => entries.values().filter(|e| e.built.elapsed() < ttl).count(),
+            None => entries.len(),
+        }
+    }
+
+    /// Whether no client is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Whether an entry for `name` is cached (for tests and metrics).
     pub fn contains(&self, name: &str) -> bool {
         self.get(name).is_some()

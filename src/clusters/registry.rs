@@ -621,6 +621,13 @@ impl Registry {
         if let Some(entry) = self.clients.get(name) {
             return Ok(entry);
         }
+        let entry = self.build_client(name).await?;
+        self.clients.insert(name, entry.clone());
+        Ok(entry)
+    }
+
+    /// A fresh client for a registered cluster, not cached.
+    async fn build_client(&self, name: &str) -> Result<CachedCluster, ResolveFailure> {
         let resolved = self.resolve(name).await.map_err(ResolveFailure::Registry)?;
         let client = connect::throttled_client_from_kubeconfig(
             &resolved.kubeconfig,
@@ -629,14 +636,12 @@ impl Registry {
         )
         .await
         .map_err(ResolveFailure::Connect)?;
-        let entry = CachedCluster::new(
+        Ok(CachedCluster::new(
             client,
             resolved.namespaces,
             resolved.server_url,
             &resolved.kubeconfig,
-        );
-        self.clients.insert(name, entry.clone());
-        Ok(entry)
+        ))
     }
 
     /// Runs the access reviews of `request` on `name` with its stored credentials (audited as
@@ -672,9 +677,18 @@ impl Registry {
         result
     }
 
-    /// Probes one registered cluster now and records the result on the status board.
+    /// Probes one registered cluster now and records the result on the status board. The
+    /// probe uses the cluster's cached client when something deploys to it (or reads it)
+    /// through the cache, and otherwise a client of its own, dropped with its connection
+    /// afterwards: a replica of a sharded fleet probes every cluster but keeps clients only
+    /// for those it works on (a client and its idle TLS connection for each of the others'
+    /// clusters were a fixed cost of every replica, whatever its share).
     pub async fn probe(&self, name: &str) -> Status {
-        let result = match self.cached_cluster(name).await {
+        let entry = match self.clients.get(name) {
+            Some(entry) => Ok(entry),
+            None => self.build_client(name).await,
+        };
+        let result = match entry {
             Ok(entry) => connect::probe(&entry.client, self.probe_timeout).await,
             Err(ResolveFailure::Connect(err)) => Err(err),
             Err(ResolveFailure::Registry(err)) => Err(ConnectError::Other(err.to_string())),

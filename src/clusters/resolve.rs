@@ -248,7 +248,17 @@ impl Resolver {
         }
     }
 
-    /// Drops the cached client of `cluster` (after the cluster was updated or removed).
+    /// How many destination clusters this resolver keeps a client for (the management
+    /// cluster's aside).
+    pub fn cached_clients(&self) -> usize {
+        match &self.source {
+            ClusterSource::Local(registry) => registry.clients().len(),
+            ClusterSource::Remote { cache, .. } => cache.len(),
+        }
+    }
+
+    /// Drops the cached client of `cluster` (after the cluster was updated or removed, or when
+    /// this replica stops working on it).
     pub fn invalidate(&self, cluster: &str) {
         match &self.source {
             ClusterSource::Local(registry) => registry.clients().invalidate(cluster),

@@ -294,12 +294,22 @@ impl Runner {
             .collect();
         // Clusters no longer held stop counting as held before their statuses go; new ones
         // count once their statuses are reloaded (below), so a read never finds a gap.
-        let fresh: BTreeSet<String> = {
+        let (fresh, left): (BTreeSet<String>, BTreeSet<String>) = {
             let mut still = self.held.lock();
+            let left = still
+                .iter()
+                .filter(|c| !held.contains(*c))
+                .cloned()
+                .collect();
             still.retain(|c| held.contains(c));
-            held.difference(&still).cloned().collect()
+            (held.difference(&still).cloned().collect(), left)
         };
         self.drop_statuses_not_held(&held);
+        // Nothing here deploys to a cluster no longer held: its client (and connections) go;
+        // the prober builds one per probe, and a new owner its own.
+        for cluster in &left {
+            self.resolver.invalidate(cluster);
+        }
         let next = crate::time::rfc3339(
             Timestamp::now()
                 .checked_sub(jiff::SignedDuration::from_secs(60))
@@ -398,8 +408,8 @@ impl Runner {
         entries
     }
 
-    /// The Prometheus lines of this replica's share: owned clusters and Apps (absent unless
-    /// sharded).
+    /// The Prometheus lines of this replica's share: owned clusters and Apps, what it loads
+    /// and holds, and the clients it keeps (absent unless sharded).
     pub(super) fn shard_metrics(&self) -> String {
         let Some(membership) = self.sharding.get() else {
             return String::new();
@@ -413,6 +423,7 @@ impl Runner {
             .unwrap_or_default();
         let live = membership.view().replicas.len();
         let (loaded, rendered, statuses) = self.loaded_counts();
+        let clients = self.resolver.cached_clients();
         format!(
             "# HELP wardn_shard_owned_clusters Destination clusters this replica owns.\n\
              # TYPE wardn_shard_owned_clusters gauge\n\
@@ -431,7 +442,10 @@ impl Runner {
              wardn_shard_rendered_apps{{replica=\"{me}\"}} {rendered}\n\
              # HELP wardn_shard_held_statuses App statuses this replica holds in memory (those of the clusters it owns or loads).\n\
              # TYPE wardn_shard_held_statuses gauge\n\
-             wardn_shard_held_statuses{{replica=\"{me}\"}} {statuses}\n"
+             wardn_shard_held_statuses{{replica=\"{me}\"}} {statuses}\n\
+             # HELP wardn_shard_cluster_clients Destination clusters this replica keeps a client for (those it works on).\n\
+             # TYPE wardn_shard_cluster_clients gauge\n\
+             wardn_shard_cluster_clients{{replica=\"{me}\"}} {clients}\n"
         )
     }
 }
