@@ -143,6 +143,10 @@ async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_re
         let owner = if share_a.contains(cluster) { "a" } else { "b" };
         let writer = if a.fence(cluster).is_ok() { "a" } else { "b" };
         assert_eq!(owner, writer, "{cluster}");
+        // The quick check the per-App scans use agrees with the fence, on both sides.
+        assert_eq!(a.owns(cluster), owner == "a", "{cluster}");
+        assert_eq!(b.owns(cluster), owner == "b", "{cluster}");
+        assert_eq!(b.owns(cluster), b.fence(cluster).is_ok(), "{cluster}");
         assert_eq!(a.view().owner(cluster), Some(owner), "{cluster}");
         assert_eq!(b.view().owner(cluster), Some(owner), "{cluster}");
     }
@@ -679,11 +683,13 @@ async fn a_replica_whose_runtime_is_blocked_keeps_renewing_its_lease() {
     std::thread::sleep(Duration::from_secs(12));
     let fenced = a.fence("cluster-0");
     assert!(fenced.is_ok(), "not renewed while blocked: {fenced:?}");
+    assert!(a.owns("cluster-0"));
     a.leave().await;
     assert!(
         a.fence("cluster-0").is_err(),
         "a replica that left writes nothing"
     );
+    assert!(!a.owns("cluster-0"), "nor owns anything");
 }
 
 /// One App file: `name` deploys ConfigMap `name` from `source` to `cluster`'s `team`.

@@ -414,6 +414,14 @@ impl View {
             .collect()
     }
 
+    /// Whether this replica may write at all at `now`: it holds its Lease, has listed the
+    /// fleet recently and has settled.
+    fn writable(&self, now: Instant) -> bool {
+        self.held_until.is_some_and(|until| now < until)
+            && self.listed_until.is_some_and(|until| now < until)
+            && self.settled
+    }
+
     /// Whether this replica's claim on `cluster` is effective at `now`: published, without a
     /// break, at least `claim_wait` ago, and first among the claims of the last listing.
     fn effective(&self, cluster: &str, now: Instant) -> bool {
@@ -579,9 +587,13 @@ impl Membership {
         view.settled && view.desired(cluster)
     }
 
-    /// Whether this replica may write to `cluster` now; see [`Membership::fence`].
+    /// Whether this replica may write to `cluster` now; see [`Membership::fence`]. Asked for
+    /// every App by the periodic scans (auto-promotion, status routing), so it builds no
+    /// error: most clusters of a large fleet are another replica's.
     pub fn owns(&self, cluster: &str) -> bool {
-        self.fence(cluster).is_ok()
+        let view = self.view.borrow();
+        let now = Instant::now();
+        view.writable(now) && view.effective(cluster, now)
     }
 
     /// `Ok` when this replica may write to `cluster` now (checked before every apply and
@@ -591,9 +603,7 @@ impl Membership {
         let view = self.view.borrow();
         let me = &self.config.replica_id;
         let now = Instant::now();
-        let held = view.held_until.is_some_and(|until| now < until)
-            && view.listed_until.is_some_and(|until| now < until);
-        if !held || !view.settled {
+        if !view.writable(now) {
             return Err(Fenced::LeaseLost(me.clone()));
         }
         if view.effective(cluster, now) {

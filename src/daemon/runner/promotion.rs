@@ -341,13 +341,20 @@ impl Runner {
     async fn due_promotions(&self, now: Timestamp) -> Vec<(String, String, String)> {
         let candidates: Vec<(String, crate::app::promotion::PromotionPolicy, StatusCell)> = {
             let apps = self.apps.lock();
+            // Scanned every second under the Apps lock: the policy (a field) is looked at
+            // before ownership (a fleet lookup), which most Apps of a large fleet fail.
             apps.iter()
+                .filter(|(_, r)| {
+                    r.app
+                        .spec
+                        .promotion
+                        .as_ref()
+                        .is_some_and(|policy| policy.auto_promote)
+                })
                 .filter(|(_, r)| self.owns_cluster(r.app.spec.destination.cluster_segment()))
                 .filter_map(|(key, r)| {
                     let policy = r.app.spec.promotion.clone()?;
-                    policy
-                        .auto_promote
-                        .then(|| (key.clone(), policy, r.status.clone()))
+                    Some((key.clone(), policy, r.status.clone()))
                 })
                 .collect()
         };
