@@ -4,7 +4,6 @@
 mod support;
 
 use support::Upstream;
-use wardn::render::inputs_unchanged;
 use wardn::sources::credentials::Credentials;
 use wardn::sources::git::{GitSettings, Mirror};
 use wardn::sources::render_cache::{CachedRender, RenderCache};
@@ -82,8 +81,8 @@ fn only_apps_whose_inputs_changed_are_re_rendered() {
     assert_eq!(names(&b), ["b1"]);
     // The same tree validates every recorded input (the cache follows the renderer's
     // recording conventions).
-    assert!(inputs_unchanged(s1.tree.as_ref(), &a.rendered.inputs));
-    assert!(inputs_unchanged(s1.tree.as_ref(), &b.rendered.inputs));
+    assert!(a.rendered.inputs.unchanged(s1.tree.as_ref()));
+    assert!(b.rendered.inputs.unchanged(s1.tree.as_ref()));
 
     // A commit touching only unrelated files re-renders nothing.
     up.commit(&[("README.md", "changed\n")], "docs");

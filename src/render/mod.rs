@@ -39,7 +39,7 @@ use std::path::Path;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub use inputs::inputs_unchanged;
+pub use inputs::InputsFingerprint;
 pub use packed::{PackedObjects, PackedRender, UnpackError};
 pub use parse::{empty_values, library_documents};
 pub use transform::{pin_images, split_image};

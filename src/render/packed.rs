@@ -9,12 +9,11 @@
 //! rather than the rendered YAML because it reads back exactly: keys keep their order, numbers
 //! their type and value.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Rendered;
+use super::{InputsFingerprint, Rendered};
 
 /// Rendered objects as compact JSON (an array, in output order); cheap to clone (shared).
 #[derive(Clone, PartialEq, Eq)]
@@ -58,8 +57,8 @@ pub struct PackedRender {
     pub objects: PackedObjects,
     /// sha256 (hex) of the rendered YAML.
     pub digest: String,
-    /// What the result depends on ([`Rendered::inputs`]).
-    pub inputs: BTreeMap<String, String>,
+    /// What the result depends on ([`Rendered::inputs`], fingerprinted).
+    pub inputs: InputsFingerprint,
 }
 
 impl From<Rendered> for PackedRender {
@@ -67,7 +66,7 @@ impl From<Rendered> for PackedRender {
         PackedRender {
             objects: PackedObjects::pack(&rendered.objects),
             digest: rendered.digest,
-            inputs: rendered.inputs,
+            inputs: InputsFingerprint::of(&rendered.inputs),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Each App's last render result is kept with the inputs the renderer recorded
 //! ([`crate::render::Rendered::inputs`]: every file read, directory listed and path probed, with a sha256 of
 //! what was seen). On a new revision the inputs are re-checked against the new tree
-//! ([`crate::render::inputs_unchanged`], which owns the key format); when all
+//! ([`crate::render::InputsFingerprint`], kept in place of the digests); when all
 //! are unchanged the cached result is reused without rendering. In a monorepo a commit touching
 //! App A's files therefore re-renders only App A, while adding a file to a directory App B
 //! lists (its listing hash changes) re-renders App B.
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::render::tree::Tree;
-use crate::render::{PackedRender, RenderError, inputs_unchanged, render};
+use crate::render::{PackedRender, RenderError, render};
 
 use super::url::SourceKey;
 
@@ -62,7 +62,7 @@ impl RenderCache {
                 .map(|e| e.rendered.clone())
         };
         if let Some(rendered) = previous
-            && inputs_unchanged(tree, &rendered.inputs)
+            && rendered.inputs.unchanged(tree)
         {
             return Ok(CachedRender {
                 rendered,
