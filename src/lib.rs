@@ -20,5 +20,7 @@ pub mod shell;
 pub mod sources;
 pub mod store;
 pub mod telemetry;
+#[cfg(test)]
+mod test_rng;
 pub mod text_table;
 pub mod time;

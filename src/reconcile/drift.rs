@@ -310,7 +310,7 @@ fn object_ref(key: &WatchKey, object: &DynamicObject) -> Option<ObjectRef> {
 }
 
 /// The Apps owning the object, if any.
-fn owners(index: &Weak<Mutex<Index>>, cluster: &str, object: ObjectRef) -> Vec<String> {
+fn owners(index: &Weak<Mutex<Index>>, cluster: &str, object: ObjectRef) -> Owners {
     let Some(index) = index.upgrade() else {
         return Vec::new();
     };
@@ -319,7 +319,7 @@ fn owners(index: &Weak<Mutex<Index>>, cluster: &str, object: ObjectRef) -> Vec<S
         .owners
         .get(cluster)
         .and_then(|objects| objects.get(&object))
-        .map(|apps| apps.iter().map(|app| app.to_string()).collect())
+        .cloned()
         .unwrap_or_default()
 }
 
@@ -394,6 +394,7 @@ async fn watch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
     use serde_json::json;
     use std::collections::BTreeSet;
 
@@ -483,13 +484,8 @@ mod tests {
     fn a_thousand_inventory_changes_keep_owners_and_watches_as_a_rebuild_gives_them() {
         // Pseudo-random but repeatable: Apps gain, lose, share, move and drop objects, and
         // list some twice.
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: u64| rng.below(n);
         let kinds = [
             ("v1", "ConfigMap"),
             ("apps/v1", "Deployment"),

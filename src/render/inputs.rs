@@ -84,7 +84,7 @@ pub struct InputsFingerprint {
 impl InputsFingerprint {
     /// The fingerprint of recorded `inputs`.
     pub fn of(inputs: &BTreeMap<String, String>) -> InputsFingerprint {
-        let mut keys = String::new();
+        let mut keys = String::with_capacity(inputs.keys().map(|key| key.len() + 1).sum());
         let mut combined = Sha256::new();
         for (key, digest) in inputs {
             keys.push_str(key);
@@ -170,6 +170,7 @@ mod tests {
 
     use super::*;
     use crate::render::{DirTree, render};
+    use crate::test_rng::Rng;
 
     fn write(root: &Path, path: &str, text: &str) {
         let path = root.join(path);
@@ -208,13 +209,8 @@ mod tests {
         let tree = DirTree::new(root).unwrap();
         let mut recorded = render(&tree, "overlay").unwrap().inputs;
         let mut fingerprint = InputsFingerprint::of(&recorded);
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: u64| rng.below(n);
         let (mut same, mut changed) = (0, 0);
         for round in 0..1000 {
             match next(5) {

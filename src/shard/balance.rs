@@ -67,6 +67,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     fn names(prefix: &str, n: usize) -> Vec<String> {
         (0..n).map(|i| format!("{prefix}-{i}")).collect()
@@ -101,17 +102,6 @@ mod tests {
                 held >= n / m && held <= n.div_ceil(m),
                 "{what}: {replica} holds {held} of {n} over {m}"
             );
-        }
-    }
-
-    /// A small deterministic generator (xorshift), for the property loops.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self, below: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % below as u64) as usize
         }
     }
 
@@ -192,10 +182,12 @@ mod tests {
     fn a_thousand_random_fleets_are_balanced_and_move_little() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for round in 0..1000 {
-            let m = 1 + rng.next(9);
-            let n = rng.next(120);
-            let replicas: Vec<String> = (0..m).map(|_| format!("r{}", rng.next(1 << 20))).collect();
-            let clusters: Vec<String> = (0..n).map(|_| format!("c{}", rng.next(1 << 20))).collect();
+            let m = 1 + rng.below(9);
+            let n = rng.below(120);
+            let replicas: Vec<String> =
+                (0..m).map(|_| format!("r{}", rng.below(1 << 20))).collect();
+            let clusters: Vec<String> =
+                (0..n).map(|_| format!("c{}", rng.below(1 << 20))).collect();
             let replicas: Vec<String> = replicas
                 .into_iter()
                 .collect::<BTreeSet<_>>()

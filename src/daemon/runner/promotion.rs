@@ -344,17 +344,10 @@ impl Runner {
             // Scanned every second under the Apps lock: the policy (a field) is looked at
             // before ownership (a fleet lookup), which most Apps of a large fleet fail.
             apps.iter()
-                .filter(|(_, r)| {
-                    r.app
-                        .spec
-                        .promotion
-                        .as_ref()
-                        .is_some_and(|policy| policy.auto_promote)
-                })
-                .filter(|(_, r)| self.owns_cluster(r.app.spec.destination.cluster_segment()))
                 .filter_map(|(key, r)| {
-                    let policy = r.app.spec.promotion.clone()?;
-                    Some((key.clone(), policy, r.status.clone()))
+                    let policy = r.app.spec.promotion.as_ref().filter(|p| p.auto_promote)?;
+                    self.owns_cluster(r.app.spec.destination.cluster_segment())
+                        .then(|| (key.clone(), policy.clone(), r.status.clone()))
                 })
                 .collect()
         };
