@@ -149,7 +149,22 @@ async fn leases_on_kubesim_share_clusters_fence_writes_and_refuse_a_duplicate_re
         assert_eq!(b.owns(cluster), b.fence(cluster).is_ok(), "{cluster}");
         assert_eq!(a.view().owner(cluster), Some(owner), "{cluster}");
         assert_eq!(b.view().owner(cluster), Some(owner), "{cluster}");
+        // The prober's pick is the owner too.
+        assert_eq!(
+            (a.is_owner(cluster), b.is_owner(cluster)),
+            (owner == "a", owner == "b")
+        );
     }
+    // A registered cluster no App deploys to has exactly one prober, its rendezvous owner.
+    let orphans: Vec<String> = (0..20).map(|i| format!("unused-{i}")).collect();
+    for orphan in &orphans {
+        assert_ne!(a.is_owner(orphan), b.is_owner(orphan), "{orphan}");
+        assert!(
+            !a.owns(orphan) && !b.owns(orphan),
+            "{orphan}: nobody writes there"
+        );
+    }
+    assert!(orphans.iter().any(|o| a.is_owner(o)) && orphans.iter().any(|o| b.is_owner(o)));
     let refused = b.fence(&clusters.iter().find(|c| a.owns(c)).unwrap().clone());
     assert!(
         refused
@@ -846,8 +861,8 @@ async fn until_loaded(
 }
 
 /// Waits until each of `processes` keeps clients for exactly the clusters of its share in
-/// `assignment` that `apps` deploy to: every replica probes every cluster, but keeps no client
-/// for the others' (and drops those of the clusters it hands over).
+/// `assignment` that `apps` deploy to: it keeps no client for the others' (and drops those of
+/// the clusters it hands over).
 async fn until_clients_follow_shares(
     processes: &[(&str, &Process)],
     apps: &[(String, String)],
@@ -960,6 +975,22 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
         &expected,
     )
     .await;
+    // Each cluster is probed by its owner; every replica lists all of them connected, though
+    // all were registered through r0 (registrations and results are shared through the store).
+    for process in [&r0, &r1, &r2] {
+        until("every replica shows every cluster connected", || async {
+            let listed = get(process, &cookie, "/api/v1/clusters").await;
+            let connected: Vec<&str> = listed["clusters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["status"] == "connected")
+                .filter_map(|c| c["name"].as_str())
+                .collect();
+            connected == names
+        })
+        .await;
+    }
     // Holding only its share's statuses, each replica still lists every App's: the others'
     // are read from the store, as their owners wrote them.
     let mut phases: BTreeMap<String, String> = objects

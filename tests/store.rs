@@ -15,6 +15,7 @@ use wardn::store::audit::{
 };
 use wardn::store::auth::{self, ApiToken};
 use wardn::store::clusters::ClusterRecord;
+use wardn::store::probes::{MAX_STATUS_BYTES, ProbeRow};
 use wardn::store::promotions::PromotionRecord;
 use wardn::store::repositories::RepositoryRecord;
 use wardn::store::users::{Role, User};
@@ -1121,6 +1122,61 @@ async fn promotions(db: TestDb) {
     store.close().await;
 }
 
+/// The shared probe rows: a claim is taken once per due time, a slow probe's older result never
+/// replaces a newer one, an oversized result is refused, and rows of removed clusters go.
+async fn cluster_probes(db: TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let other = Store::connect(&db.url).await.unwrap();
+    store.insert_cluster(&record("staging")).await.unwrap();
+    // The first claim inserts the row; a second claim of the same round fails, from any store.
+    assert!(store.claim_probe("staging", 1_000, 26_000).await.unwrap());
+    assert!(!other.claim_probe("staging", 1_000, 26_000).await.unwrap());
+    assert!(!store.claim_probe("staging", 25_999, 51_000).await.unwrap());
+    assert!(other.claim_probe("staging", 26_000, 51_000).await.unwrap());
+    // Results: the later one stays, whatever order they arrive in.
+    store
+        .record_probe("staging", "{\"late\":1}", 30_000)
+        .await
+        .unwrap();
+    other
+        .record_probe("staging", "{\"early\":1}", 29_000)
+        .await
+        .unwrap();
+    let row = |status: &str, probed_ms| ProbeRow {
+        name: "staging".into(),
+        due_ms: 51_000,
+        status: Some(status.into()),
+        probed_ms,
+    };
+    assert_eq!(
+        other.probe_rows().await.unwrap(),
+        [row("{\"late\":1}", 30_000)]
+    );
+    // A careless caller: a result beyond the bound is refused and nothing changes.
+    let huge = "x".repeat(MAX_STATUS_BYTES + 1);
+    let refused = store.record_probe("staging", &huge, 40_000).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Corrupt { field, reason })
+            if *field == "cluster_probes.status" && reason.contains("staging")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        store.probe_rows().await.unwrap(),
+        [row("{\"late\":1}", 30_000)]
+    );
+    // Scheduling never moves an existing row; it creates a missing one.
+    store.schedule_probe("staging", 0).await.unwrap();
+    store.schedule_probe("gone", 7).await.unwrap();
+    let rows = store.probe_rows().await.unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[0].name.as_str(), rows[0].due_ms), ("gone", 7));
+    assert_eq!(rows[1], row("{\"late\":1}", 30_000));
+    // Rows of clusters that are not registered go; forgetting drops one.
+    assert_eq!(store.prune_probes().await.unwrap(), 1);
+    store.forget_probe("staging").await.unwrap();
+    assert!(store.probe_rows().await.unwrap().is_empty());
+}
+
 async fn suite(backend: Backend<'_>) {
     promotions(backend.database("promotions_case")).await;
     app_statuses(backend.database("app_status_case")).await;
@@ -1137,6 +1193,7 @@ async fn suite(backend: Backend<'_>) {
     app_requests(backend.database("app_requests_case")).await;
     statuses_since(backend.database("statuses_since_case")).await;
     statuses_streamed(backend.database("statuses_streamed_case")).await;
+    cluster_probes(backend.database("cluster_probes_case")).await;
 }
 
 #[tokio::test]

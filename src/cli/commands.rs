@@ -15,7 +15,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::clusters::bootstrap::{self, BootstrapPlan};
 use crate::clusters::connect::Connectivity;
-use crate::clusters::registry::{ClusterView, Status};
+use crate::clusters::registry::ClusterView;
+use crate::clusters::status::Status;
 use crate::store::audit::{self, Head};
 use crate::store::users::Role;
 

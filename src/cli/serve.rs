@@ -98,7 +98,8 @@ pub struct ServeArgs {
     /// Only reconcile App resources in these namespaces (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
     pub namespaces: Vec<String>,
-    /// Seconds between background cluster probes.
+    /// Seconds between two probes of each registered cluster (by this process or another
+    /// sharing the store).
     #[arg(long, default_value_t = 30)]
     pub probe_interval: u64,
     /// Seconds before a connection attempt or probe gives up.

@@ -565,7 +565,7 @@ impl Registry {
         } else {
             self.store.update_cluster(&record).await?;
         }
-        self.forget(&record.name);
+        self.forget(&record.name).await;
         self.board_put(&record, insecure).await?;
         Ok(true)
     }

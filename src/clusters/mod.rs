@@ -11,8 +11,10 @@ pub mod connect;
 pub mod declared;
 pub mod expiry;
 pub mod kubeconfig;
+pub mod probes;
 pub mod rbac;
 pub mod registry;
 pub mod resolve;
+pub mod status;
 
 pub mod throttle;

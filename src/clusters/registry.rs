@@ -1,33 +1,28 @@
 //! The cluster registry service: registration, update, removal and connection tests, each
-//! validated, sealed and audited; the cached status board the API answers from; and the
-//! background prober that fills it.
+//! validated, sealed and audited; the registrations and status board the API answers from,
+//! kept in step with the store (the prober, [`super::probes`], fills the board).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use jiff::Timestamp;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use super::access::{self, CheckReport, CheckRequest};
 use super::cache::{CachedCluster, ClientCache};
-use super::connect::{self, ConnectError, Connectivity, ProbeReport};
+use super::connect::{self, ConnectError};
 use super::expiry::credential_expiry;
 use super::kubeconfig::{self, ValidationError};
+use super::status::{Status, Statuses};
 
 use super::throttle::Throttles;
 use crate::seal::{SealError, Sealer};
 use crate::store::clusters::ClusterRecord;
 use crate::store::{Store, StoreError};
 use crate::time::{now_rfc3339, rfc3339};
-
-/// How many clusters a probe round contacts at once (a dead cluster holds one slot until its
-/// timeout; the rest proceed).
-pub const PROBE_CONCURRENCY: usize = 16;
-
-/// How long before a credential expires the prober starts warning.
-pub const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// `POST /api/v1/clusters` body.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -75,49 +70,6 @@ pub struct TestRequest {
     /// Accept a kubeconfig with `insecure-skip-tls-verify: true` (refused otherwise).
     #[serde(default)]
     pub allow_insecure_tls: bool,
-}
-
-/// The outcome of a connection test (and the status board's value per cluster).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[schemars(rename = "ClusterStatus")]
-pub struct Status {
-    /// Connected or not.
-    pub status: Connectivity,
-    /// API server version, when connected.
-    pub version: Option<String>,
-    /// Node count, when connected.
-    pub node_count: Option<u64>,
-    /// The cause of the last failure.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-impl Status {
-    fn pending() -> Status {
-        Status {
-            status: Connectivity::Disconnected,
-            version: None,
-            node_count: None,
-            error: Some("not probed yet".to_string()),
-        }
-    }
-
-    fn from_probe(result: Result<ProbeReport, ConnectError>) -> Status {
-        match result {
-            Ok(report) => Status {
-                status: Connectivity::Connected,
-                version: Some(report.version),
-                node_count: Some(report.node_count),
-                error: None,
-            },
-            Err(err) => Status {
-                status: Connectivity::Disconnected,
-                version: None,
-                node_count: None,
-                error: Some(err.to_string()),
-            },
-        }
-    }
 }
 
 /// A cluster as the API shows it: registration plus cached status, never credentials.
@@ -220,6 +172,29 @@ struct Registered {
     credential_expires_at: Option<String>,
     insecure_tls: bool,
     declared_in: Option<String>,
+    /// A digest of the stored record (see [`revision`]): a refresh recomputes the entries
+    /// whose record changed.
+    revision: [u8; 32],
+}
+
+/// A digest of every stored field of `record`, the sealed kubeconfig included (sealing draws a
+/// fresh nonce, so a rotated kubeconfig changes it even when the text is the same).
+fn revision(record: &ClusterRecord) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    for field in [
+        record.server_url.as_str(),
+        record.kubeconfig_sealed.as_str(),
+        record.credential_expires_at.as_deref().unwrap_or_default(),
+        record.updated_at.as_str(),
+        record.declared_in.as_deref().unwrap_or_default(),
+    ]
+    .into_iter()
+    .chain(record.namespaces.iter().map(String::as_str))
+    {
+        digest.update(field.as_bytes());
+        digest.update([0]);
+    }
+    digest.finalize().into()
 }
 
 impl Registered {
@@ -230,6 +205,7 @@ impl Registered {
             credential_expires_at: record.credential_expires_at.clone(),
             insecure_tls,
             declared_in: record.declared_in.clone(),
+            revision: revision(record),
         }
     }
 }
@@ -244,7 +220,11 @@ pub struct Registry {
     /// Every registration by name, loaded from the store on first use, then kept in step by
     /// register, update and remove (after their store writes).
     board: tokio::sync::OnceCell<RwLock<BTreeMap<String, Registered>>>,
-    statuses: RwLock<HashMap<String, Status>>,
+    /// Counts this process's own changes to the board, so that a refresh from a store listing
+    /// taken before one of them does not undo it.
+    board_changes: AtomicU64,
+    /// The latest probe result of each cluster, this process's or another's (from the store).
+    pub(super) statuses: Statuses,
     clients: ClientCache,
     /// How long a probe, or a read of a declared cluster's Secrets, may take.
     pub(super) probe_timeout: Duration,
@@ -259,7 +239,8 @@ impl Registry {
             sealer,
             declaration_problems: RwLock::default(),
             board: tokio::sync::OnceCell::new(),
-            statuses: RwLock::default(),
+            board_changes: AtomicU64::new(0),
+            statuses: Statuses::default(),
             clients: ClientCache::new(),
             probe_timeout,
             throttles: Arc::default(),
@@ -290,20 +271,17 @@ impl Registry {
     }
 
     fn status_of(&self, name: &str) -> Status {
-        self.statuses
-            .read()
-            .get(name)
-            .cloned()
-            .unwrap_or_else(Status::pending)
+        self.statuses.get(name).unwrap_or_else(Status::pending)
     }
 
-    fn set_status(&self, name: &str, status: Status) {
-        self.statuses.write().insert(name.to_string(), status);
-    }
-
-    pub(super) fn forget(&self, name: &str) {
+    /// Drops what this process and the store know of `name`'s connection: its cached client
+    /// and its probe result (after a registration change, or its removal).
+    pub(super) async fn forget(&self, name: &str) {
         self.clients.invalidate(name);
-        self.statuses.write().remove(name);
+        self.statuses.remove(name);
+        if let Err(error) = self.store.forget_probe(name).await {
+            tracing::warn!(cluster = name, %error, "cannot drop the stored probe result");
+        }
     }
 
     async fn board(&self) -> Result<&RwLock<BTreeMap<String, Registered>>, RegistryError> {
@@ -334,10 +312,54 @@ impl Registry {
         record: &ClusterRecord,
         insecure_tls: bool,
     ) -> Result<(), RegistryError> {
-        self.board()
-            .await?
-            .write()
-            .insert(record.name.clone(), Registered::of(record, insecure_tls));
+        let mut board = self.board().await?.write();
+        board.insert(record.name.clone(), Registered::of(record, insecure_tls));
+        self.board_changes.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// How many changes this process made to the board so far: read before listing the store
+    /// for [`Registry::refresh_board`].
+    pub(super) fn board_changes(&self) -> u64 {
+        self.board_changes.load(Ordering::SeqCst)
+    }
+
+    /// Brings the board in step with `records`, a listing of the store taken when this process
+    /// had made `changes_seen` changes: registrations, updates and removals made through other
+    /// processes sharing the store show up, and a removed or changed cluster's cached client
+    /// and status are dropped. Skipped when this process changed the board since (the listing
+    /// may predate that change; the next refresh brings it in step).
+    pub(super) async fn refresh_board(
+        &self,
+        records: &[ClusterRecord],
+        changes_seen: u64,
+    ) -> Result<(), RegistryError> {
+        let mut board = self.board().await?.write();
+        if self.board_changes() != changes_seen {
+            return Ok(());
+        }
+        let listed: HashMap<&str, &ClusterRecord> =
+            records.iter().map(|r| (r.name.as_str(), r)).collect();
+        let stale: Vec<String> = board
+            .iter()
+            .filter(|(name, registered)| {
+                listed
+                    .get(name.as_str())
+                    .is_none_or(|record| revision(record) != registered.revision)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &stale {
+            board.remove(name);
+            self.clients.invalidate(name);
+            self.statuses.remove(name);
+        }
+        for record in records {
+            if !board.contains_key(&record.name) {
+                let insecure = self.insecure_of(record);
+                board.insert(record.name.clone(), Registered::of(record, insecure));
+            }
+        }
         Ok(())
     }
 
@@ -420,7 +442,7 @@ impl Registry {
             Err(StoreError::Duplicate(_)) => return Err(RegistryError::Duplicate(request.name)),
             other => other?,
         }
-        self.forget(&record.name);
+        self.forget(&record.name).await;
         self.board_put(&record, insecure).await?;
         Ok(self.view(&record.name, &Registered::of(&record, insecure)))
     }
@@ -485,7 +507,7 @@ impl Registry {
         if !self.store.update_cluster(&record).await? {
             return Err(RegistryError::NotFound(name.to_string()));
         }
-        self.forget(name);
+        self.forget(name).await;
         self.board_put(&record, insecure).await?;
         Ok(self.view(name, &Registered::of(&record, insecure)))
     }
@@ -516,11 +538,12 @@ impl Registry {
         let result = match self.store.delete_cluster(name).await {
             Ok(true) => self.board().await.map(|board| {
                 board.write().remove(name);
+                self.board_changes.fetch_add(1, Ordering::SeqCst);
             }),
             Ok(false) => Err(RegistryError::NotFound(name.to_string())),
             Err(err) => Err(err.into()),
         };
-        self.forget(name);
+        self.forget(name).await;
         result
     }
 
@@ -627,7 +650,7 @@ impl Registry {
     }
 
     /// A fresh client for a registered cluster, not cached.
-    async fn build_client(&self, name: &str) -> Result<CachedCluster, ResolveFailure> {
+    pub(super) async fn build_client(&self, name: &str) -> Result<CachedCluster, ResolveFailure> {
         let resolved = self.resolve(name).await.map_err(ResolveFailure::Registry)?;
         let client = connect::throttled_client_from_kubeconfig(
             &resolved.kubeconfig,
@@ -676,59 +699,6 @@ impl Registry {
         self.audit(actor, "cluster.check", name, &outcome).await;
         result
     }
-
-    /// Probes one registered cluster now and records the result on the status board. The
-    /// probe uses the cluster's cached client when something deploys to it (or reads it)
-    /// through the cache, and otherwise a client of its own, dropped with its connection
-    /// afterwards: a replica of a sharded fleet probes every cluster but keeps clients only
-    /// for those it works on (a client and its idle TLS connection for each of the others'
-    /// clusters were a fixed cost of every replica, whatever its share).
-    pub async fn probe(&self, name: &str) -> Status {
-        let entry = match self.clients.get(name) {
-            Some(entry) => Ok(entry),
-            None => self.build_client(name).await,
-        };
-        let result = match entry {
-            Ok(entry) => connect::probe(&entry.client, self.probe_timeout).await,
-            Err(ResolveFailure::Connect(err)) => Err(err),
-            Err(ResolveFailure::Registry(err)) => Err(ConnectError::Other(err.to_string())),
-        };
-        let status = Status::from_probe(result);
-        self.set_status(name, status.clone());
-        status
-    }
-
-    /// Probes every registered cluster, [`PROBE_CONCURRENCY`] at a time, and warns about
-    /// credentials that expire within [`EXPIRY_WARNING`].
-    pub async fn probe_all(self: &Arc<Self>) -> Result<(), RegistryError> {
-        let records = self.store.list_clusters().await?;
-        let permits = Arc::new(tokio::sync::Semaphore::new(PROBE_CONCURRENCY));
-        let mut tasks = tokio::task::JoinSet::new();
-        for record in records {
-            warn_if_expiring(&record);
-            let registry = Arc::clone(self);
-            let permits = Arc::clone(&permits);
-            tasks.spawn(async move {
-                // The semaphore is never closed, so acquiring only waits.
-                let _permit = permits.acquire_owned().await;
-                registry.probe(&record.name).await
-            });
-        }
-        while tasks.join_next().await.is_some() {}
-        Ok(())
-    }
-
-    /// Runs [`Registry::probe_all`] every `interval` until the task is dropped.
-    pub async fn probe_loop(self: Arc<Self>, interval: Duration) {
-        let mut ticker = tokio::time::interval(interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticker.tick().await;
-            if let Err(err) = self.probe_all().await {
-                tracing::warn!(%err, "cluster probe round failed");
-            }
-        }
-    }
 }
 
 /// Why a cached client could not be produced.
@@ -742,38 +712,9 @@ pub enum ResolveFailure {
     Connect(ConnectError),
 }
 
-/// Whether credentials expiring at `expires_at` (RFC 3339) are within [`EXPIRY_WARNING`] of
-/// `now` (or already expired). Unknown or unreadable expiry is not "expiring".
-pub fn expires_soon(expires_at: Option<&str>, now: Timestamp) -> bool {
-    expires_at
-        .and_then(|text| text.parse::<Timestamp>().ok())
-        .is_some_and(|at| at.as_second() - now.as_second() <= EXPIRY_WARNING.as_secs() as i64)
-}
-
-fn warn_if_expiring(record: &ClusterRecord) {
-    let expires = record.credential_expires_at.as_deref();
-    if expires_soon(expires, Timestamp::now()) {
-        tracing::warn!(
-            cluster = %record.name,
-            credential_expires_at = expires.unwrap_or_default(),
-            "cluster credentials expire within 7 days (or have expired); register fresh credentials"
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn expiry_warning_starts_seven_days_ahead() {
-        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-        assert!(expires_soon(Some("2026-01-08T00:00:00Z"), now));
-        assert!(expires_soon(Some("2025-12-01T00:00:00Z"), now));
-        assert!(!expires_soon(Some("2026-01-08T00:00:01Z"), now));
-        assert!(!expires_soon(None, now));
-        assert!(!expires_soon(Some("garbage"), now));
-    }
 
     #[tokio::test]
     async fn an_over_long_audit_target_is_truncated() {

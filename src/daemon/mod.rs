@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use crate::app::files::AppsDirError;
+use crate::clusters::probes::{ProbePreference, ProbeSchedule};
 use crate::clusters::registry::Registry;
 use crate::clusters::resolve::{ClusterSource, Resolver};
 use crate::clusters::throttle::Throttles;
@@ -204,6 +205,20 @@ pub async fn join_fleet(
     Ok(Some(membership))
 }
 
+/// Which clusters this process is expected to probe: in a sharded fleet those it owns or is
+/// taking over, and its rendezvous share of those no App deploys to (it has the clients of its
+/// own already; the others' owners probe theirs), otherwise all of them (server replicas
+/// sharing a store then take turns, whoever claims a probe first).
+fn probe_preference(membership: Option<&Arc<crate::shard::Membership>>) -> ProbePreference {
+    match membership {
+        Some(membership) => {
+            let membership = Arc::clone(membership);
+            Arc::new(move |cluster: &str| membership.is_owner(cluster))
+        }
+        None => Arc::new(|_: &str| true),
+    }
+}
+
 /// The running daemon of `--role all|server`: its registries, poller and App runner.
 pub struct Daemon {
     /// Held for the daemon's lifetime: one daemon per data directory.
@@ -365,7 +380,10 @@ impl Daemon {
             }
         }
         runner.start(updates);
-        let prober = tokio::spawn(Arc::clone(&registry).probe_loop(options.probe_interval));
+        let prober = tokio::spawn(Arc::clone(&registry).probe_loop(
+            ProbeSchedule::every(options.probe_interval),
+            probe_preference(membership.as_ref()),
+        ));
         Ok(Daemon {
             _lock: lock,
             registry,

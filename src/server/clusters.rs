@@ -13,8 +13,9 @@ use super::body::JsonBody;
 use super::error::ApiError;
 use crate::clusters::access::{CheckReport, CheckRequest};
 use crate::clusters::registry::{
-    ClusterView, RegisterRequest, ResolvedCluster, Status, TestRequest, UpdateRequest,
+    ClusterView, RegisterRequest, ResolvedCluster, TestRequest, UpdateRequest,
 };
+use crate::clusters::status::Status;
 
 /// `GET /api/v1/clusters` (with `declarationErrors` when declarations of the `--clusters` file
 /// could not be applied): every cluster with its cached status (never waits on a cluster).

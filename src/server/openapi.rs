@@ -164,9 +164,8 @@ pub fn route_docs() -> Vec<RouteDoc> {
     use super::tokens::TokenRequest;
     use super::users::{CreateUser, UpdateUser};
     use crate::clusters::access::CheckRequest;
-    use crate::clusters::registry::{
-        ClusterView, RegisterRequest, Status, TestRequest, UpdateRequest,
-    };
+    use crate::clusters::registry::{ClusterView, RegisterRequest, TestRequest, UpdateRequest};
+    use crate::clusters::status::Status;
     use crate::sources::repositories::{
         AddRequest, RepositoryView, UpdateRequest as RepositoryUpdate,
     };

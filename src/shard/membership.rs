@@ -587,6 +587,14 @@ impl Membership {
         view.settled && view.desired(cluster)
     }
 
+    /// Whether this replica is, or is about to be, the one working on `cluster`
+    /// ([`View::owner`]: its claimant, else its assignment, else for a cluster no App deploys
+    /// to its rendezvous owner among the live replicas). Unlike [`Membership::owns`] it is not
+    /// a licence to write: it picks the replica that probes the cluster.
+    pub fn is_owner(&self, cluster: &str) -> bool {
+        self.view.borrow().owner(cluster) == Some(self.config.replica_id.as_str())
+    }
+
     /// Whether this replica may write to `cluster` now; see [`Membership::fence`]. Asked for
     /// every App by the periodic scans (auto-promotion, status routing), so it builds no
     /// error: most clusters of a large fleet are another replica's.

@@ -52,6 +52,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0010_login_attempts.sql",
         include_str!("../../migrations/0010_login_attempts.sql"),
     ),
+    (
+        11,
+        "0011_cluster_probes.sql",
+        include_str!("../../migrations/0011_cluster_probes.sql"),
+    ),
 ];
 
 /// The PostgreSQL advisory lock key held while migrating ("wardn mi" in ASCII): replicas
