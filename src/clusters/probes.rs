@@ -18,7 +18,7 @@ use super::registry::{Registry, RegistryError, ResolveFailure};
 use super::status::Status;
 use crate::store::StoreError;
 use crate::store::clusters::ClusterRecord;
-use crate::store::probes::{MAX_STATUS_BYTES, ProbeRow};
+use crate::store::probes::ProbeRow;
 
 /// How many clusters a probe round contacts at once (a dead cluster holds one slot until its
 /// timeout; the rest proceed).
@@ -99,14 +99,9 @@ impl Registry {
     async fn record(&self, name: &str, status: &Status) {
         let at_ms = Timestamp::now().as_millisecond();
         self.statuses.put(name, status.clone(), at_ms);
+        // The store refuses a result over its bound; `from_probe` keeps within it.
         let written = match serde_json::to_string(status) {
-            Ok(json) if json.len() <= MAX_STATUS_BYTES => {
-                self.store.record_probe(name, &json, at_ms).await
-            }
-            Ok(json) => Err(StoreError::Corrupt {
-                field: "cluster_probes.status",
-                reason: format!("{} bytes", json.len()),
-            }),
+            Ok(json) => self.store.record_probe(name, &json, at_ms).await,
             Err(err) => Err(StoreError::Corrupt {
                 field: "cluster_probes.status",
                 reason: err.to_string(),
