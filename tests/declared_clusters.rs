@@ -141,15 +141,7 @@ async fn declared_clusters_join_the_registry_and_follow_their_file() {
 
     // Both credential forms work: the clusters are probed connected.
     eventually("prod and edge connected", async || {
-        let clusters = list().await;
-        let connected: Vec<&str> = clusters["clusters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["status"] == "connected")
-            .filter_map(|c| c["name"].as_str())
-            .collect();
-        connected == ["edge", "prod"]
+        support::connected_clusters(&list().await) == ["edge", "prod"]
     })
     .await;
     let clusters = list().await;

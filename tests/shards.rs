@@ -980,14 +980,7 @@ async fn three_replicas_spread_the_apps_hand_over_an_approval_and_survive_a_sigk
     for process in [&r0, &r1, &r2] {
         until("every replica shows every cluster connected", || async {
             let listed = get(process, &cookie, "/api/v1/clusters").await;
-            let connected: Vec<&str> = listed["clusters"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|c| c["status"] == "connected")
-                .filter_map(|c| c["name"].as_str())
-                .collect();
-            connected == names
+            support::connected_clusters(&listed) == names
         })
         .await;
     }

@@ -65,3 +65,14 @@ pub async fn execute(url: &str, sql: &'static str) {
     sqlx::raw_sql(sql).execute(&pool).await.unwrap();
     pool.close().await;
 }
+
+/// The names of the clusters a `GET /api/v1/clusters` body lists as connected, in its order.
+pub fn connected_clusters(list: &serde_json::Value) -> Vec<String> {
+    list["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["status"] == "connected")
+        .filter_map(|c| c["name"].as_str().map(str::to_string))
+        .collect()
+}
