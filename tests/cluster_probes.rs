@@ -190,6 +190,18 @@ async fn shared_rounds(backend: Backend<'_>) {
         .await
         .unwrap();
     fleet.registries[0].remove("admin", "c0").await.unwrap();
+    // Before any round, each replica answers for the new cluster (from the store) and no
+    // longer for the removed one when asked by name; their lists follow at the next round.
+    for registry in &fleet.registries {
+        let view = registry.get("extra").await.unwrap();
+        assert_eq!(view.server_url, extra.url());
+        assert!(
+            view.status
+                .error
+                .is_some_and(|e| e.contains("not probed yet"))
+        );
+    }
+    assert!(fleet.registries[0].get("c0").await.is_err());
     round_of_all(&fleet, &schedule, &everyone, t0 + 64 * SECOND).await;
     round_of_all(&fleet, &schedule, &everyone, t0 + 65 * SECOND).await;
     for registry in &fleet.registries {

@@ -1171,8 +1171,15 @@ async fn cluster_probes(db: TestDb) {
     assert_eq!(rows.len(), 2);
     assert_eq!((rows[0].name.as_str(), rows[0].due_ms), ("gone", 7));
     assert_eq!(rows[1], row("{\"late\":1}", 30_000));
+    // A result recorded outside a round makes its row due at once (for the expected prober).
+    store.record_probe("fresh", "{}", 12_345).await.unwrap();
+    let fresh = store.probe_rows().await.unwrap().remove(0);
+    assert_eq!(
+        (fresh.name.as_str(), fresh.due_ms, fresh.probed_ms),
+        ("fresh", 12_345, 12_345)
+    );
     // Rows of clusters that are not registered go; forgetting drops one.
-    assert_eq!(store.prune_probes().await.unwrap(), 1);
+    assert_eq!(store.prune_probes().await.unwrap(), 2);
     store.forget_probe("staging").await.unwrap();
     assert!(store.probe_rows().await.unwrap().is_empty());
 }

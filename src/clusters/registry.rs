@@ -599,13 +599,25 @@ impl Registry {
             .collect()
     }
 
-    /// One cluster with its cached status.
+    /// One cluster with its cached status. A cluster the board does not hold is looked up in
+    /// the store: another replica may have registered it since this one's last refresh, and
+    /// a client that registered it there and reads it here must not get a 404.
     pub async fn get(&self, name: &str) -> Result<ClusterView, RegistryError> {
-        let board = self.board().await?.read();
-        board
+        let held = self
+            .board()
+            .await?
+            .read()
             .get(name)
-            .map(|registered| self.view(name, registered))
-            .ok_or_else(|| RegistryError::NotFound(name.to_string()))
+            .map(|registered| self.view(name, registered));
+        if let Some(view) = held {
+            return Ok(view);
+        }
+        match self.store.get_cluster(name).await? {
+            Some(record) => {
+                Ok(self.view(name, &Registered::of(&record, self.insecure_of(&record))))
+            }
+            None => Err(RegistryError::NotFound(name.to_string())),
+        }
     }
 
     /// The unsealed registration of `name`, for the internal endpoint and local resolution.

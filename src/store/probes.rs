@@ -70,7 +70,10 @@ impl Store {
     }
 
     /// Records the result `status` of a probe of `name` taken at `probed_ms`, unless a later
-    /// result is already recorded (a slow probe never overwrites a newer one).
+    /// result is already recorded (a slow probe never overwrites a newer one). A cluster
+    /// without a row (probed outside a round, e.g. right after its registration) gets one due
+    /// at `probed_ms`: its expected prober takes it at its next round, the others not before
+    /// an interval has passed.
     pub async fn record_probe(
         &self,
         name: &str,
@@ -87,13 +90,13 @@ impl Store {
             });
         }
         sqlx::query(
-            "INSERT INTO cluster_probes (name, due_ms, status, probed_ms) VALUES ($1, 0, $2, $3) \
+            "INSERT INTO cluster_probes (name, due_ms, status, probed_ms) VALUES ($1, $2, $3, $2) \
              ON CONFLICT (name) DO UPDATE SET status = excluded.status, \
              probed_ms = excluded.probed_ms WHERE cluster_probes.probed_ms <= excluded.probed_ms",
         )
         .bind(name)
-        .bind(status)
         .bind(probed_ms)
+        .bind(status)
         .execute(&self.pool)
         .await?;
         Ok(())
