@@ -599,19 +599,10 @@ impl Registry {
             .collect()
     }
 
-    /// One cluster with its cached status. A cluster the board does not hold is looked up in
-    /// the store: another replica may have registered it since this one's last refresh, and
-    /// a client that registered it there and reads it here must not get a 404.
+    /// One cluster with its cached status. The registration is read from the store, not the
+    /// board: another replica may have registered, changed or removed it since this one's last
+    /// refresh, and a client that did so there and asks here by name must see its change.
     pub async fn get(&self, name: &str) -> Result<ClusterView, RegistryError> {
-        let held = self
-            .board()
-            .await?
-            .read()
-            .get(name)
-            .map(|registered| self.view(name, registered));
-        if let Some(view) = held {
-            return Ok(view);
-        }
         match self.store.get_cluster(name).await? {
             Some(record) => {
                 Ok(self.view(name, &Registered::of(&record, self.insecure_of(&record))))
