@@ -1,7 +1,8 @@
 //! The background prober, which fills the status board ([`super::status::Statuses`]).
 //! Processes sharing one store share the probes: each round, a process claims the probes that
-//! are due in the store ([`crate::store::Store::claim_probe`]), takes them, and records the results there; it reads everyone's
-//! results back into its board, which the API answers from. So N replicas probe each cluster
+//! are due in the store ([`crate::store::Store::claim_probe`]), takes them, and records the
+//! results there; it reads everyone's results back into its board, which the API answers
+//! from. So N replicas probe each cluster
 //! once per interval between them, not N times, and a replica's API shows a cluster's latest
 //! status whoever probed it. A replica of a sharded fleet claims the probes of the clusters it
 //! owns when they fall due (it has their clients and connections already) and those of other

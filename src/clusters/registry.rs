@@ -277,11 +277,18 @@ impl Registry {
     /// Drops what this process and the store know of `name`'s connection: its cached client
     /// and its probe result (after a registration change, or its removal).
     pub(super) async fn forget(&self, name: &str) {
-        self.clients.invalidate(name);
-        self.statuses.remove(name);
+        self.forget_here(name);
         if let Err(error) = self.store.forget_probe(name).await {
             tracing::warn!(cluster = name, %error, "cannot drop the stored probe result");
         }
+    }
+
+    /// Drops what this process alone knows of `name`'s connection: its cached client and its
+    /// probe result on the board (the store's row is the changer's to drop, see
+    /// [`Registry::forget`]).
+    fn forget_here(&self, name: &str) {
+        self.clients.invalidate(name);
+        self.statuses.remove(name);
     }
 
     async fn board(&self) -> Result<&RwLock<BTreeMap<String, Registered>>, RegistryError> {
@@ -314,6 +321,14 @@ impl Registry {
     ) -> Result<(), RegistryError> {
         let mut board = self.board().await?.write();
         board.insert(record.name.clone(), Registered::of(record, insecure_tls));
+        self.board_changes.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Removes `name` from the board (after it was deleted from the store).
+    async fn board_remove(&self, name: &str) -> Result<(), RegistryError> {
+        let mut board = self.board().await?.write();
+        board.remove(name);
         self.board_changes.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -351,8 +366,7 @@ impl Registry {
             .collect();
         for name in &stale {
             board.remove(name);
-            self.clients.invalidate(name);
-            self.statuses.remove(name);
+            self.forget_here(name);
         }
         for record in records {
             if !board.contains_key(&record.name) {
@@ -536,10 +550,7 @@ impl Registry {
             refuse_declared(&record)?;
         }
         let result = match self.store.delete_cluster(name).await {
-            Ok(true) => self.board().await.map(|board| {
-                board.write().remove(name);
-                self.board_changes.fetch_add(1, Ordering::SeqCst);
-            }),
+            Ok(true) => self.board_remove(name).await,
             Ok(false) => Err(RegistryError::NotFound(name.to_string())),
             Err(err) => Err(err.into()),
         };
