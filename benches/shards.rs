@@ -4,7 +4,8 @@
 //! throwaway PostgreSQL; kubesim in its own child process, fresh for each replica count, with a
 //! management cluster `mgmt` for the Leases. For each replica count:
 //! - cold convergence: from starting the replicas to every App Synced in the store,
-//! - each replica's peak RSS (VmHWM),
+//! - each replica's peak RSS (VmHWM) and the sockets it holds open then (cluster and database
+//!   connections, listeners),
 //! - one `GET /api/v1/apps` on the first replica: its time, body size and RSS rise,
 //!
 //! and with 4 replicas, after SIGKILL of the one owning most clusters: the takeover (its
@@ -265,10 +266,15 @@ async fn run(pg: &postgres::Postgres, replicas: usize, apps: usize, clusters: us
         .iter()
         .map(|r| format!("{} {:.0} MiB", r.id, r.peak_rss_mib()))
         .collect();
+    let sockets: Vec<String> = running
+        .iter()
+        .map(|r| format!("{} {}", r.id, support::open_sockets(r.child.id())))
+        .collect();
     println!(
-        "shards: {apps} Apps × 10 objects on {clusters} clusters, {replicas} replica(s): cold convergence {:.1} s; peak RSS {}; kubesim child {:.0} MiB",
+        "shards: {apps} Apps × 10 objects on {clusters} clusters, {replicas} replica(s): cold convergence {:.1} s; peak RSS {}; open sockets {}; kubesim child {:.0} MiB",
         cold.as_secs_f64(),
         rss.join(", "),
+        sockets.join(", "),
         sims.peak_rss_mib()
     );
     let cookie = login(&running[0].base).await;

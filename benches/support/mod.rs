@@ -137,6 +137,20 @@ pub fn vm_hwm_mib(status: &str) -> f64 {
     status_mib(status, "VmHWM:")
 }
 
+/// How many sockets process `pid` holds open (its `/proc/PID/fd` entries that are sockets):
+/// connections to clusters and databases, and listeners.
+pub fn open_sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|entry| std::fs::read_link(entry.path()).ok())
+                .filter(|target| target.to_string_lossy().starts_with("socket:"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 /// The `field` (e.g. `VmRSS:`) of a `/proc/PID/status` file in MiB (NaN when unreadable).
 pub fn status_mib(status: &str, field: &str) -> f64 {
     std::fs::read_to_string(status)

@@ -127,7 +127,7 @@ async fn bind(port: u16) -> Result<TcpListener, Error> {
 impl Cluster {
     /// Starts a cluster: generates its CA and tokens, seeds namespaces, listens on 127.0.0.1.
     pub async fn start(config: ClusterConfig) -> Result<Cluster, Error> {
-        let material = tls::generate(&config.name)?;
+        let material = tls::generate(&config.name, !config.disable_http2)?;
         let tokens = Tokens::generate(&config.namespaces);
         let listener = bind(config.port).await?;
         let port = listener
@@ -207,6 +207,11 @@ impl Cluster {
     pub async fn client(&self) -> Result<kube::Client, Error> {
         let config = self.config().await?;
         kube::Client::try_from(config).map_err(|e| Error::Client(e.to_string()))
+    }
+
+    /// The connections accepted so far, by protocol, and those open now.
+    pub fn connections(&self) -> crate::Connections {
+        self.state.connections.snapshot()
     }
 
     /// Stops serving: closes the listener and every connection (watches end). State is kept.

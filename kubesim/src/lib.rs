@@ -7,6 +7,7 @@ mod api_services;
 mod auth;
 mod cluster;
 mod config;
+mod connections;
 mod controller_events;
 pub mod defaults;
 mod discovery;
@@ -43,6 +44,7 @@ pub mod write_log;
 
 pub use cluster::Cluster;
 pub use config::ClusterConfig;
+pub use connections::Connections;
 pub use error::Error;
 pub use faults::Faults;
 pub use tls::install_crypto_provider;

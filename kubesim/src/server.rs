@@ -19,6 +19,10 @@ use crate::reply::{Body, error_reply, negotiate};
 use crate::state::State;
 use crate::status::ApiError;
 
+/// The concurrent streams one HTTP/2 connection may carry: kube-apiserver's default since the
+/// HTTP/2 rapid-reset fixes (`--http2-max-streams-per-connection` 0 means 100).
+const MAX_STREAMS: u32 = 100;
+
 /// The API server's request body limit (3 MiB); larger bodies get 413.
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
 
@@ -41,11 +45,19 @@ pub fn spawn(
                     let state = state.clone();
                     connections.spawn(async move {
                         let Ok(tls) = acceptor.accept(tcp).await else { return };
+                        let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                        let counts = state.clone();
+                        let _open = counts.connections.opened(http2);
                         let service = hyper::service::service_fn(move |req| {
                             let state = state.clone();
                             async move { Ok::<_, Infallible>(handle(state, req).await) }
                         });
-                        let builder = auto::Builder::new(TokioExecutor::new());
+                        let mut builder = auto::Builder::new(TokioExecutor::new());
+                        if counts.config.disable_http2 {
+                            builder = builder.http1_only();
+                        } else {
+                            builder.http2().max_concurrent_streams(MAX_STREAMS);
+                        }
                         if let Err(e) = builder.serve_connection(TokioIo::new(tls), service).await {
                             tracing::debug!(error = %e, "connection ended");
                         }

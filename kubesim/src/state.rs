@@ -36,6 +36,8 @@ pub struct State {
     pub port_seq: AtomicU32,
     /// Every write served (see [`crate::write_log`]).
     pub write_log: crate::write_log::WriteLog,
+    /// The connections accepted (see [`crate::connections`]).
+    pub connections: crate::connections::ConnectionCounts,
 }
 
 impl State {
@@ -54,6 +56,7 @@ impl State {
             ip_seq: AtomicU32::new(0),
             port_seq: AtomicU32::new(0),
             write_log: Default::default(),
+            connections: Default::default(),
         }
     }
 

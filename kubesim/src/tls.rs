@@ -25,8 +25,9 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// Generates a fresh CA and a serving certificate with SANs 127.0.0.1 and localhost.
-pub fn generate(cluster: &str) -> Result<TlsMaterial, Error> {
+/// Generates a fresh CA and a serving certificate with SANs 127.0.0.1 and localhost; TLS offers
+/// HTTP/2 (ALPN `h2`) before HTTP/1.1 unless `http2` is false.
+pub fn generate(cluster: &str, http2: bool) -> Result<TlsMaterial, Error> {
     install_crypto_provider();
     let tls = |e: rcgen::Error| Error::Tls(e.to_string());
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls)?;
@@ -66,7 +67,10 @@ pub fn generate(cluster: &str) -> Result<TlsMaterial, Error> {
     .with_no_client_auth()
     .with_single_cert(chain, key)
     .map_err(|e| Error::Tls(e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = match http2 {
+        true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        false => vec![b"http/1.1".to_vec()],
+    };
     Ok(TlsMaterial {
         ca_pem: ca.pem(),
         server_config: Arc::new(config),

@@ -10,6 +10,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde::{Deserialize, Serialize};
 
 use super::throttle::ThrottleLayer;
+use super::transport::{self, Keepalive};
 
 /// `connected` or `disconnected`, as the API spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -67,8 +68,8 @@ pub async fn client_from_kubeconfig(
     kubeconfig: &str,
     timeout: Duration,
 ) -> Result<kube::Client, ConnectError> {
-    kube::Client::try_from(config_from_kubeconfig(kubeconfig, timeout).await?)
-        .map_err(|err| classify(&err))
+    let config = config_from_kubeconfig(kubeconfig, timeout).await?;
+    transport::client(&config, None, Keepalive::default())
 }
 
 /// Like [`client_from_kubeconfig`], with every request passing through `throttle` (the
@@ -79,8 +80,7 @@ pub async fn throttled_client_from_kubeconfig(
     throttle: &ThrottleLayer,
 ) -> Result<kube::Client, ConnectError> {
     let config = config_from_kubeconfig(kubeconfig, timeout).await?;
-    let builder = kube::client::ClientBuilder::try_from(config).map_err(|err| classify(&err))?;
-    Ok(builder.with_layer(throttle).build())
+    transport::client(&config, Some(throttle), Keepalive::default())
 }
 
 async fn config_from_kubeconfig(

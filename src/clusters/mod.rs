@@ -18,3 +18,4 @@ pub mod resolve;
 pub mod status;
 
 pub mod throttle;
+pub mod transport;
