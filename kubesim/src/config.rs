@@ -24,7 +24,7 @@ pub struct ClusterConfig {
     /// deletion starts (the Pod is removed then, or at the end of its grace period when that
     /// is shorter). `gracePeriodSeconds=0` deletes at once.
     pub pod_termination: Duration,
-    /// Serve HTTP/1.1 only, as kube-apiserver does with `DISABLE_HTTP2` set (or behind a
+    /// Serve HTTP/1.1 only, as kube-apiserver does with `--disable-http2-serving` (or behind a
     /// proxy that does not pass HTTP/2 on): TLS offers no `h2`.
     pub disable_http2: bool,
 }

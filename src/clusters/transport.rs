@@ -8,8 +8,8 @@
 //! API server caps the streams of one connection (kube-apiserver 1.32: 100), and a watch holds
 //! its stream for minutes: requests queued behind watches for a free stream would wait until
 //! one ends. An API server without HTTP/2 (behind a proxy that strips it, or run with
-//! `DISABLE_HTTP2`) is spoken to over HTTP/1.1, one connection per request in flight, as
-//! before.
+//! `--disable-http2-serving`) is spoken to over HTTP/1.1, one connection per request in flight,
+//! as before.
 //!
 //! HTTP/2 connections are pinged when they have been silent for [`Keepalive::interval`] with
 //! streams open and closed when no answer comes within [`Keepalive::timeout`] (client-go's
@@ -112,6 +112,9 @@ impl Transport {
             .map_err(|e| ConnectError::Tls(e.to_string()))?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
+        // As Go's net package does for client-go: small writes (an HTTP/2 frame, a window
+        // update) go out at once instead of waiting for the previous segment's ACK.
+        http.set_nodelay(true);
         let mut https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http();
@@ -166,12 +169,14 @@ impl Transport {
     }
 }
 
-/// Whether `request` is a watch (`?watch=true` or `?watch=1`), which holds its stream open.
-fn is_watch<B>(request: &Request<B>) -> bool {
+/// Whether `request` holds its stream open for as long as the server sends: a watch
+/// (`?watch=true`) or a followed log (`?follow=true`, e.g. `kubectl logs -f` through a cluster
+/// shell). Both go on the watch connections, so that no number of them starves requests.
+fn is_long_running<B>(request: &Request<B>) -> bool {
     request.uri().query().is_some_and(|query| {
         query
             .split('&')
-            .any(|pair| matches!(pair, "watch=true" | "watch=1"))
+            .any(|pair| matches!(pair, "watch=true" | "watch=1" | "follow=true" | "follow=1"))
     })
 }
 
@@ -186,7 +191,7 @@ impl Service<Request<Body>> for Transport {
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let (http, slot) = if is_watch(&request) {
+        let (http, slot) = if is_long_running(&request) {
             let (http, slot) = self.watch_connection();
             (http, Some(slot))
         } else {
@@ -200,8 +205,8 @@ impl Service<Request<Body>> for Transport {
     }
 }
 
-/// A watch's place on its connection, given back when the watch's response (or its failure)
-/// is dropped.
+/// A long-running request's place on its connection, given back when its response (or its
+/// failure) is dropped.
 struct WatchSlot(Arc<AtomicUsize>);
 
 impl Drop for WatchSlot {
@@ -210,7 +215,7 @@ impl Drop for WatchSlot {
     }
 }
 
-/// A response body holding its watch's slot, if it is a watch.
+/// A response body holding its request's slot, if it is long-running.
 pub struct SlotBody {
     body: Incoming,
     _slot: Option<WatchSlot>,
@@ -241,19 +246,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_watches_are_watches() {
+    fn watches_and_followed_logs_are_long_running_nothing_else_is() {
         let request = |uri: &str| Request::get(uri).body(()).unwrap();
-        assert!(is_watch(&request("/api/v1/configmaps?watch=true")));
-        assert!(is_watch(&request(
-            "/api/v1/configmaps?resourceVersion=5&watch=1"
-        )));
-        assert!(!is_watch(&request("/api/v1/configmaps")));
-        assert!(!is_watch(&request("/api/v1/configmaps?watch=false")));
-        assert!(!is_watch(&request(
-            "/api/v1/configmaps?allowWatchBookmarks=true"
-        )));
-        assert!(!is_watch(&request(
-            "/api/v1/namespaces/watch=true/configmaps"
-        )));
+        let long_running = |uri: &str| is_long_running(&request(uri));
+        assert!(long_running("/api/v1/configmaps?watch=true"));
+        assert!(long_running("/api/v1/configmaps?resourceVersion=5&watch=1"));
+        assert!(long_running(
+            "/api/v1/namespaces/a/pods/p/log?container=c&follow=true"
+        ));
+        assert!(!long_running("/api/v1/configmaps"));
+        assert!(!long_running("/api/v1/configmaps?watch=false"));
+        assert!(!long_running(
+            "/api/v1/namespaces/a/pods/p/log?follow=false"
+        ));
+        assert!(!long_running("/api/v1/configmaps?allowWatchBookmarks=true"));
+        assert!(!long_running("/api/v1/namespaces/watch=true/configmaps"));
     }
 }
