@@ -4,10 +4,13 @@
 //! connection's stream limit without starving requests; a connection gone silent noticed by
 //! its pings; and a thousand watches that leave no connection or slot behind.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use common::Sim;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
@@ -21,16 +24,14 @@ use wardn::clusters::transport::{self, Keepalive, WATCHES_PER_CONNECTION};
 /// A bound on waits for what must happen; far above what any of them takes.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-async fn cluster(namespaces: usize, disable_http2: bool) -> Cluster {
-    kubesim::install_crypto_provider();
-    Cluster::start(ClusterConfig {
+async fn cluster(namespaces: usize, disable_http2: bool) -> Sim {
+    common::start_with(ClusterConfig {
         namespaces: (0..namespaces).map(|i| format!("ns{i}")).collect(),
         simulate: false,
         disable_http2,
         ..ClusterConfig::default()
     })
     .await
-    .unwrap()
 }
 
 /// A client built as the reconciler builds its cached clients.
@@ -99,35 +100,14 @@ async fn event_for(watch: &mut Watch, name: &str) {
     assert_eq!(found, Ok(true), "no event for {name}");
 }
 
-/// Runs the real kubectl against `cluster` (`get --raw /version`), off the runtime.
-async fn kubectl_version(cluster: &Cluster) {
-    let kubeconfig = cluster.kubeconfig();
-    tokio::task::spawn_blocking(move || {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kubeconfig");
-        std::fs::write(&path, kubeconfig).unwrap();
-        let out = std::process::Command::new("kubectl")
-            .args(["get", "--raw", "/version", "--kubeconfig"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    })
-    .await
-    .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_beyond_one_connections_stream_limit_and_requests_share_a_few_http2_connections_as_kubectl_speaks_it()
  {
     // kubesim, like kube-apiserver 1.32, lets one HTTP/2 connection carry 100 streams.
     let namespaces = 40;
-    let cluster = cluster(namespaces, false).await;
-    let client = wardn_client(&cluster).await;
+    let sim = cluster(namespaces, false).await;
+    let cluster = &sim.cluster;
+    let client = wardn_client(cluster).await;
     // The first request opens the connection the others share (requests sent before any
     // connection has negotiated HTTP/2 each open one, and all but one are dropped).
     list(&client, "ns0").await.unwrap();
@@ -162,7 +142,7 @@ async fn watches_beyond_one_connections_stream_limit_and_requests_share_a_few_ht
     }
     // The real kubectl negotiates HTTP/2 with the same server too.
     let before = cluster.connections();
-    kubectl_version(&cluster).await;
+    sim.kubectl(&["get", "--raw", "/version"], None);
     let after = cluster.connections();
     assert_eq!(
         (after.http2 - before.http2, after.http1 - before.http1),
@@ -173,8 +153,9 @@ async fn watches_beyond_one_connections_stream_limit_and_requests_share_a_few_ht
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_without_http2_is_spoken_to_over_http1_like_kubectl_does() {
-    let cluster = cluster(3, true).await;
-    let client = wardn_client(&cluster).await;
+    let sim = cluster(3, true).await;
+    let cluster = &sim.cluster;
+    let client = wardn_client(cluster).await;
     let mut watches = Vec::new();
     for ns in 0..3 {
         watches.push(watch(&client, &format!("ns{ns}")).await);
@@ -186,7 +167,7 @@ async fn a_cluster_without_http2_is_spoken_to_over_http1_like_kubectl_does() {
     assert_eq!(seen.http2, 0);
     // HTTP/1.1 holds a connection per watch open.
     assert!(seen.http1 >= 4, "{seen:?}");
-    kubectl_version(&cluster).await;
+    sim.kubectl(&["get", "--raw", "/version"], None);
     assert_eq!(cluster.connections().http2, 0);
 }
 
@@ -259,7 +240,8 @@ async fn pipe(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_gone_silent_fails_its_watch_by_ping_and_the_next_request_takes_a_new_one() {
-    let cluster = cluster(1, false).await;
+    let sim = cluster(1, false).await;
+    let cluster = &sim.cluster;
     let relay = Relay::start(cluster.port()).await;
     let mut config = cluster.config().await.unwrap();
     config.cluster_url = format!("https://127.0.0.1:{}", relay.port).parse().unwrap();
@@ -302,8 +284,9 @@ async fn a_connection_gone_silent_fails_its_watch_by_ping_and_the_next_request_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_watches_opened_and_dropped_leave_no_connection_or_slot_behind() {
-    let cluster = cluster(2, false).await;
-    let client = wardn_client(&cluster).await;
+    let sim = cluster(2, false).await;
+    let cluster = &sim.cluster;
+    let client = wardn_client(cluster).await;
     for round in 0..1_000 {
         let opened = watch(&client, &format!("ns{}", round % 2)).await;
         drop(opened);
@@ -325,7 +308,8 @@ async fn a_thousand_watches_opened_and_dropped_leave_no_connection_or_slot_behin
 
 #[tokio::test]
 async fn a_kubeconfig_through_a_proxy_is_refused_naming_the_proxy() {
-    let cluster = cluster(0, false).await;
+    let sim = cluster(0, false).await;
+    let cluster = &sim.cluster;
     let kubeconfig = cluster.kubeconfig().replacen(
         "    certificate-authority-data:",
         "    proxy-url: http://127.0.0.1:3128\n    certificate-authority-data:",

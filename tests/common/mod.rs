@@ -19,8 +19,7 @@ pub struct Sim {
 }
 
 pub async fn start(namespaces: &[&str]) -> Sim {
-    kubesim::install_crypto_provider();
-    let cluster = Cluster::start(ClusterConfig {
+    start_with(ClusterConfig {
         namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
         // Zero: kubesim can miss its own ready deadline under load (see the report); the health
         // wait is still exercised, since statuses are written asynchronously after the apply.
@@ -28,7 +27,12 @@ pub async fn start(namespaces: &[&str]) -> Sim {
         ..Default::default()
     })
     .await
-    .unwrap();
+}
+
+/// Starts a cluster of `config` and writes its kubeconfig.
+pub async fn start_with(config: ClusterConfig) -> Sim {
+    kubesim::install_crypto_provider();
+    let cluster = Cluster::start(config).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, cluster.kubeconfig()).unwrap();
