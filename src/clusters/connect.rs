@@ -10,7 +10,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde::{Deserialize, Serialize};
 
 use super::throttle::ThrottleLayer;
-use super::transport::{self, Keepalive};
+use super::transport::{self, Keepalive, TransportError};
 
 /// `connected` or `disconnected`, as the API spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -62,6 +62,15 @@ pub enum ConnectError {
     Other(String),
 }
 
+impl From<TransportError> for ConnectError {
+    fn from(err: TransportError) -> ConnectError {
+        match err {
+            TransportError::Config(text) => ConnectError::Config(text),
+            TransportError::Tls(text) => ConnectError::Tls(text),
+        }
+    }
+}
+
 /// Builds a client for the kubeconfig's current context (or its only context) with the given
 /// connect timeout.
 pub async fn client_from_kubeconfig(
@@ -69,7 +78,7 @@ pub async fn client_from_kubeconfig(
     timeout: Duration,
 ) -> Result<kube::Client, ConnectError> {
     let config = config_from_kubeconfig(kubeconfig, timeout).await?;
-    transport::client(&config, None, Keepalive::default())
+    Ok(transport::client(&config, None, Keepalive::default())?)
 }
 
 /// Like [`client_from_kubeconfig`], with every request passing through `throttle` (the
@@ -80,7 +89,11 @@ pub async fn throttled_client_from_kubeconfig(
     throttle: &ThrottleLayer,
 ) -> Result<kube::Client, ConnectError> {
     let config = config_from_kubeconfig(kubeconfig, timeout).await?;
-    transport::client(&config, Some(throttle), Keepalive::default())
+    Ok(transport::client(
+        &config,
+        Some(throttle),
+        Keepalive::default(),
+    )?)
 }
 
 async fn config_from_kubeconfig(

@@ -37,7 +37,6 @@ use kube::client::{Body, ConfigExt};
 use parking_lot::Mutex;
 use tower::{BoxError, Service, ServiceBuilder};
 
-use super::connect::ConnectError;
 use super::throttle::ThrottleLayer;
 
 /// How many watches share one HTTP/2 connection: half of kube-apiserver's default limit of
@@ -63,6 +62,17 @@ impl Default for Keepalive {
     }
 }
 
+/// Why a cluster's client could not be built from its configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    /// The configuration names something this transport does not do, or is malformed.
+    #[error("{0}")]
+    Config(String),
+    /// The TLS material (CA, client certificate) cannot be used.
+    #[error("{0}")]
+    Tls(String),
+}
+
 type Connector = TimeoutConnector<HttpsConnector<HttpConnector>>;
 type Http = HyperClient<Connector, Body>;
 
@@ -73,14 +83,14 @@ pub fn client(
     config: &kube::Config,
     throttle: Option<&ThrottleLayer>,
     keepalive: Keepalive,
-) -> Result<kube::Client, ConnectError> {
+) -> Result<kube::Client, TransportError> {
     if let Some(proxy) = &config.proxy_url {
-        return Err(ConnectError::Config(format!(
+        return Err(TransportError::Config(format!(
             "proxy-url {proxy}: connecting through a proxy is not supported"
         )));
     }
     let transport = Transport::new(config, keepalive)?;
-    let layer_error = |e: kube::Error| ConnectError::Config(e.to_string());
+    let layer_error = |e: kube::Error| TransportError::Config(e.to_string());
     let service = ServiceBuilder::new()
         .option_layer(throttle.cloned())
         .layer(config.base_uri_layer())
@@ -106,10 +116,10 @@ struct WatchConnection {
 }
 
 impl Transport {
-    fn new(config: &kube::Config, keepalive: Keepalive) -> Result<Transport, ConnectError> {
+    fn new(config: &kube::Config, keepalive: Keepalive) -> Result<Transport, TransportError> {
         let tls = config
             .rustls_client_config()
-            .map_err(|e| ConnectError::Tls(e.to_string()))?;
+            .map_err(|e| TransportError::Tls(e.to_string()))?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         // As Go's net package does for client-go: small writes (an HTTP/2 frame, a window
@@ -122,7 +132,7 @@ impl Transport {
             let name = name
                 .clone()
                 .try_into()
-                .map_err(|e| ConnectError::Config(format!("tls-server-name {name:?}: {e}")))?;
+                .map_err(|e| TransportError::Config(format!("tls-server-name {name:?}: {e}")))?;
             https = https.with_server_name_resolver(FixedServerNameResolver::new(name));
         }
         let mut connector = TimeoutConnector::new(https.enable_all_versions().wrap_connector(http));
