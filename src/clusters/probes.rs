@@ -2,11 +2,11 @@
 //! Processes sharing one store share the probes: each round, a process claims the probes that
 //! are due in the store ([`crate::store::Store::claim_probe`]), takes them, and records the
 //! results there; it reads everyone's results back into its board, which the API answers
-//! from. So N replicas probe each cluster
-//! once per interval between them, not N times, and a replica's API shows a cluster's latest
-//! status whoever probed it. A replica of a sharded fleet claims the probes of the clusters it
-//! owns when they fall due (it has their clients and connections already) and those of other
-//! clusters only when they are a whole interval overdue (their owner is gone).
+//! from. So N replicas probe each cluster once per interval between them, not N times, and a
+//! replica's API shows a cluster's latest status whoever probed it. A replica of a sharded
+//! fleet claims the probes of the clusters it owns when they fall due (it has their clients
+//! and connections already) and those of other clusters only when they are a whole interval
+//! overdue (their owner is gone).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
