@@ -357,8 +357,9 @@ async fn allowlist_refuses_before_any_request() {
             .contains("\"kube-system\" is not in the allowlist of cluster staging"),
         "{err}"
     );
-    let status = err.status(&AppStatus::default(), Timestamp::now());
+    let status = err.status(&AppStatus::default(), Some(&m), Timestamp::now());
     assert_eq!(status.phase, Some(Phase::Failed));
+    assert_eq!(status.revision.as_deref(), Some("r1"));
     // A cluster-scoped object is refused too, and a destination outside the list.
     let ns = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
     let err = pass(
@@ -900,7 +901,7 @@ async fn converges_through_injected_api_errors() {
             }
             Err(e) => {
                 failures += 1;
-                status = e.status(&status, Timestamp::now());
+                status = e.status(&status, Some(&m), Timestamp::now());
                 assert_eq!(status.phase, Some(Phase::Failed));
                 assert!(status.message.is_some());
             }

@@ -801,10 +801,15 @@ async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
         "the failed pass keeps the widened inventory: {:?}",
         failed.message
     );
+    assert_ne!(
+        failed.revision, base_revision,
+        "the Failed status names the revision that failed"
+    );
 
     // The commit is reverted, and seen (a pass of the reverted tree fails on the faulty
-    // cluster too), before the cluster recovers: recovering first would let a retry of the
-    // 250-object revision finish, after which the revert rightly trips the prune guard.
+    // cluster too, and its status names that revision), before the cluster recovers:
+    // recovering first would let a retry of the 250-object revision finish, after which the
+    // revert rightly trips the prune guard.
     remove_configmaps(&src, "extra");
     eventually("the revert seen", || {
         runner.status(key).and_then(|s| s.revision) == base_revision
@@ -825,6 +830,62 @@ async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
         "objects created by the failed pass are orphaned"
     );
     assert_eq!(configmaps(&sim, "base").len(), 100);
+    running.stop().await;
+}
+
+/// A revision that does not render: the App is Failed naming that revision and the render
+/// error, keeps the revision it synced (nothing was applied), and syncs again once the source
+/// renders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revision_that_does_not_render_is_failed_under_its_own_revision() {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let src = work.path().join("cms");
+    write_configmaps(&src, "base", 3);
+    std::fs::write(apps.join("cms.yaml"), pruning_app_yaml("cms", &src)).unwrap();
+    let running = Running::start(&sim.kubeconfig, &work.path().join("data"), &apps).await;
+    let runner = std::sync::Arc::clone(&running.runner);
+    let key = "wardn/cms";
+    eventually("Synced", || {
+        runner.status(key).and_then(|s| s.phase) == Some(Phase::Synced)
+    })
+    .await;
+    let synced = runner.status(key).and_then(|s| s.revision);
+
+    std::fs::write(
+        src.join("kustomization.yaml"),
+        "resources:\n- missing.yaml\n",
+    )
+    .unwrap();
+    eventually("the render failure", || {
+        runner.status(key).is_some_and(|s| {
+            s.phase == Some(Phase::Failed)
+                && s.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("render failed"))
+        })
+    })
+    .await;
+    let failed = runner.status(key).unwrap();
+    assert!(failed.revision.is_some());
+    assert_ne!(
+        failed.revision, synced,
+        "the status names the revision that failed"
+    );
+    assert_eq!(failed.rendered_digest, None, "nothing was rendered");
+    assert_eq!(failed.synced_revision, synced);
+    assert_eq!(failed.inventory.len(), 3);
+
+    write_kustomization(&src);
+    eventually("Synced again", || {
+        runner
+            .status(key)
+            .is_some_and(|s| s.phase == Some(Phase::Synced) && s.revision == synced)
+    })
+    .await;
+    assert_eq!(configmaps(&sim, "base").len(), 3);
     running.stop().await;
 }
 

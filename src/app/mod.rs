@@ -257,7 +257,8 @@ pub struct AppStatus {
     /// The lifecycle phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
-    /// The source revision last reconciled (e.g. a commit id).
+    /// The source revision of the last pass, whether it succeeded or failed (e.g. a commit id):
+    /// a Failed App names the revision that failed; `synced_revision` is the last one applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
     /// sha256 of the rendered manifests last reconciled.

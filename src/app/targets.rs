@@ -55,7 +55,7 @@ pub struct TargetStatus {
     /// The target's lifecycle phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
-    /// The source revision last reconciled.
+    /// The source revision of the target's last pass, whether it succeeded or failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
     /// The revision last applied successfully.

@@ -3,7 +3,7 @@
 
 use jiff::Timestamp;
 
-use super::pass::Outcome;
+use super::pass::{Manifests, Outcome};
 use super::status;
 use crate::app::AppStatus;
 use crate::app::window::WindowError;
@@ -171,15 +171,30 @@ impl ReconcileError {
     }
 
     /// The status to record after this error: the fresh Held status for a changed or expired
-    /// plan, the unchanged status for a refused approval, Failed otherwise.
-    pub fn status(&self, previous: &AppStatus, now: Timestamp) -> AppStatus {
-        match self {
-            ReconcileError::PlanChanged { outcome, .. }
-            | ReconcileError::ApprovalExpired { outcome, .. } => outcome.status.clone(),
-            ReconcileError::NothingHeld
-            | ReconcileError::WrongPlan { .. }
-            | ReconcileError::Fenced { .. } => previous.clone(),
-            e => status::failed(previous, &e.to_string(), now),
+    /// plan, the unchanged status for a refused approval, Failed otherwise (naming the revision
+    /// of `attempted`, the manifests the failed pass deployed, when it had them).
+    pub fn status(
+        &self,
+        previous: &AppStatus,
+        attempted: Option<&Manifests>,
+        now: Timestamp,
+    ) -> AppStatus {
+        match (self, attempted) {
+            (
+                ReconcileError::PlanChanged { outcome, .. }
+                | ReconcileError::ApprovalExpired { outcome, .. },
+                _,
+            ) => outcome.status.clone(),
+            (
+                ReconcileError::NothingHeld
+                | ReconcileError::WrongPlan { .. }
+                | ReconcileError::Fenced { .. },
+                _,
+            ) => previous.clone(),
+            (e, Some(m)) => {
+                status::failed_at(previous, &m.revision, Some(&m.digest), &e.to_string(), now)
+            }
+            (e, None) => status::failed(previous, &e.to_string(), now),
         }
     }
 }
@@ -187,6 +202,8 @@ impl ReconcileError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::Phase;
+    use crate::render::PackedObjects;
 
     #[test]
     fn cluster_errors_name_the_object_and_read_like_kubectl() {
@@ -217,5 +234,51 @@ mod tests {
             "{e}"
         );
         assert!(!e.to_string().contains("Status {"), "{e}");
+    }
+
+    #[test]
+    fn a_failed_pass_names_the_revision_it_failed_on_and_keeps_the_synced_one() {
+        let synced = AppStatus {
+            phase: Some(Phase::Synced),
+            revision: Some("r1".into()),
+            rendered_digest: Some("d1".into()),
+            synced_revision: Some("r1".into()),
+            synced_digest: Some("d1".into()),
+            inventory: vec![ObjectRef {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                namespace: Some("staging".into()),
+                name: "x".into(),
+            }],
+            ..Default::default()
+        };
+        let attempted = Manifests {
+            revision: "r2".into(),
+            digest: "d2".into(),
+            objects: PackedObjects::pack(&[]),
+        };
+        let e = ReconcileError::Journal {
+            app: "team/shop".into(),
+            error: "disk full".into(),
+        };
+        let now = Timestamp::now();
+        let failed = e.status(&synced, Some(&attempted), now);
+        assert_eq!(failed.phase, Some(Phase::Failed));
+        assert_eq!(
+            (
+                failed.revision.as_deref(),
+                failed.rendered_digest.as_deref()
+            ),
+            (Some("r2"), Some("d2"))
+        );
+        assert_eq!(failed.synced_revision.as_deref(), Some("r1"));
+        assert_eq!(failed.inventory, synced.inventory);
+        let unprepared = e.status(&synced, None, now);
+        assert_eq!(unprepared.revision.as_deref(), Some("r1"));
+        assert_eq!(
+            ReconcileError::NothingHeld.status(&synced, Some(&attempted), now),
+            synced,
+            "a refused approval changes nothing"
+        );
     }
 }

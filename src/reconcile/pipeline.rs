@@ -394,7 +394,7 @@ mod tests {
         let e = reject(&synced, None, now).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Conflict);
         assert_eq!(
-            e.status(&synced, now),
+            e.status(&synced, None, now),
             synced,
             "a refused request changes nothing"
         );

@@ -162,6 +162,22 @@ pub fn failed(previous: &AppStatus, error: &str, now: Timestamp) -> AppStatus {
     s
 }
 
+/// The status after a pass of `revision` failed (rendered as `digest`; `None` when the render
+/// itself failed): [`failed`], naming the revision that failed, so the phase, the message and
+/// notifications speak of the same commit; the synced revision and the inventory are kept.
+pub fn failed_at(
+    previous: &AppStatus,
+    revision: &str,
+    digest: Option<&str>,
+    error: &str,
+    now: Timestamp,
+) -> AppStatus {
+    let mut s = failed(previous, error, now);
+    s.revision = Some(revision.to_string());
+    s.rendered_digest = digest.map(str::to_string);
+    s
+}
+
 /// The condition naming rendered objects owned by another App, which the App left untouched.
 pub const SHARED_RESOURCE: &str = "SharedResource";
 

@@ -1,6 +1,7 @@
 //! Intake of source updates: each new snapshot of an App's source is rendered through the
 //! render cache and, when the App still uses that source, becomes its manifests and enqueues a
-//! pass; the source's health goes into the App's status.
+//! pass (a revision that does not render is the App's Failed status, naming that revision);
+//! the source's health goes into the App's status.
 
 use std::sync::Arc;
 
@@ -36,16 +37,16 @@ impl Runner {
                 _ => String::new(),
             };
             let source_key = snapshot.source_key.clone();
+            let revision = snapshot.revision.clone();
             let this = Arc::clone(&self);
             let key = update.app.clone();
             let rendered = tokio::task::spawn_blocking(move || {
                 this.cache
                     .render(&key, &snapshot.source_key, snapshot.tree.as_ref(), &dir)
-                    .map(|r| (r, snapshot.revision))
             })
             .await;
             let message = match rendered {
-                Ok(Ok((cached, revision))) => {
+                Ok(Ok(cached)) => {
                     let mut apps = self.apps.lock();
                     if let Some(record) = apps
                         .get_mut(&update.app)
@@ -65,10 +66,8 @@ impl Runner {
                 Err(e) => format!("render task failed: {e}"),
             };
             let previous = self.status(&update.app).unwrap_or_default();
-            self.record(
-                &update.app,
-                status::failed(&previous, &message, Timestamp::now()),
-            );
+            let failed = status::failed_at(&previous, &revision, None, &message, Timestamp::now());
+            self.record(&update.app, failed);
         }
     }
 

@@ -372,8 +372,8 @@ impl Runner {
         }
     }
 
-    /// Records the status a pass ended with (the error's status on failure; an unreachable
-    /// destination of `prepared` is named with its URL).
+    /// Records the status a pass ended with (the error's status on failure, naming the revision
+    /// of `prepared`'s manifests; an unreachable destination is named with its URL).
     fn settle(
         &self,
         key: &str,
@@ -394,14 +394,14 @@ impl Runner {
                 Err(OperationError::Reconcile(e))
             }
             Err(e) => {
-                let status = e.status(previous, now);
+                let status = e.status(previous, prepared.map(|p| p.manifests.as_ref()), now);
                 let error = match prepared {
                     Some(p) => p.failed(e),
                     None => OperationError::Reconcile(e),
                 };
                 let status = match &error {
                     OperationError::Unreachable { .. } => {
-                        status::failed(previous, &error.to_string(), now)
+                        status::failed(&status, &error.to_string(), now)
                     }
                     _ => status,
                 };
