@@ -754,20 +754,46 @@ fn configmaps(sim: &common::Sim, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// A pruning directory App `wardn/cms` and the daemon serving it on a one-cluster kubesim.
+struct Cms {
+    sim: common::Sim,
+    /// Holds the source, the `--apps` directory and the data directory.
+    _work: tempfile::TempDir,
+    /// The App's source directory.
+    src: std::path::PathBuf,
+    running: Running,
+}
+
+/// Serves App `wardn/cms` (`prune: true`) from a directory of `count` ConfigMaps `base-*`.
+async fn serve_cms(count: usize) -> Cms {
+    let sim = common::start(&["staging"]).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let src = work.path().join("cms");
+    write_configmaps(&src, "base", count);
+    std::fs::write(apps.join("cms.yaml"), pruning_app_yaml("cms", &src)).unwrap();
+    let running = Running::start(&sim.kubeconfig, &work.path().join("data"), &apps).await;
+    Cms {
+        sim,
+        _work: work,
+        src,
+        running,
+    }
+}
+
 /// Issue #12, item 2 (injected 500s): a pass applying 150 new ConfigMaps fails midway (the
 /// cluster answers every write after the 60th with a 500); the commit is reverted; the next
 /// pass prunes what the failed one created, since the inventory was widened, and stored,
 /// before the first write. The cluster ends with exactly the reverted set.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
-    let sim = common::start(&["staging"]).await;
-    let work = tempfile::tempdir().unwrap();
-    let apps = work.path().join("apps");
-    std::fs::create_dir_all(&apps).unwrap();
-    let src = work.path().join("cms");
-    write_configmaps(&src, "base", 100);
-    std::fs::write(apps.join("cms.yaml"), pruning_app_yaml("cms", &src)).unwrap();
-    let running = Running::start(&sim.kubeconfig, &work.path().join("data"), &apps).await;
+    let Cms {
+        sim,
+        _work,
+        src,
+        running,
+    } = serve_cms(100).await;
     let runner = std::sync::Arc::clone(&running.runner);
     let key = "wardn/cms";
     let synced_with = |n: usize| {
@@ -838,14 +864,12 @@ async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
 /// renders.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revision_that_does_not_render_is_failed_under_its_own_revision() {
-    let sim = common::start(&["staging"]).await;
-    let work = tempfile::tempdir().unwrap();
-    let apps = work.path().join("apps");
-    std::fs::create_dir_all(&apps).unwrap();
-    let src = work.path().join("cms");
-    write_configmaps(&src, "base", 3);
-    std::fs::write(apps.join("cms.yaml"), pruning_app_yaml("cms", &src)).unwrap();
-    let running = Running::start(&sim.kubeconfig, &work.path().join("data"), &apps).await;
+    let Cms {
+        sim,
+        _work,
+        src,
+        running,
+    } = serve_cms(3).await;
     let runner = std::sync::Arc::clone(&running.runner);
     let key = "wardn/cms";
     eventually("Synced", || {
