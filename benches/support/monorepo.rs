@@ -56,7 +56,10 @@ pub fn write_apps(root: &Path, apps: usize, clusters: usize) {
     }
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "fleet"]);
+    // Packed now, as a Git server's repositories are: left to `gc --auto`, a commit of this
+    // many loose objects repacks in the background while the replicas clone it.
+    git(&repo, &["-c", "gc.auto=0", "commit", "-q", "-m", "fleet"]);
+    git(&repo, &["gc", "-q"]);
     for i in 0..apps {
         let yaml = format!(
             "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: a{i}\n  namespace: fleet\n\
