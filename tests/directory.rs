@@ -83,3 +83,65 @@ async fn watcher_emits_a_snapshot_per_change() {
         snapshot_directory(dir.path()).unwrap().revision
     );
 }
+
+/// A writer replaces a file a thousand times while snapshots are taken and rendered: every
+/// render that succeeds has exactly the content its revision names (before snapshots were
+/// pinned, a render read whatever was on disk by then, under the revision hashed earlier).
+#[test]
+fn a_snapshot_renders_only_the_content_its_revision_names_while_files_change() {
+    const WRITES: u32 = 1_000;
+    let config_map = |value: u32| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  v: \"{value}\"\n")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        "resources: [cm.yaml]\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("cm.yaml"), config_map(0)).unwrap();
+    // The revision of each content, from a directory nobody writes to (a revision hashes
+    // relative paths and content only).
+    let reference = tempfile::tempdir().unwrap();
+    std::fs::write(
+        reference.path().join("kustomization.yaml"),
+        "resources: [cm.yaml]\n",
+    )
+    .unwrap();
+    let revision_of = |value: u32| {
+        std::fs::write(reference.path().join("cm.yaml"), config_map(value)).unwrap();
+        snapshot_directory(reference.path()).unwrap().revision
+    };
+
+    let root = dir.path().to_path_buf();
+    let staging = tempfile::tempdir_in(dir.path().parent().unwrap()).unwrap();
+    let writer = std::thread::spawn(move || {
+        for value in 1..=WRITES {
+            // Replaced whole (rename from beside the directory), as `git checkout` does.
+            let staged = staging.path().join("cm.yaml");
+            std::fs::write(&staged, config_map(value)).unwrap();
+            std::fs::rename(&staged, root.join("cm.yaml")).unwrap();
+        }
+    });
+    let (mut rendered, mut refused) = (0, 0);
+    while !writer.is_finished() {
+        let snapshot = snapshot_directory(dir.path()).unwrap();
+        match wardn::render::render(snapshot.tree.as_ref(), "") {
+            Ok(out) => {
+                let value: u32 = out.objects[0]["data"]["v"]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert_eq!(snapshot.revision, revision_of(value), "rendered v={value}");
+                rendered += 1;
+            }
+            Err(e) => {
+                assert!(e.source_changed(), "{e}");
+                refused += 1;
+            }
+        }
+    }
+    writer.join().unwrap();
+    assert!(rendered > 0, "{rendered} rendered, {refused} refused");
+}

@@ -105,6 +105,16 @@ impl RenderError {
             cause: Box::new(self),
         }
     }
+
+    /// Whether a file changed on disk after the snapshot being rendered was taken
+    /// ([`TreeError::Changed`]): the source is not at fault, and a fresh snapshot renders.
+    pub fn source_changed(&self) -> bool {
+        match self {
+            RenderError::Tree(TreeError::Changed { .. }) => true,
+            RenderError::Context { cause, .. } => cause.source_changed(),
+            _ => false,
+        }
+    }
 }
 
 /// sha256 (hex) of rendered YAML.

@@ -58,6 +58,15 @@ pub enum TreeError {
         /// The limit in force.
         limit: u64,
     },
+    /// The file changed on disk after the snapshot it belongs to was taken (a Directory
+    /// source): its content is no longer the content the snapshot's revision names.
+    #[error(
+        "{path}: changed on disk since this revision was read; the next revision has the new content"
+    )]
+    Changed {
+        /// The file.
+        path: String,
+    },
     /// An I/O or object-database error.
     #[error("{path}: {message}")]
     Io {

@@ -3,24 +3,22 @@
 //! The revision of a directory is `sha256:<hex>`, a hash of every file's path and content
 //! (`.git` excluded), so an unchanged directory keeps its revision across restarts and a
 //! change anywhere yields a new one. The watcher coalesces bursts of file events, re-hashes
-//! the directory and sends a [`SourceUpdate`] only when the revision changed.
+//! the directory and sends a [`SourceUpdate`] only when the revision changed. A snapshot is
+//! pinned to the content its revision was hashed from ([`PinnedDirTree`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::debounce;
+use super::pinned_tree::PinnedDirTree;
 use super::snapshot::Snapshot;
 use super::status::{Reason, SourceStatus, SourceUpdate};
 use super::url::{SourceKey, parse_repo_url};
-use crate::render::tree::{DirTree, EntryKind, Tree, TreeError};
-
-/// Files over this size are hashed by size only.
-const MAX_HASHED_BYTES: u64 = 64 * 1024 * 1024;
+use crate::render::tree::{DirTree, TreeError};
 
 /// Why a directory source failed.
 #[derive(Debug, thiserror::Error)]
@@ -74,49 +72,19 @@ pub fn directory_key(path: &Path) -> Result<SourceKey, DirectoryError> {
         })
 }
 
-/// Reads `path` as a snapshot whose revision is the content hash of its files.
+/// Reads `path` as a snapshot whose revision is the content hash of its files, pinned to
+/// that content ([`PinnedDirTree`]): a file changed before the App renders is refused, never
+/// rendered under a revision that does not name it.
 pub fn snapshot_directory(path: &Path) -> Result<Snapshot, DirectoryError> {
-    let read_err = |source| DirectoryError::Read {
+    let (tree, digest) = PinnedDirTree::pin(path).map_err(|source| DirectoryError::Read {
         path: path.to_path_buf(),
         source,
-    };
-    let tree = DirTree::new(path).map_err(read_err)?;
-    let mut hasher = Sha256::new();
-    hash_dir(&tree, "", &mut hasher).map_err(read_err)?;
+    })?;
     Ok(Snapshot {
         source_key: directory_key(path)?,
-        revision: format!("sha256:{}", hex::encode(hasher.finalize())),
+        revision: format!("sha256:{digest}"),
         tree: Arc::new(tree),
     })
-}
-
-/// Feeds `path \0 sha256(content) \n` of every file under `dir`, in name order.
-fn hash_dir(tree: &DirTree, dir: &str, hasher: &mut Sha256) -> Result<(), TreeError> {
-    for entry in tree.read_dir(dir)? {
-        if dir.is_empty() && entry.name == ".git" {
-            continue;
-        }
-        let path = if dir.is_empty() {
-            entry.name.clone()
-        } else {
-            format!("{dir}/{}", entry.name)
-        };
-        match entry.kind {
-            EntryKind::Dir => hash_dir(tree, &path, hasher)?,
-            EntryKind::File => {
-                let digest = match tree.read_file(&path, MAX_HASHED_BYTES) {
-                    Ok(bytes) => hex::encode(Sha256::digest(&bytes)),
-                    Err(TreeError::TooLarge { size, .. }) => format!("size:{size}"),
-                    Err(e) => return Err(e),
-                };
-                hasher.update(path.as_bytes());
-                hasher.update([0]);
-                hasher.update(digest.as_bytes());
-                hasher.update(b"\n");
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A running directory watch; dropping it stops watching.

@@ -23,6 +23,7 @@ pub mod credentials;
 pub mod debounce;
 pub mod directory;
 pub mod git;
+pub mod pinned_tree;
 pub mod poller;
 pub mod render_cache;
 pub mod repositories;
