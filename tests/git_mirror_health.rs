@@ -256,6 +256,60 @@ fn packs_are_mapped_only_while_read() {
     assert_eq!(mapped_files(&m), 0);
 }
 
+/// Snapshots of one commit taken while an earlier one is alive share its store: at a cold
+/// start every poll snapshots the commit for the Apps that subscribed since the last one, and
+/// those snapshots wait for their renders together (a replica of four held 18 of them, 204
+/// MiB of the same pack and index mapped over and over). Once they are gone, the next
+/// snapshot opens a store of its own again, and a snapshot of another commit never shares.
+#[test]
+fn snapshots_of_one_commit_alive_together_share_one_mapping() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (up, m) = fixture(tmp.path());
+    let main = GitRef::Branch("main".into());
+    let first_id = m.resolve(&main).unwrap();
+    m.maintain().unwrap();
+    assert_eq!(mapped_files(&m), 0);
+
+    let first = m.snapshot(first_id).unwrap();
+    assert_eq!(
+        first.tree.read_file("app/cm.yaml", 100).unwrap(),
+        b"round: 0\n"
+    );
+    let one = mapped_files(&m);
+    assert!(one > 0);
+    let waiting: Vec<_> = (0..50).map(|_| m.snapshot(first_id).unwrap()).collect();
+    for snap in &waiting {
+        assert_eq!(
+            snap.tree.read_file("app/other.yaml", 100).unwrap(),
+            b"x: 1\n"
+        );
+        assert_eq!(snap.revision, first.revision);
+    }
+    assert_eq!(
+        mapped_files(&m),
+        one,
+        "fifty more snapshots map nothing more"
+    );
+    drop(first);
+    drop(waiting);
+    assert_eq!(mapped_files(&m), 0, "the last one unmaps the shared store");
+
+    // Another commit gets a tree of its own, even while the first one's is alive.
+    let old = m.snapshot(first_id).unwrap();
+    let content = commit_round(&up, 1).1;
+    m.fetch().unwrap();
+    let new = m.snapshot(m.resolve(&main).unwrap()).unwrap();
+    assert_ne!(new.revision, old.revision);
+    assert_eq!(
+        new.tree.read_file("app/cm.yaml", 100).unwrap(),
+        content.as_bytes()
+    );
+    assert_eq!(
+        old.tree.read_file("app/cm.yaml", 100).unwrap(),
+        b"round: 0\n"
+    );
+}
+
 /// A thousand render rounds (resolve, snapshot, read, drop, maintain) with a new commit
 /// fetched every tenth: every round reads the current content, its snapshot's mappings go
 /// with it, maintenance leaves nothing mapped, and no file descriptor on the mirror stays

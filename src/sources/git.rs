@@ -33,10 +33,10 @@
 //!
 //! Every function here blocks: call them from `tokio::task::spawn_blocking`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use gix::ObjectId;
@@ -183,6 +183,11 @@ pub struct Mirror {
     /// One clone per live [`Snapshot`] tree of this mirror: packs are never removed while
     /// the count is above one.
     leases: Arc<()>,
+    /// The tree of each commit a snapshot of which is still alive: another snapshot of that
+    /// commit shares it (one object store, one mapping of the packs) instead of opening its
+    /// own. At a cold start every poll snapshots the commit for the Apps that subscribed since
+    /// the last one, and those snapshots wait together for the renders.
+    live_trees: Mutex<HashMap<ObjectId, Weak<GitTree>>>,
     /// Set once `git repack` could not be run because Git is not installed.
     git_missing: AtomicBool,
 }
@@ -270,6 +275,7 @@ impl Mirror {
             handle: RwLock::new(handle),
             fetch_lock: Mutex::new(()),
             leases: Arc::new(()),
+            live_trees: Mutex::new(HashMap::new()),
             git_missing: AtomicBool::new(false),
         })
     }
@@ -597,7 +603,28 @@ impl Mirror {
     /// of the snapshot's own: the packs and indices a render maps are unmapped when the
     /// snapshot's last clone is dropped, not kept by the mirror until its next fetch (at
     /// 10,000 Apps polled hourly, 11 MiB of every replica's resident memory).
+    ///
+    /// While a snapshot of `commit` is alive, the next ones share its tree.
     pub fn snapshot(&self, commit: ObjectId) -> Result<Snapshot, GitError> {
+        let mut live = self.live_trees.lock();
+        live.retain(|_, tree| tree.strong_count() > 0);
+        let tree = match live.get(&commit).and_then(Weak::upgrade) {
+            Some(tree) => tree,
+            None => {
+                let tree = Arc::new(self.open_tree(commit)?);
+                live.insert(commit, Arc::downgrade(&tree));
+                tree
+            }
+        };
+        Ok(Snapshot {
+            source_key: self.url.key.clone(),
+            revision: commit.to_string(),
+            tree,
+        })
+    }
+
+    /// The tree of `commit` through an object store of its own, holding a lease.
+    fn open_tree(&self, commit: ObjectId) -> Result<GitTree, GitError> {
         // Under the read lock, so maintenance sees the lease before it removes any pack.
         let handle = self.handle.read();
         let lease = Arc::clone(&self.leases);
@@ -607,11 +634,7 @@ impl Mirror {
             .find_commit(commit)
             .and_then(|c| c.tree_id().map(|id| id.detach()))
             .map_err(|e| self.corrupt(&e))?;
-        Ok(Snapshot {
-            source_key: self.url.key.clone(),
-            revision: commit.to_string(),
-            tree: Arc::new(GitTree::new(repo, tree).with_lease(lease)),
-        })
+        Ok(GitTree::new(repo, tree).with_lease(lease))
     }
 
     /// The author's email address of `commit` (as recorded in the commit, unverified).
