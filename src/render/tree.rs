@@ -234,6 +234,15 @@ fn entry_kind(path: &str, meta: &std::fs::Metadata) -> Result<EntryKind, TreeErr
     }
 }
 
+/// The names `tree` lists in the directory `dir`, in order (for tests of trees).
+#[cfg(test)]
+pub(crate) fn listed_names(tree: &dyn Tree, dir: &str) -> Vec<String> {
+    match tree.read_dir(dir) {
+        Ok(entries) => entries.into_iter().map(|e| e.name).collect(),
+        Err(e) => panic!("listing {dir}: {e}"),
+    }
+}
+
 fn io_error(path: &str, error: &std::io::Error) -> TreeError {
     TreeError::Io {
         path: path.to_string(),
@@ -307,13 +316,7 @@ mod tests {
             tree.read_file("nope", 100),
             Err(TreeError::NotFound(_))
         ));
-        let names: Vec<_> = tree
-            .read_dir("")
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        assert_eq!(names, ["inside", "sub"]);
+        assert_eq!(listed_names(&tree, ""), ["inside", "sub"]);
         assert_eq!(tree.kind("sub").unwrap(), Some(EntryKind::Dir));
         assert_eq!(tree.real_path("inside").unwrap().unwrap(), "sub/a.yaml");
         assert_eq!(tree.real_path("sub").unwrap().unwrap(), "sub");
