@@ -43,16 +43,15 @@ impl Runner {
                 continue;
             };
             let source_key = snapshot.source_key.clone();
-            let mut revision = snapshot.revision.clone();
+            let taken = snapshot.revision.clone();
             let this = Arc::clone(&self);
             let key = update.app.clone();
             let rendered = tokio::task::spawn_blocking(move || {
                 render_snapshot(&this.cache, &key, snapshot, source.validate().ok())
             })
             .await;
-            let message = match rendered {
-                Ok((rendered_revision, Ok(cached))) => {
-                    revision = rendered_revision;
+            let (revision, message) = match rendered {
+                Ok((revision, Ok(cached))) => {
                     let mut apps = self.apps.lock();
                     if let Some(record) = apps
                         .get_mut(&update.app)
@@ -68,11 +67,8 @@ impl Runner {
                     }
                     continue;
                 }
-                Ok((rendered_revision, Err(e))) => {
-                    revision = rendered_revision;
-                    format!("render failed: {e}")
-                }
-                Err(e) => format!("render task failed: {e}"),
+                Ok((revision, Err(e))) => (revision, format!("render failed: {e}")),
+                Err(e) => (taken, format!("render task failed: {e}")),
             };
             let previous = self.status(&update.app).unwrap_or_default();
             let failed = status::failed_at(&previous, &revision, None, &message, Timestamp::now());
