@@ -11,7 +11,7 @@ use super::config::Config;
 use super::files::{display_dir, in_root, read_restricted, refuse_remote};
 use super::kustomization::Kustomization;
 use super::resource::{Origin, Res};
-use super::tree::{EntryKind, Tree, TreeError, normalize};
+use super::tree::{EntryKind, Tree, TreeError, join, normalize};
 use super::vars::{self, Var};
 use super::{
     RenderError, checks, crds, generators, nameref, parse, patches, plugins, replacements, sort,
@@ -548,13 +548,4 @@ fn missing_kustomization(dir: &str) -> RenderError {
         "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
         display_dir(dir)
     ))
-}
-
-/// `dir/name` for tree paths.
-pub fn join(dir: &str, name: &str) -> String {
-    if dir.is_empty() {
-        name.to_string()
-    } else {
-        format!("{dir}/{name}")
-    }
 }

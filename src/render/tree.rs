@@ -116,8 +116,8 @@ pub fn normalize(base: &str, path: &str) -> Result<String, TreeError> {
     Ok(parts.join("/"))
 }
 
-/// Joins two tree paths without normalising, for messages.
-fn join(base: &str, path: &str) -> String {
+/// `base/path` for tree paths (`path` alone at the root), without normalising.
+pub fn join(base: &str, path: &str) -> String {
     if base.is_empty() {
         path.to_string()
     } else {

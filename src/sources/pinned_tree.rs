@@ -17,7 +17,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::render::tree::{DirEntry, DirTree, EntryKind, Tree, TreeError};
+use crate::render::tree::{DirEntry, DirTree, EntryKind, Tree, TreeError, join};
 
 /// Files over this size are pinned (and hashed) by their size only.
 const MAX_HASHED_BYTES: u64 = 64 * 1024 * 1024;
@@ -115,6 +115,11 @@ impl PinnedDirTree {
         Ok(())
     }
 
+    /// The recorded listing of the real directory `dir` (empty for one the walk left out).
+    fn listing(&self, dir: &str) -> &[Entry] {
+        self.dirs.get(dir).map_or(&[], Vec::as_slice)
+    }
+
     /// The recorded entry at `path`: its kind and real path, or `None` when the pinned tree
     /// has nothing there. A name the walk did not list is asked of the disk only to keep its
     /// refusal (a symlink leading out of the tree stays [`TreeError::Forbidden`]).
@@ -124,7 +129,7 @@ impl PinnedDirTree {
             let (EntryKind::Dir, dir) = found else {
                 return Ok(None);
             };
-            let listing = self.dirs.get(dir).map_or(&[][..], Vec::as_slice);
+            let listing = self.listing(dir);
             match listing.binary_search_by(|entry| entry.name.as_str().cmp(name)) {
                 Ok(at) => found = (listing[at].kind, listing[at].real.as_str()),
                 Err(_) => {
@@ -147,9 +152,7 @@ impl Tree for PinnedDirTree {
     fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, TreeError> {
         match self.lookup(path)? {
             Some((EntryKind::Dir, real)) => Ok(self
-                .dirs
-                .get(real)
-                .map_or(&[][..], Vec::as_slice)
+                .listing(real)
                 .iter()
                 .map(|entry| DirEntry {
                     name: entry.name.clone(),
@@ -192,15 +195,6 @@ impl Tree for PinnedDirTree {
 
     fn real_path(&self, path: &str) -> Result<Option<String>, TreeError> {
         Ok(self.lookup(path)?.map(|(_, real)| real.to_string()))
-    }
-}
-
-/// `dir/name`, or `name` at the root.
-fn join(dir: &str, name: &str) -> String {
-    if dir.is_empty() {
-        name.to_string()
-    } else {
-        format!("{dir}/{name}")
     }
 }
 

@@ -9,7 +9,7 @@ use gix::bstr::BString;
 use gix::objs::tree::EntryMode;
 
 use super::url::SourceKey;
-use crate::render::tree::{DirEntry, EntryKind, Tree, TreeError, normalize};
+use crate::render::tree::{DirEntry, EntryKind, Tree, TreeError, join, normalize};
 
 /// One resolved state of a source, handed to the renderer.
 #[derive(Clone)]
@@ -265,12 +265,7 @@ impl Tree for GitTree {
                     EntryKind::File
                 } else if entry.mode.is_link() {
                     // Listed only when it resolves inside the tree, like DirTree.
-                    let child = if path.is_empty() {
-                        name.clone()
-                    } else {
-                        format!("{path}/{name}")
-                    };
-                    match self.lookup(inner, &child) {
+                    match self.lookup(inner, &join(path, &name)) {
                         Ok(Some((Found::Dir(_), _))) => EntryKind::Dir,
                         Ok(Some((Found::File(_), _))) => EntryKind::File,
                         _ => continue,
