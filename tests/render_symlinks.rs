@@ -2,12 +2,14 @@
 //! kustomize v5.5.0): for every kind of path a kustomization names, a symlink resolving outside
 //! the kustomization root (relative target elsewhere in the repository, or absolute target
 //! outside it) is refused by both, never followed; a symlink staying inside is followed by both.
+//! A Directory source's pinned snapshot of the same tree renders exactly as the directory does.
 
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 
 use wardn::render::{DirTree, render};
+use wardn::sources::directory::snapshot_directory;
 
 /// The reference kustomize (kubectl 1.32 embeds kustomize v5.5.0).
 const KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.32";
@@ -21,6 +23,23 @@ fn write(root: &Path, path: &str, text: &str) {
     let p = root.join(path);
     fs::create_dir_all(p.parent().unwrap()).unwrap();
     fs::write(p, text).unwrap();
+}
+
+/// wardn's render of `repo/app` (`Err` holds the message), read from the directory and from
+/// a Directory source's pinned snapshot of it, which must agree.
+fn render_app(repo: &Path) -> Result<String, String> {
+    let on_disk = render(&DirTree::new(repo).unwrap(), "app")
+        .map(|r| r.yaml)
+        .map_err(|e| e.to_string());
+    let pinned = snapshot_directory(repo).unwrap();
+    let through_snapshot = render(pinned.tree.as_ref(), "app")
+        .map(|r| r.yaml)
+        .map_err(|e| e.to_string());
+    assert_eq!(
+        through_snapshot, on_disk,
+        "the pinned snapshot renders differently"
+    );
+    on_disk
 }
 
 /// Where a symlink points.
@@ -61,10 +80,7 @@ fn both(
         fs::remove_file(&link_path).unwrap();
     }
     std::os::unix::fs::symlink(&target, &link_path).unwrap();
-    let tree = DirTree::new(&repo).unwrap();
-    let ours = render(&tree, "app")
-        .map(|r| r.yaml)
-        .map_err(|e| e.to_string());
+    let ours = render_app(&repo);
     let out = Command::new(KUBECTL)
         .arg("kustomize")
         .arg(repo.join("app"))
@@ -271,7 +287,7 @@ fn symlinks_staying_inside_the_root_are_followed_by_both() {
     );
     write(&repo, "other/cm.yaml", CM);
     std::os::unix::fs::symlink("../other", repo.join("app/base")).unwrap();
-    let ours = render(&DirTree::new(&repo).unwrap(), "app").unwrap().yaml;
+    let ours = render_app(&repo).unwrap();
     let out = Command::new(KUBECTL)
         .arg("kustomize")
         .arg(repo.join("app"))
@@ -296,9 +312,7 @@ fn a_file_reached_through_a_symlinked_directory_is_refused_by_both() {
     );
     write(&repo, "other/cm.yaml", CM);
     std::os::unix::fs::symlink("../other", repo.join("app/base")).unwrap();
-    let err = render(&DirTree::new(&repo).unwrap(), "app")
-        .unwrap_err()
-        .to_string();
+    let err = render_app(&repo).unwrap_err();
     assert!(
         err.contains("security; file 'app/base/cm.yaml' is not in or below 'app'"),
         "{err}"
