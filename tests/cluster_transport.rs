@@ -17,7 +17,7 @@ use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kubesim::{Cluster, ClusterConfig, Connections};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use wardn::clusters::connect::{client_from_kubeconfig, throttled_client_from_kubeconfig};
+use wardn::clusters::connect::throttled_client_from_kubeconfig;
 use wardn::clusters::throttle::Throttles;
 use wardn::clusters::transport::{self, Keepalive, WATCHES_PER_CONNECTION};
 
@@ -304,23 +304,4 @@ async fn a_thousand_watches_opened_and_dropped_leave_no_connection_or_slot_behin
     assert_eq!(cluster.connections().http2, 2);
     held.push(watch(&client, "ns0").await);
     assert_eq!(cluster.connections().http2, 3);
-}
-
-#[tokio::test]
-async fn a_kubeconfig_through_a_proxy_is_refused_naming_the_proxy() {
-    let sim = cluster(0, false).await;
-    let cluster = &sim.cluster;
-    let kubeconfig = cluster.kubeconfig().replacen(
-        "    certificate-authority-data:",
-        "    proxy-url: http://127.0.0.1:3128\n    certificate-authority-data:",
-        1,
-    );
-    let err = client_from_kubeconfig(&kubeconfig, Duration::from_secs(5))
-        .await
-        .err()
-        .expect("a client through a proxy was built");
-    assert_eq!(
-        err.to_string(),
-        "kubeconfig: proxy-url http://127.0.0.1:3128/: connecting through a proxy is not supported"
-    );
 }

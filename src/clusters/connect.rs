@@ -9,6 +9,7 @@ use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde::{Deserialize, Serialize};
 
+use super::proxy::ProxyError;
 use super::throttle::ThrottleLayer;
 use super::transport::{self, Keepalive, TransportError};
 
@@ -40,6 +41,10 @@ pub enum ConnectError {
     /// The host name does not resolve.
     #[error("DNS failure: cannot resolve the server's host name ({0})")]
     Dns(String),
+    /// The proxy of the kubeconfig's `proxy-url` did not open a tunnel to the API server
+    /// (unreachable, refused the credentials, or answered otherwise).
+    #[error("proxy failure: no tunnel to the server through the kubeconfig's proxy-url ({0})")]
+    Proxy(String),
     /// Nothing accepts connections at the address.
     #[error(
         "connection refused: nothing listens at the server address, or a firewall blocks it ({0})"
@@ -173,18 +178,22 @@ pub fn classify(err: &kube::Error) -> ConnectError {
     let mut chain = Vec::new();
     let mut refused = false;
     let mut timed_out = false;
+    let mut proxy = false;
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(current) = source {
         if let Some(io) = current.downcast_ref::<std::io::Error>() {
             refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
             timed_out |= io.kind() == std::io::ErrorKind::TimedOut;
         }
+        proxy |= current.is::<ProxyError>();
         chain.push(current.to_string());
         source = current.source();
     }
     let text = chain.join(": ");
     let lower = text.to_lowercase();
-    if refused || lower.contains("connection refused") {
+    if proxy {
+        ConnectError::Proxy(text)
+    } else if refused || lower.contains("connection refused") {
         ConnectError::Refused(text)
     } else if lower.contains("dns error")
         || lower.contains("failed to lookup address")

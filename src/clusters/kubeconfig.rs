@@ -62,6 +62,9 @@ pub struct ClusterEntry {
     /// Skips verifying the server's certificate (refused unless the registration allows it).
     #[serde(rename = "insecure-skip-tls-verify", default)]
     pub insecure_skip_tls_verify: bool,
+    /// The HTTP proxy the cluster is reached through (see [`super::proxy`]).
+    #[serde(rename = "proxy-url")]
+    pub proxy_url: Option<String>,
 }
 
 impl Kubeconfig {
@@ -186,8 +189,9 @@ fn same_server(a: &str, b: &str) -> bool {
 }
 
 /// Parses and checks a kubeconfig registered for `server_url`: not empty or oversized, valid
-/// YAML, at least one cluster, every cluster's server equal to `server_url`, and no user with
-/// an exec or auth-provider plugin or credentials read from server-side files.
+/// YAML, at least one cluster, every cluster's server equal to `server_url`, any `proxy-url` one
+/// wardn tunnels through, and no user with an exec or auth-provider plugin or credentials read
+/// from server-side files.
 pub fn validate(kubeconfig: &str, server_url: &str) -> Result<Kubeconfig, ValidationError> {
     if kubeconfig.len() > MAX_KUBECONFIG_BYTES {
         return Err(invalid(
@@ -210,6 +214,13 @@ pub fn validate(kubeconfig: &str, server_url: &str) -> Result<Kubeconfig, Valida
                 format!("{field}.server"),
                 "differs from server_url",
             ));
+        }
+        if let Some(proxy) = &named.cluster.proxy_url {
+            let field = format!("{field}.proxy-url");
+            let url: http::Uri = proxy.parse().map_err(|_| invalid(&field, "is not a URL"))?;
+            if let Some(reason) = super::proxy::unsupported(&url) {
+                return Err(invalid(field, reason));
+            }
         }
         if named.cluster.certificate_authority.is_some() {
             return Err(invalid(
@@ -302,6 +313,35 @@ mod tests {
             field_of(validate(&kubeconfig(URL, "    client-key: /root/key"), URL)),
             "kubeconfig.users[0].user.client-key"
         );
+    }
+
+    #[test]
+    fn takes_http_proxies_and_refuses_others_naming_the_field_never_the_password() {
+        let with_proxy = |proxy: &str| {
+            kubeconfig(URL, "    token: a").replacen(
+                &format!("    server: {URL}\n"),
+                &format!("    server: {URL}\n    proxy-url: {proxy}\n"),
+                1,
+            )
+        };
+        assert!(validate(&with_proxy("http://ops:secret@proxy.corp:3128"), URL).is_ok());
+        for (proxy, reason) in [
+            (
+                "socks5://ops:secret@proxy.corp:1080",
+                "socks5:// proxies are not supported",
+            ),
+            (
+                "https://ops:secret@proxy.corp:3128",
+                "https:// proxies are not supported",
+            ),
+            ("proxy.corp:3128", "must be an absolute http:// URL"),
+            ("not a url", "is not a URL"),
+        ] {
+            let err = validate(&with_proxy(proxy), URL).unwrap_err();
+            assert_eq!(err.field, "kubeconfig.clusters[0].cluster.proxy-url");
+            assert!(err.reason.starts_with(reason), "{proxy}: {err}");
+            assert!(!err.to_string().contains("secret"), "{err}");
+        }
     }
 
     #[test]

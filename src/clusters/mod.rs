@@ -12,6 +12,7 @@ pub mod declared;
 pub mod expiry;
 pub mod kubeconfig;
 pub mod probes;
+pub mod proxy;
 pub mod rbac;
 pub mod registry;
 pub mod resolve;

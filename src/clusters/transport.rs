@@ -11,6 +11,9 @@
 //! `--disable-http2-serving`) is spoken to over HTTP/1.1, one connection per request in flight,
 //! as before.
 //!
+//! A cluster whose kubeconfig names a `proxy-url` is reached through that proxy's tunnels
+//! ([`super::proxy`]), with everything above unchanged inside them.
+//!
 //! HTTP/2 connections are pinged when they have been silent for [`Keepalive::interval`] with
 //! streams open and closed when no answer comes within [`Keepalive::timeout`] (client-go's
 //! health check, 30 s and 15 s): a connection a network failure left half-open fails its
@@ -37,6 +40,7 @@ use kube::client::{Body, ConfigExt};
 use parking_lot::Mutex;
 use tower::{BoxError, Service, ServiceBuilder};
 
+use super::proxy::Dial;
 use super::throttle::ThrottleLayer;
 
 /// How many watches share one HTTP/2 connection: half of kube-apiserver's default limit of
@@ -73,22 +77,18 @@ pub enum TransportError {
     Tls(String),
 }
 
-type Connector = TimeoutConnector<HttpsConnector<HttpConnector>>;
+type Connector = TimeoutConnector<HttpsConnector<Dial>>;
 type Http = HyperClient<Connector, Body>;
 
 /// Builds a client of the cluster `config` describes on this module's transport, every request
-/// passing through `throttle` when given. Fails on a `proxy-url` (not supported, as by kube-rs
-/// as wardn builds it) and on TLS material rustls refuses.
+/// passing through `throttle` when given, and every connection through the `proxy-url`'s
+/// tunnel when there is one ([`Dial`]). Fails on a proxy URL [`Dial`] does not take and on TLS
+/// material rustls refuses.
 pub fn client(
     config: &kube::Config,
     throttle: Option<&ThrottleLayer>,
     keepalive: Keepalive,
 ) -> Result<kube::Client, TransportError> {
-    if let Some(proxy) = &config.proxy_url {
-        return Err(TransportError::Config(format!(
-            "proxy-url {proxy}: connecting through a proxy is not supported"
-        )));
-    }
     let transport = Transport::new(config, keepalive)?;
     let layer_error = |e: kube::Error| TransportError::Config(e.to_string());
     let service = ServiceBuilder::new()
@@ -125,6 +125,8 @@ impl Transport {
         // As Go's net package does for client-go: small writes (an HTTP/2 frame, a window
         // update) go out at once instead of waiting for the previous segment's ACK.
         http.set_nodelay(true);
+        let dial = Dial::new(http, config.proxy_url.as_ref())
+            .map_err(|e| TransportError::Config(e.to_string()))?;
         let mut https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http();
@@ -135,7 +137,7 @@ impl Transport {
                 .map_err(|e| TransportError::Config(format!("tls-server-name {name:?}: {e}")))?;
             https = https.with_server_name_resolver(FixedServerNameResolver::new(name));
         }
-        let mut connector = TimeoutConnector::new(https.enable_all_versions().wrap_connector(http));
+        let mut connector = TimeoutConnector::new(https.enable_all_versions().wrap_connector(dial));
         connector.set_connect_timeout(config.connect_timeout);
         connector.set_read_timeout(config.read_timeout);
         connector.set_write_timeout(config.write_timeout);
