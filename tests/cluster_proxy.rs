@@ -1,5 +1,5 @@
-//! Clusters behind an HTTP proxy (`proxy-url` in the kubeconfig): wardn's clients reach a
-//! kubesim cluster through a `CONNECT` proxy as the real kubectl does (same tunnel target,
+//! Clusters behind a proxy (`proxy-url` in the kubeconfig): wardn's clients reach a kubesim
+//! cluster through an HTTP `CONNECT` proxy and through a SOCKS5 proxy as the real kubectl does (same tunnel target,
 //! same credentials, same answers), a thousand requests and watches keep to two tunnels, and
 //! a proxy that refuses, fails or floods is named (without its password) instead of being
 //! bypassed, through the client and through `POST /api/v1/clusters/test`.
@@ -24,48 +24,75 @@ use wardn::clusters::throttle::Throttles;
 /// A bound on waits for what must happen; far above what any of them takes.
 const PATIENCE: Duration = Duration::from_secs(60);
 
+/// The protocol a proxy speaks.
+#[derive(Clone, Copy, Debug)]
+enum Protocol {
+    /// HTTP `CONNECT`, as squid or a corporate proxy answers it.
+    Http,
+    /// SOCKS5 `CONNECT` (RFC 1928) with username and password (RFC 1929).
+    Socks5,
+}
+
 /// What the proxy answers a `CONNECT`.
 #[derive(Clone, Copy)]
 enum Answer {
-    /// Opens the tunnel when the credentials match (else 407).
+    /// Opens the tunnel when the credentials match (else refuses them).
     Tunnel,
-    /// Sends these bytes and closes.
+    /// Sends these bytes and closes (HTTP).
     Bytes(&'static [u8]),
-    /// Sends a header line without end.
+    /// Sends a header line without end (HTTP).
     Flood,
 }
 
-/// One `CONNECT` the proxy received: its target and its `Proxy-Authorization` value.
+/// One `CONNECT` the proxy received: its target and the credentials sent (`user:password`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Connect {
     target: String,
-    authorization: Option<String>,
+    credentials: Option<String>,
 }
 
-/// An HTTP `CONNECT` proxy on 127.0.0.1, as squid or a corporate proxy answers one.
+/// A proxy on 127.0.0.1.
 struct Proxy {
+    protocol: Protocol,
     port: u16,
     seen: Arc<Mutex<Vec<Connect>>>,
 }
 
 impl Proxy {
-    /// Starts a proxy answering `answer`, requiring `authorization` when given.
-    async fn start(answer: Answer, authorization: Option<String>) -> Proxy {
+    /// Starts a proxy of `protocol` answering `answer`, requiring `credentials`
+    /// (`user:password`) when given.
+    async fn start(protocol: Protocol, answer: Answer, credentials: Option<&str>) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
+        let required = credentials.map(str::to_string);
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let (log, authorization) = (Arc::clone(&log), authorization.clone());
-                tokio::spawn(serve(client, answer, authorization, log));
+                let (log, required) = (Arc::clone(&log), required.clone());
+                match protocol {
+                    Protocol::Http => {
+                        tokio::spawn(serve_http(client, answer, required, log));
+                    }
+                    Protocol::Socks5 => {
+                        tokio::spawn(serve_socks5(client, required, log));
+                    }
+                }
             }
         });
-        Proxy { port, seen }
+        Proxy {
+            protocol,
+            port,
+            seen,
+        }
     }
 
     fn url(&self, user_info: &str) -> String {
-        format!("http://{user_info}127.0.0.1:{}", self.port)
+        let scheme = match self.protocol {
+            Protocol::Http => "http",
+            Protocol::Socks5 => "socks5",
+        };
+        format!("{scheme}://{user_info}127.0.0.1:{}", self.port)
     }
 
     fn seen(&self) -> Vec<Connect> {
@@ -73,12 +100,25 @@ impl Proxy {
     }
 }
 
-async fn serve(
+/// Connects to `target` and relays between it and `client` once `established` is sent (or
+/// sends `refused`).
+async fn relay(mut client: TcpStream, target: &str, established: &[u8], refused: &[u8]) {
+    let Ok(mut server) = TcpStream::connect(target).await else {
+        let _ = client.write_all(refused).await;
+        return;
+    };
+    if client.write_all(established).await.is_ok() {
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+    }
+}
+
+async fn serve_http(
     mut client: TcpStream,
     answer: Answer,
     required: Option<String>,
     log: Arc<Mutex<Vec<Connect>>>,
 ) {
+    use base64::Engine as _;
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -95,13 +135,15 @@ async fn serve(
         .and_then(|rest| rest.split(' ').next())
         .unwrap_or_default()
         .to_string();
-    let authorization = lines
+    let credentials = lines
         .filter_map(|line| line.split_once(": "))
         .find(|(name, _)| name.eq_ignore_ascii_case("proxy-authorization"))
-        .map(|(_, value)| value.to_string());
+        .and_then(|(_, value)| value.strip_prefix("Basic "))
+        .and_then(|basic| base64::engine::general_purpose::STANDARD.decode(basic).ok())
+        .map(|pair| String::from_utf8_lossy(&pair).to_string());
     log.lock().push(Connect {
         target: target.clone(),
-        authorization: authorization.clone(),
+        credentials: credentials.clone(),
     });
     match answer {
         Answer::Bytes(bytes) => {
@@ -111,34 +153,88 @@ async fn serve(
             let _ = client.write_all(b"HTTP/1.1 200 OK\r\nX-Padding: ").await;
             while client.write_all(b"0123456789").await.is_ok() {}
         }
-        Answer::Tunnel if required.is_some() && authorization != required => {
+        Answer::Tunnel if required.is_some() && credentials != required => {
             let _ = client
                 .write_all(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
                 .await;
         }
         Answer::Tunnel => {
-            let Ok(mut server) = TcpStream::connect(&target).await else {
-                let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
-                return;
-            };
-            if client
-                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                .await
-                .is_ok()
-            {
-                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-            }
+            let established = b"HTTP/1.1 200 Connection established\r\n\r\n";
+            relay(
+                client,
+                &target,
+                established,
+                b"HTTP/1.1 502 Bad Gateway\r\n\r\n",
+            )
+            .await;
         }
     }
 }
 
-/// `Basic base64(user:password)`, as the proxy expects it.
-fn basic(user: &str, password: &str) -> String {
-    use base64::Engine as _;
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+/// Reads a length byte, then that many bytes, as text.
+async fn read_counted(client: &mut TcpStream) -> std::io::Result<String> {
+    let length = client.read_u8().await?;
+    let mut text = vec![0; usize::from(length)];
+    client.read_exact(&mut text).await?;
+    Ok(String::from_utf8_lossy(&text).to_string())
+}
+
+async fn serve_socks5(
+    mut client: TcpStream,
+    required: Option<String>,
+    log: Arc<Mutex<Vec<Connect>>>,
+) -> std::io::Result<()> {
+    let mut greeting = [0u8; 2];
+    client.read_exact(&mut greeting).await?;
+    let mut methods = vec![0; usize::from(greeting[1])];
+    client.read_exact(&mut methods).await?;
+    let mut credentials = None;
+    if required.is_some() {
+        if !methods.contains(&2) {
+            return client.write_all(&[5, 0xff]).await;
+        }
+        client.write_all(&[5, 2]).await?;
+        let _version = client.read_u8().await?;
+        let user = read_counted(&mut client).await?;
+        let password = read_counted(&mut client).await?;
+        credentials = Some(format!("{user}:{password}"));
+        if credentials != required {
+            log.lock().push(Connect {
+                target: String::new(),
+                credentials,
+            });
+            return client.write_all(&[1, 1]).await;
+        }
+        client.write_all(&[1, 0]).await?;
+    } else {
+        client.write_all(&[5, 0]).await?;
+    }
+    let mut request = [0u8; 4];
+    client.read_exact(&mut request).await?;
+    let host = match request[3] {
+        1 => {
+            let mut ip = [0u8; 4];
+            client.read_exact(&mut ip).await?;
+            std::net::Ipv4Addr::from(ip).to_string()
+        }
+        3 => read_counted(&mut client).await?,
+        _ => return client.write_all(&[5, 8, 0, 1, 0, 0, 0, 0, 0, 0]).await,
+    };
+    let port = client.read_u16().await?;
+    let target = format!("{host}:{port}");
+    log.lock().push(Connect {
+        target: target.clone(),
+        credentials,
+    });
+    let established = [5, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    relay(
+        client,
+        &target,
+        &established,
+        &[5, 5, 0, 1, 0, 0, 0, 0, 0, 0],
     )
+    .await;
+    Ok(())
 }
 
 async fn cluster() -> Sim {
@@ -189,10 +285,21 @@ async fn create(client: &kube::Client, name: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_behind_a_connect_proxy_is_reached_through_two_tunnels_as_kubectl_reaches_it() {
+async fn a_cluster_behind_an_http_proxy_is_reached_through_two_tunnels_as_kubectl_reaches_it() {
+    reached_through(Protocol::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_behind_a_socks5_proxy_is_reached_through_two_tunnels_as_kubectl_reaches_it() {
+    reached_through(Protocol::Socks5).await;
+}
+
+/// A cluster behind a proxy of `protocol` requiring credentials: wardn's client reaches it,
+/// keeps to two tunnels over a long run, and opens them as the real kubectl does.
+async fn reached_through(protocol: Protocol) {
     let sim = cluster().await;
     let cluster = &sim.cluster;
-    let proxy = Proxy::start(Answer::Tunnel, Some(basic("ops@corp", "p:ss"))).await;
+    let proxy = Proxy::start(protocol, Answer::Tunnel, Some("ops@corp:p:ss")).await;
     // User information is percent-encoded in the URL and sent decoded, as client-go does.
     let kubeconfig = through(&cluster.kubeconfig(), &proxy.url("ops%40corp:p%3Ass@"));
     std::fs::write(&sim.kubeconfig, &kubeconfig).unwrap();
@@ -236,7 +343,7 @@ async fn a_cluster_behind_a_connect_proxy_is_reached_through_two_tunnels_as_kube
     assert_eq!(tunnels.len(), 2, "{tunnels:?}");
     let expected = Connect {
         target: target.clone(),
-        authorization: Some(basic("ops@corp", "p:ss")),
+        credentials: Some("ops@corp:p:ss".to_string()),
     };
     assert!(tunnels.iter().all(|c| *c == expected), "{tunnels:?}");
     let connections = cluster.connections();
@@ -284,7 +391,7 @@ async fn a_proxy_that_refuses_fails_or_floods_is_named_without_its_password_and_
         (Answer::Flood, "proxy response headers too long"),
     ];
     for (answer, reason) in cases {
-        let proxy = Proxy::start(answer, Some(basic("ops", "right"))).await;
+        let proxy = Proxy::start(Protocol::Http, answer, Some("ops:right")).await;
         let err = failure(proxy.url("ops:wrong-secret@")).await;
         let text = err.to_string();
         assert!(matches!(err, ConnectError::Proxy(_)), "{text}");
@@ -296,6 +403,17 @@ async fn a_proxy_that_refuses_fails_or_floods_is_named_without_its_password_and_
         assert!(!text.contains("wrong-secret"), "{text}");
         assert_eq!(proxy.seen().len(), 1, "one CONNECT per request");
     }
+    // A SOCKS5 proxy refusing the password.
+    let socks = Proxy::start(Protocol::Socks5, Answer::Tunnel, Some("ops:right")).await;
+    let err = failure(socks.url("ops:wrong-secret@")).await;
+    let text = err.to_string();
+    assert!(matches!(err, ConnectError::Proxy(_)), "{text}");
+    let named = format!(
+        "through proxy socks5://127.0.0.1:{}/: SOCKS error",
+        socks.port
+    );
+    assert!(text.contains(&named), "{text}");
+    assert!(!text.contains("wrong-secret"), "{text}");
     // A proxy nobody listens at: the failure is the proxy's, and the server is not tried.
     let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = closed.local_addr().unwrap().port();
@@ -306,7 +424,7 @@ async fn a_proxy_that_refuses_fails_or_floods_is_named_without_its_password_and_
     assert!(!err.to_string().contains("wrong-secret"), "{err}");
     assert_eq!(sim.cluster.connections(), before, "the proxy was bypassed");
     // Schemes wardn does not tunnel through are refused when the client is built.
-    for scheme in ["https", "socks5"] {
+    for scheme in ["https", "socks4"] {
         let url = format!("{scheme}://u:wrong-secret@127.0.0.1:{port}");
         let err = wardn_client(&through(&kubeconfig, &url))
             .await
@@ -316,7 +434,7 @@ async fn a_proxy_that_refuses_fails_or_floods_is_named_without_its_password_and_
         assert_eq!(
             err,
             format!(
-                "kubeconfig: proxy-url {scheme}://127.0.0.1:{port}/: {scheme}:// proxies are not supported; use an http:// proxy (the API server's TLS runs inside its CONNECT tunnel)"
+                "kubeconfig: proxy-url {scheme}://127.0.0.1:{port}/: {scheme}:// proxies are not supported; use an http:// or socks5:// proxy (the API server's TLS runs inside the tunnel)"
             )
         );
     }
@@ -345,7 +463,7 @@ async fn the_api_connects_through_the_proxy_and_names_a_failing_one_without_its_
             response.json::<serde_json::Value>().await.unwrap()
         }
     };
-    let proxy = Proxy::start(Answer::Tunnel, Some(basic("ops", "s3cret"))).await;
+    let proxy = Proxy::start(Protocol::Http, Answer::Tunnel, Some("ops:s3cret")).await;
     let body = test(through(
         &sim.cluster.kubeconfig(),
         &proxy.url("ops:s3cret@"),
@@ -369,7 +487,7 @@ async fn the_api_connects_through_the_proxy_and_names_a_failing_one_without_its_
         .bearer_auth(&token)
         .json(&serde_json::json!({
             "server_url": sim.cluster.url(),
-            "kubeconfig": through(&sim.cluster.kubeconfig(), "socks5://ops:s3cret@127.0.0.1:1080"),
+            "kubeconfig": through(&sim.cluster.kubeconfig(), "https://ops:s3cret@127.0.0.1:1080"),
         }))
         .send()
         .await
@@ -378,6 +496,6 @@ async fn the_api_connects_through_the_proxy_and_names_a_failing_one_without_its_
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(
         body["error"],
-        "kubeconfig.clusters[0].cluster.proxy-url: socks5:// proxies are not supported; use an http:// proxy (the API server's TLS runs inside its CONNECT tunnel)"
+        "kubeconfig.clusters[0].cluster.proxy-url: https:// proxies are not supported; use an http:// or socks5:// proxy (the API server's TLS runs inside the tunnel)"
     );
 }

@@ -316,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn takes_http_proxies_and_refuses_others_naming_the_field_never_the_password() {
+    fn takes_http_and_socks5_proxies_and_refuses_others_naming_the_field_never_the_password() {
         let with_proxy = |proxy: &str| {
             kubeconfig(URL, "    token: a").replacen(
                 &format!("    server: {URL}\n"),
@@ -325,16 +325,20 @@ mod tests {
             )
         };
         assert!(validate(&with_proxy("http://ops:secret@proxy.corp:3128"), URL).is_ok());
+        assert!(validate(&with_proxy("socks5://ops:secret@proxy.corp:1080"), URL).is_ok());
         for (proxy, reason) in [
             (
-                "socks5://ops:secret@proxy.corp:1080",
-                "socks5:// proxies are not supported",
+                "socks4://ops:secret@proxy.corp:1080",
+                "socks4:// proxies are not supported",
             ),
             (
                 "https://ops:secret@proxy.corp:3128",
                 "https:// proxies are not supported",
             ),
-            ("proxy.corp:3128", "must be an absolute http:// URL"),
+            (
+                "proxy.corp:3128",
+                "must be an absolute http:// or socks5:// URL",
+            ),
             ("not a url", "is not a URL"),
         ] {
             let err = validate(&with_proxy(proxy), URL).unwrap_err();
