@@ -62,7 +62,8 @@ pub struct ClusterEntry {
     /// Skips verifying the server's certificate (refused unless the registration allows it).
     #[serde(rename = "insecure-skip-tls-verify", default)]
     pub insecure_skip_tls_verify: bool,
-    /// The HTTP proxy the cluster is reached through (see [`super::proxy`]).
+    /// The proxy the cluster is reached through (`http://` or `socks5://`; see
+    /// [`super::proxy`]).
     #[serde(rename = "proxy-url")]
     pub proxy_url: Option<String>,
 }
@@ -218,8 +219,10 @@ pub fn validate(kubeconfig: &str, server_url: &str) -> Result<Kubeconfig, Valida
         if let Some(proxy) = &named.cluster.proxy_url {
             let field = format!("{field}.proxy-url");
             let url: http::Uri = proxy.parse().map_err(|_| invalid(&field, "is not a URL"))?;
-            if let Some(reason) = super::proxy::unsupported(&url) {
-                return Err(invalid(field, reason));
+            // Refused here for what the connections would refuse, with the field named.
+            let tcp = hyper_util::client::legacy::connect::HttpConnector::new();
+            if let Err(refused) = super::proxy::Dial::new(tcp, Some(&url)) {
+                return Err(invalid(field, refused.reason));
             }
         }
         if named.cluster.certificate_authority.is_some() {
@@ -340,6 +343,10 @@ mod tests {
                 "must be an absolute http:// or socks5:// URL",
             ),
             ("not a url", "is not a URL"),
+            (
+                "socks5://ops:secret%FF@proxy.corp:1080",
+                "its user information is not UTF-8",
+            ),
         ] {
             let err = validate(&with_proxy(proxy), URL).unwrap_err();
             assert_eq!(err.field, "kubeconfig.clusters[0].cluster.proxy-url");

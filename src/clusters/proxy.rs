@@ -69,8 +69,9 @@ pub enum Via {
 }
 
 impl Dial {
-    /// Dials with `tcp`, through `proxy_url` when there is one; a URL [`unsupported`] refuses
-    /// is an error naming the proxy without its user information.
+    /// Dials with `tcp`, through `proxy_url` when there is one. A URL that is not an absolute
+    /// `http://` or `socks5://` one with a host, or whose credentials cannot be sent, is an
+    /// error naming the proxy without its user information.
     pub fn new(tcp: HttpConnector, proxy_url: Option<&Uri>) -> Result<Dial, ProxyUrlError> {
         let Some(url) = proxy_url else {
             return Ok(Dial::Direct(tcp));
@@ -124,7 +125,7 @@ impl Dial {
 /// `socks5://` URLs with a host are taken. An `https://` proxy (TLS to the proxy as well) or
 /// any other scheme is refused, naming the scheme, rather than bypassed. The reason never
 /// quotes the URL (it may hold a password).
-pub fn unsupported(url: &Uri) -> Option<String> {
+fn unsupported(url: &Uri) -> Option<String> {
     match url.scheme_str() {
         Some("http" | "socks5") if url.host().is_some_and(|host| !host.is_empty()) => None,
         Some("http" | "socks5") => Some("has no host".to_string()),
