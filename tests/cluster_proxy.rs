@@ -42,6 +42,8 @@ enum Answer {
     Bytes(&'static [u8]),
     /// Sends a header line without end (HTTP).
     Flood,
+    /// Never answers (HTTP).
+    Stall,
 }
 
 /// One `CONNECT` the proxy received: its target and the credentials sent (`user:password`).
@@ -152,6 +154,9 @@ async fn serve_http(
         Answer::Flood => {
             let _ = client.write_all(b"HTTP/1.1 200 OK\r\nX-Padding: ").await;
             while client.write_all(b"0123456789").await.is_ok() {}
+        }
+        Answer::Stall => {
+            let _ = client.read(&mut [0u8; 1]).await;
         }
         Answer::Tunnel if required.is_some() && credentials != required => {
             let _ = client
@@ -414,6 +419,12 @@ async fn a_proxy_that_refuses_fails_or_floods_is_named_without_its_password_and_
     );
     assert!(text.contains(&named), "{text}");
     assert!(!text.contains("wrong-secret"), "{text}");
+    // A proxy that never answers holds the connection no longer than the connect timeout
+    // (5 s here), which covers the tunnel and TLS inside it.
+    let stalled = Proxy::start(Protocol::Http, Answer::Stall, None).await;
+    let err = failure(stalled.url("ops:wrong-secret@")).await;
+    assert!(matches!(err, ConnectError::Timeout(_)), "{err}");
+    assert!(!err.to_string().contains("wrong-secret"), "{err}");
     // A proxy nobody listens at: the failure is the proxy's, and the server is not tried.
     let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = closed.local_addr().unwrap().port();
