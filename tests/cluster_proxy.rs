@@ -1,8 +1,9 @@
 //! Clusters behind a proxy (`proxy-url` in the kubeconfig): wardn's clients reach a kubesim
-//! cluster through an HTTP `CONNECT` proxy and through a SOCKS5 proxy as the real kubectl does (same tunnel target,
-//! same credentials, same answers), a thousand requests and watches keep to two tunnels, and
-//! a proxy that refuses, fails or floods is named (without its password) instead of being
-//! bypassed, through the client and through `POST /api/v1/clusters/test`.
+//! cluster through an HTTP `CONNECT` proxy and through a SOCKS5 proxy as the real kubectl
+//! does (same tunnel target, same credentials, same answers), a thousand requests and a
+//! hundred watches keep to two tunnels, and a proxy that refuses, fails, floods or stalls is
+//! named without its password (or times out) instead of being bypassed, through the client
+//! and through `POST /api/v1/clusters/test`.
 
 mod common;
 mod support;
