@@ -57,13 +57,15 @@ pub fn directory_key(path: &Path) -> Result<SourceKey, DirectoryError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let text = tree
-        .root()
-        .to_str()
-        .ok_or_else(|| DirectoryError::Invalid {
-            path: path.to_path_buf(),
-            reason: "path is not valid UTF-8".to_string(),
-        })?;
+    key_of_root(path, tree.root())
+}
+
+/// The source key of directory `path` whose canonical form is `root`.
+fn key_of_root(path: &Path, root: &Path) -> Result<SourceKey, DirectoryError> {
+    let text = root.to_str().ok_or_else(|| DirectoryError::Invalid {
+        path: path.to_path_buf(),
+        reason: "path is not valid UTF-8".to_string(),
+    })?;
     parse_repo_url(text)
         .map(|u| u.key)
         .map_err(|e| DirectoryError::Invalid {
@@ -81,7 +83,7 @@ pub fn snapshot_directory(path: &Path) -> Result<Snapshot, DirectoryError> {
         source,
     })?;
     Ok(Snapshot {
-        source_key: directory_key(path)?,
+        source_key: key_of_root(path, tree.root())?,
         revision: format!("sha256:{digest}"),
         tree: Arc::new(tree),
     })
