@@ -12,6 +12,7 @@ pub mod kube_error;
 pub mod notify;
 pub mod object;
 pub mod reconcile;
+pub mod redact;
 pub mod render;
 pub mod seal;
 pub mod server;

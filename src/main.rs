@@ -7,7 +7,8 @@ use wardn::telemetry;
 use clap::{Parser, Subcommand};
 
 /// wardn: a GitOps reconciler that deploys applications from Git to many Kubernetes clusters.
-#[derive(Debug, Parser)]
+/// Not `Debug`, nor are its commands: arguments carry tokens and the database URL.
+#[derive(Parser)]
 #[command(name = "wardn", version, about)]
 struct Cli {
     /// Log line format.
@@ -18,7 +19,7 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Subcommand)]
 enum Command {
     /// Print the version of this build.
     Version,

@@ -9,6 +9,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::redact::{Hidden, hidden};
+
 /// How long a client command waits for the server (connection tests take up to the server's
 /// probe timeout).
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
@@ -57,7 +59,7 @@ pub enum CliError {
 }
 
 /// `--server` and `--token`, shared by every client command.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Clone, Default, clap::Args)]
 pub struct ConnectionArgs {
     /// wardn server URL, e.g. http://localhost:8080 (default: saved by `wardn login`).
     #[arg(long, env = "WARDN_SERVER", global = true)]
@@ -67,13 +69,31 @@ pub struct ConnectionArgs {
     pub token: Option<String>,
 }
 
+impl std::fmt::Debug for ConnectionArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionArgs")
+            .field("server", &self.server)
+            .field("token", &hidden(&self.token))
+            .finish()
+    }
+}
+
 /// What `wardn login` saves.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct SavedCredentials {
     /// Server URL.
     pub server: String,
     /// API token.
     pub token: String,
+}
+
+impl std::fmt::Debug for SavedCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SavedCredentials")
+            .field("server", &self.server)
+            .field("token", &Hidden)
+            .finish()
+    }
 }
 
 /// `$WARDN_CONFIG_DIR`, else `$XDG_CONFIG_HOME/wardn`, else `$HOME/.config/wardn`.

@@ -43,8 +43,8 @@ pub enum Shards {
     Auto,
 }
 
-/// Arguments of `wardn serve`.
-#[derive(Debug, clap::Args)]
+/// Arguments of `wardn serve`. Not `Debug`: `--database-url` may carry a password.
+#[derive(clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080", env = "WARDN_LISTEN")]

@@ -13,6 +13,7 @@ use kube::discovery::{Discovery, Scope};
 use serde_json::Value;
 
 use super::rbac::{self, Grant, IdentityPlan};
+use crate::redact::Hidden;
 
 /// Field manager of the objects bootstrap applies.
 pub const FIELD_MANAGER: &str = "wardn-bootstrap";
@@ -35,12 +36,21 @@ pub struct BootstrapPlan {
 }
 
 /// The identity bootstrap created.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Bootstrapped {
     /// The ServiceAccount token.
     pub token: String,
     /// The cluster CA (PEM, base64) from the token Secret.
     pub ca_data: String,
+}
+
+impl std::fmt::Debug for Bootstrapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bootstrapped")
+            .field("token", &Hidden)
+            .field("ca_data", &self.ca_data)
+            .finish()
+    }
 }
 
 /// Why bootstrap failed.

@@ -5,6 +5,8 @@ use http::Uri;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use crate::redact::hidden;
+
 /// Largest kubeconfig accepted, in bytes.
 pub const MAX_KUBECONFIG_BYTES: usize = 256 * 1024;
 /// Names that would collide with fixed routes under `/api/v1/clusters/`.
@@ -51,7 +53,7 @@ pub struct NamedCluster {
 }
 
 /// A cluster's connection details.
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 pub struct ClusterEntry {
     /// API server URL.
     #[serde(default)]
@@ -66,6 +68,18 @@ pub struct ClusterEntry {
     /// [`super::proxy`]).
     #[serde(rename = "proxy-url")]
     pub proxy_url: Option<String>,
+}
+
+impl std::fmt::Debug for ClusterEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterEntry")
+            .field("server", &self.server)
+            .field("certificate_authority", &self.certificate_authority)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            // A proxy URL may carry the proxy's user and password.
+            .field("proxy_url", &hidden(&self.proxy_url))
+            .finish()
+    }
 }
 
 impl Kubeconfig {
@@ -111,7 +125,7 @@ pub struct NamedUser {
 }
 
 /// Credentials of a user entry.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Default, Deserialize)]
 pub struct UserEntry {
     /// An exec credential plugin (rejected: the server never runs commands from user input).
     pub exec: Option<IgnoredAny>,
@@ -132,6 +146,20 @@ pub struct UserEntry {
     pub client_certificate_data: Option<String>,
     /// Bearer token (its JWT `exp`, if any, is the credential expiry).
     pub token: Option<String>,
+}
+
+impl std::fmt::Debug for UserEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserEntry")
+            .field("exec", &self.exec)
+            .field("auth_provider", &self.auth_provider)
+            .field("token_file", &self.token_file)
+            .field("client_certificate", &self.client_certificate)
+            .field("client_key", &self.client_key)
+            .field("client_certificate_data", &self.client_certificate_data)
+            .field("token", &hidden(&self.token))
+            .finish()
+    }
 }
 
 /// Checks a cluster name or namespace is an RFC 1123 DNS label.

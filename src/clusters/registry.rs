@@ -19,13 +19,14 @@ use super::kubeconfig::{self, ValidationError};
 use super::status::{Status, Statuses};
 
 use super::throttle::Throttles;
+use crate::redact::{Hidden, hidden};
 use crate::seal::{SealError, Sealer};
 use crate::store::clusters::ClusterRecord;
 use crate::store::{Store, StoreError};
 use crate::time::{now_rfc3339, rfc3339};
 
 /// `POST /api/v1/clusters` body.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
     /// Cluster name (a DNS label).
@@ -42,8 +43,20 @@ pub struct RegisterRequest {
     pub allow_insecure_tls: bool,
 }
 
+impl std::fmt::Debug for RegisterRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisterRequest")
+            .field("name", &self.name)
+            .field("server_url", &self.server_url)
+            .field("kubeconfig", &Hidden)
+            .field("namespaces", &self.namespaces)
+            .field("allow_insecure_tls", &self.allow_insecure_tls)
+            .finish()
+    }
+}
+
 /// `PUT /api/v1/clusters/{name}` body: absent fields keep their stored value.
-#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "ClusterUpdateRequest")]
 pub struct UpdateRequest {
@@ -60,8 +73,20 @@ pub struct UpdateRequest {
     pub allow_insecure_tls: Option<bool>,
 }
 
+impl std::fmt::Debug for UpdateRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpdateRequest")
+            .field("name", &self.name)
+            .field("server_url", &self.server_url)
+            .field("kubeconfig", &hidden(&self.kubeconfig))
+            .field("namespaces", &self.namespaces)
+            .field("allow_insecure_tls", &self.allow_insecure_tls)
+            .finish()
+    }
+}
+
 /// `POST /api/v1/clusters/test` body.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Deserialize, schemars::JsonSchema)]
 pub struct TestRequest {
     /// API server URL (https://).
     pub server_url: String,
@@ -70,6 +95,16 @@ pub struct TestRequest {
     /// Accept a kubeconfig with `insecure-skip-tls-verify: true` (refused otherwise).
     #[serde(default)]
     pub allow_insecure_tls: bool,
+}
+
+impl std::fmt::Debug for TestRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestRequest")
+            .field("server_url", &self.server_url)
+            .field("kubeconfig", &Hidden)
+            .field("allow_insecure_tls", &self.allow_insecure_tls)
+            .finish()
+    }
 }
 
 /// A cluster as the API shows it: registration plus cached status, never credentials.
@@ -101,7 +136,7 @@ pub struct ClusterView {
 }
 
 /// What the internal endpoint hands the operator: the unsealed kubeconfig and the allowlist.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct ResolvedCluster {
     /// Name.
     pub name: String,
@@ -111,6 +146,17 @@ pub struct ResolvedCluster {
     pub kubeconfig: String,
     /// Namespace allowlist.
     pub namespaces: Vec<String>,
+}
+
+impl std::fmt::Debug for ResolvedCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedCluster")
+            .field("name", &self.name)
+            .field("server_url", &self.server_url)
+            .field("kubeconfig", &Hidden)
+            .field("namespaces", &self.namespaces)
+            .finish()
+    }
 }
 
 /// Refuses an API change to a cluster declared in a file.

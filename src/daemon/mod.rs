@@ -35,7 +35,9 @@ use lock::DataDirLock;
 use runner::Runner;
 
 /// Settings of `wardn serve`: the daemon's, and the API listener's that the server reads.
-#[derive(Debug, Clone)]
+/// Not `Debug`: it holds the admin password, the shared tokens and the database URL (whose
+/// password must never reach a log line).
+#[derive(Clone)]
 pub struct ServeOptions {
     /// Address to listen on.
     pub listen: SocketAddr,

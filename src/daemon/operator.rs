@@ -19,8 +19,8 @@ use crate::reconcile::upkeep::Scheduling;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
 
-/// Settings of `wardn serve --role operator`.
-#[derive(Debug, Clone)]
+/// Settings of `wardn serve --role operator`. Not `Debug`: it holds the internal token.
+#[derive(Clone)]
 pub struct OperatorOptions {
     /// Address of the health listener.
     pub listen: SocketAddr,

@@ -14,6 +14,7 @@ use super::AppState;
 use super::auth::{Actor, Caller, now_secs, set_session_cookie};
 use super::body::JsonBody;
 use super::error::ApiError;
+use crate::redact::Hidden;
 use crate::time::now_rfc3339;
 
 /// Shortest password accepted by a password change (characters).
@@ -37,12 +38,21 @@ pub fn check_new_password(field: &str, password: &str) -> Result<(), ApiError> {
 }
 
 /// `POST /api/v1/auth/password` body.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct PasswordChange {
     /// The password in use now.
     pub current_password: String,
     /// The password to use from now on.
     pub new_password: String,
+}
+
+impl std::fmt::Debug for PasswordChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PasswordChange")
+            .field("current_password", &Hidden)
+            .field("new_password", &Hidden)
+            .finish()
+    }
 }
 
 /// `POST /api/v1/auth/password`: checks the current password, sets the new one and ends every

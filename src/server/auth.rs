@@ -22,6 +22,7 @@ use super::body::JsonBody;
 use super::error::ApiError;
 use super::login_audit::{self, Failure};
 use super::login_limit::{CHECK_WAIT, MAX_USERNAME_CHARS, bounded_username};
+use crate::redact::Hidden;
 use crate::store::auth::LAST_USED_RESOLUTION_SECS;
 use crate::store::users::{Role, User};
 use crate::time::now_rfc3339;
@@ -272,12 +273,21 @@ pub async fn require_internal(
 }
 
 /// `POST /api/v1/auth/login` body.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct LoginRequest {
     /// User name.
     pub username: String,
     /// Password.
     pub password: String,
+}
+
+impl std::fmt::Debug for LoginRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginRequest")
+            .field("username", &self.username)
+            .field("password", &Hidden)
+            .finish()
+    }
 }
 
 /// A 429 answer with `Retry-After` (rounded up: a client waiting the advertised seconds must

@@ -17,6 +17,7 @@ use super::body::JsonBody;
 use super::error::ApiError;
 use super::login_limit::MAX_USERNAME_CHARS;
 use crate::clusters::kubeconfig::check_dns_label;
+use crate::redact::Hidden;
 use crate::store::users::{Role, User};
 use crate::time::now_rfc3339;
 
@@ -27,7 +28,7 @@ pub const MAX_EMAIL_BYTES: usize = 254;
 
 /// `POST /api/v1/users` body. Unknown fields are refused: a misspelt `role` must not create
 /// a user with a role nobody asked for.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateUser {
     /// The user name: 1-64 letters, digits, `.`, `_`, `@` or `-`.
@@ -42,6 +43,18 @@ pub struct CreateUser {
     /// The user's email address (four-eyes approval matches Git commit authors by it).
     #[serde(default)]
     pub email: Option<String>,
+}
+
+impl std::fmt::Debug for CreateUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreateUser")
+            .field("username", &self.username)
+            .field("password", &Hidden)
+            .field("role", &self.role)
+            .field("clusters", &self.clusters)
+            .field("email", &self.email)
+            .finish()
+    }
 }
 
 /// `PATCH /api/v1/users/{name}` body: the fields to change (absent fields keep their value;

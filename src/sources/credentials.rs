@@ -9,6 +9,7 @@ use std::fmt;
 use futures_util::future::BoxFuture;
 
 use super::url::{RepoUrl, Scheme, SourceKey};
+use crate::redact::Hidden;
 
 /// How a mirror authenticates to its remote.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -35,10 +36,12 @@ impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Credentials::Anonymous => f.write_str("Anonymous"),
-            Credentials::Basic { username, .. } => {
-                write!(f, "Basic {{ username: {username:?}, password: *** }}")
-            }
-            Credentials::Bearer { .. } => f.write_str("Bearer { token: *** }"),
+            Credentials::Basic { username, .. } => f
+                .debug_struct("Basic")
+                .field("username", username)
+                .field("password", &Hidden)
+                .finish(),
+            Credentials::Bearer { .. } => f.debug_struct("Bearer").field("token", &Hidden).finish(),
         }
     }
 }

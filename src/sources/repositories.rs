@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::credentials::{Credentials, CredentialsProvider, LookupError};
 use super::url::{RepoUrl, SourceKey, parse_repo_url};
+use crate::redact::hidden;
 use crate::seal::{SealError, Sealer};
 use crate::store::repositories::RepositoryRecord;
 use crate::store::{Store, StoreError};
@@ -53,17 +54,13 @@ pub struct UpdateRequest {
     pub webhook_secret: Option<String>,
 }
 
-fn redacted(value: &Option<String>) -> Option<&'static str> {
-    value.as_ref().map(|_| "***")
-}
-
 impl std::fmt::Debug for AddRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AddRequest")
             .field("username", &self.username)
-            .field("password", &redacted(&self.password))
-            .field("token", &redacted(&self.token))
-            .field("webhook_secret", &redacted(&self.webhook_secret))
+            .field("password", &hidden(&self.password))
+            .field("token", &hidden(&self.token))
+            .field("webhook_secret", &hidden(&self.webhook_secret))
             .finish_non_exhaustive()
     }
 }
@@ -72,9 +69,9 @@ impl std::fmt::Debug for UpdateRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpdateRequest")
             .field("username", &self.username)
-            .field("password", &redacted(&self.password))
-            .field("token", &redacted(&self.token))
-            .field("webhook_secret", &redacted(&self.webhook_secret))
+            .field("password", &hidden(&self.password))
+            .field("token", &hidden(&self.token))
+            .field("webhook_secret", &hidden(&self.webhook_secret))
             .finish()
     }
 }

@@ -35,6 +35,7 @@ use super::capped_json::CappedStrings;
 use super::credentials::{CredentialsProvider, LookupError};
 use super::poller::Poller;
 use super::url::{SourceKey, parse_repo_url};
+use crate::redact::hidden;
 
 /// The route the handler is meant to be mounted at.
 pub const ROUTE: &str = "/api/v1/webhooks/git";
@@ -54,7 +55,7 @@ pub struct WebhookSecrets {
 impl std::fmt::Debug for WebhookSecrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebhookSecrets")
-            .field("server", &self.server.as_ref().map(|_| "***"))
+            .field("server", &hidden(&self.server))
             .field(
                 "repositories",
                 &self.per_repository.keys().collect::<Vec<_>>(),
