@@ -12,4 +12,24 @@ impl Rng {
         self.0 ^= self.0 << 17;
         self.0 % below
     }
+
+    /// Applies one to four random edits to `text`, as a careless or hostile writer would:
+    /// each inserts one of `pieces` or deletes up to eight bytes, at a character boundary.
+    pub fn mutate(&mut self, text: &mut String, pieces: &[&str]) {
+        for _ in 0..1 + self.below(4) {
+            let mut at = self.below(text.len() as u64 + 1) as usize;
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            if self.below(2) == 0 {
+                text.insert_str(at, pieces[self.below(pieces.len() as u64) as usize]);
+            } else {
+                let mut end = (at + 1 + self.below(8) as usize).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.replace_range(at..end, "");
+            }
+        }
+    }
 }

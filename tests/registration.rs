@@ -1,6 +1,6 @@
 //! Registration edges: kubeconfigs that skip TLS verification need an explicit opt-in (shown
 //! and audited), `local` is the management cluster's name, and an empty allowlist is shown as
-//! unrestricted.
+//! unrestricted; a kubeconfig kube cannot read is refused by position, its contents never shown.
 
 mod support;
 
@@ -164,4 +164,38 @@ async fn local_is_reserved_and_an_empty_allowlist_is_shown_unrestricted() {
         [("empty", true), ("open", true), ("scoped", false)],
         "{listed}"
     );
+}
+
+/// A kubeconfig wardn's own checks pass but kube cannot read (here a user entry without its
+/// name) is refused at registration and by the connection test with a 400 that names the
+/// kubeconfig and the position, never the lines there (the token), and nothing is stored.
+#[tokio::test]
+async fn a_kubeconfig_kube_cannot_read_is_refused_by_position_without_its_token() {
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let http = Client::new();
+    let unreadable = kubeconfig(URL, "tok-Qz7vK2").replace("- name: wardn\n  user:", "- user:");
+    assert_ne!(unreadable, kubeconfig(URL, "tok-Qz7vK2"));
+    for (path, body) in [
+        (
+            "/api/v1/clusters",
+            json!({"name": "staging", "server_url": URL, "kubeconfig": unreadable}),
+        ),
+        (
+            "/api/v1/clusters/test",
+            json!({"server_url": URL, "kubeconfig": unreadable}),
+        ),
+    ] {
+        let (status, answer) =
+            send(http.post(server.url(path)).bearer_auth(&token).json(&body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {answer}");
+        let message = answer["error"].as_str().unwrap();
+        assert!(
+            message.starts_with("kubeconfig: is not a kubeconfig kube can read (line "),
+            "{path}: {message}"
+        );
+        assert!(!answer.to_string().contains("Qz7vK2"), "{path}: {answer}");
+    }
+    let (status, list) = send(http.get(server.url("/api/v1/clusters")).bearer_auth(&token)).await;
+    assert_eq!((status, list), (StatusCode::OK, json!({"clusters": []})));
 }

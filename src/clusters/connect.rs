@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use serde::{Deserialize, Serialize};
 
 use super::proxy::ProxyError;
@@ -106,15 +106,32 @@ async fn config_from_kubeconfig(
     timeout: Duration,
 ) -> Result<kube::Config, ConnectError> {
     let parsed =
-        Kubeconfig::from_yaml(kubeconfig).map_err(|err| ConnectError::Config(err.to_string()))?;
+        Kubeconfig::from_yaml(kubeconfig).map_err(|err| ConnectError::Config(unreadable(&err)))?;
     let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
         .await
-        .map_err(|err| ConnectError::Config(err.to_string()))?;
+        .map_err(|err| ConnectError::Config(unreadable(&err)))?;
     // Only connecting is bounded here: the reconciler's watches keep reads open for minutes
     // (kube's default read timeout stays); probes bound the whole exchange themselves.
     config.connect_timeout = Some(timeout);
     no_hidden_retries(&mut config);
     Ok(config)
+}
+
+/// Why kube cannot read a kubeconfig, its parse errors by position only: the YAML parser's
+/// message shows the lines around the fault, and serde's quote the offending value; either
+/// may be a token or a proxy password, and this text reaches the API, statuses and logs.
+pub fn unreadable(err: &KubeconfigError) -> String {
+    match err {
+        KubeconfigError::Parse(parse) => match parse.location() {
+            Some(at) => format!(
+                "is not a kubeconfig kube can read (line {}, column {})",
+                at.line(),
+                at.column()
+            ),
+            None => "is not a kubeconfig kube can read".to_string(),
+        },
+        other => other.to_string(),
+    }
 }
 
 /// Turns off kube's built-in retry of 429/503/504 (up to 15 attempts with growing delays):
@@ -211,5 +228,37 @@ pub fn classify(err: &kube::Error) -> ConnectError {
         ConnectError::Timeout(text)
     } else {
         ConnectError::Other(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stored kubeconfig kube cannot read (one registered before registration asked kube,
+    /// or edited where it is declared) is named by position, never by the lines around the
+    /// fault nor the value serde found there: here a token and a proxy password.
+    #[tokio::test]
+    async fn unreadable_kubeconfigs_are_named_by_position_without_their_contents() {
+        let cases = [
+            // An entry without its name: the parser shows the lines around it.
+            "clusters:\n- cluster:\n    server: https://10.0.0.1:6443\n    \
+             proxy-url: http://ops:pw-Qz7vK2@proxy.corp:3128\n",
+            // A value of the wrong type: serde quotes it.
+            "clusters: []\nusers: tok-Qz7vK2\n",
+            "users:\n- name: u\n  user: {token: [tok-Qz7vK2]}\n",
+        ];
+        for text in cases {
+            let err = client_from_kubeconfig(text, Duration::from_secs(1))
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("{text:?} built a client"));
+            let shown = err.to_string();
+            assert!(!shown.contains("Qz7vK2"), "{shown}");
+            assert!(
+                shown.starts_with("kubeconfig: is not a kubeconfig kube can read (line "),
+                "{shown}"
+            );
+        }
     }
 }

@@ -233,6 +233,9 @@ pub fn validate(kubeconfig: &str, server_url: &str) -> Result<Kubeconfig, Valida
     }
     let parsed: Kubeconfig = serde_saphyr::from_str(kubeconfig)
         .map_err(|_| invalid("kubeconfig", "is not a parseable kubeconfig YAML document"))?;
+    // Refused now what every connection would refuse later (an entry without its name, say).
+    kube::config::Kubeconfig::from_yaml(kubeconfig)
+        .map_err(|err| invalid("kubeconfig", super::connect::unreadable(&err)))?;
     if parsed.clusters.is_empty() {
         return Err(invalid("kubeconfig", "has no clusters"));
     }
@@ -468,6 +471,96 @@ mod tests {
         assert_eq!(
             check_tls(&validate(&explicit_false, URL).unwrap(), false),
             Ok(false)
+        );
+    }
+
+    /// 10,000 careless or hostile edits of a kubeconfig that carries a token and a proxy
+    /// password: validation never panics, every refusal names a field of the kubeconfig, and
+    /// no refusal quotes a secret. Both answers must occur, so the edits reach past the parser.
+    /// Each accepted one then goes where a registration sends it, the client builder of the
+    /// connection test and the reconciler: it builds a client or fails with an error, never
+    /// a panic, and that error quotes no secret either.
+    #[tokio::test]
+    async fn mutated_kubeconfigs_are_refused_by_field_and_never_quoted() {
+        use crate::test_rng::Rng;
+        const SECRET: &str = "Qz7vK2";
+        // As the binary does at start (both ring and aws-lc are linked in).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let base = kubeconfig(URL, &format!("    token: tok-{SECRET}")).replace(
+            &format!("server: {URL}\n"),
+            &format!("server: {URL}\n    proxy-url: http://ops:pw-{SECRET}@proxy.corp:3128\n"),
+        );
+        validate(&base, URL).unwrap();
+        let pieces = [
+            ":",
+            " ",
+            "\n",
+            "\n- ",
+            "-",
+            "[",
+            "]",
+            "{",
+            "}",
+            "\"",
+            "'",
+            "&a ",
+            "*a",
+            "!!str ",
+            "%",
+            "@",
+            "#",
+            "\t",
+            "\u{0}",
+            "é",
+            "//",
+            "socks5://",
+            "https://",
+            "socks4://",
+            "exec: {}",
+            "tokenFile: x",
+            "proxy-url: ",
+            "~",
+            "null",
+            "0x",
+            "\\",
+            "%zz",
+            ":0",
+            "[::1]",
+            "auth-provider: {}",
+            "certificate-authority: f",
+            "<<: *a",
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut accepted, mut refused, mut built) = (0, 0, 0);
+        for step in 0..10_000 {
+            let mut text = base.clone();
+            rng.mutate(&mut text, &pieces);
+            match validate(&text, URL) {
+                // A client's TLS set-up costs milliseconds: every eighth accepted one is built.
+                Ok(_) if accepted % 8 != 0 => accepted += 1,
+                Ok(_) => {
+                    accepted += 1;
+                    let timeout = std::time::Duration::from_secs(1);
+                    match super::super::connect::client_from_kubeconfig(&text, timeout).await {
+                        Ok(_) => built += 1,
+                        Err(err) => {
+                            assert!(!err.to_string().contains(SECRET), "step {step}: {err}")
+                        }
+                    }
+                }
+                Err(err) => {
+                    refused += 1;
+                    assert!(
+                        err.field.starts_with("kubeconfig"),
+                        "step {step}: {err} for {text:?}"
+                    );
+                    assert!(!err.to_string().contains(SECRET), "step {step}: {err}");
+                }
+            }
+        }
+        assert!(
+            accepted > 400 && refused > 400 && built > 50,
+            "{accepted} accepted ({built} built a client), {refused} refused"
         );
     }
 }
