@@ -10,7 +10,7 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::DaemonError;
-use crate::clusters::connect::no_hidden_retries;
+use crate::clusters::connect::{no_hidden_retries, unreadable};
 
 /// The management cluster's client and where its configuration came from.
 pub struct Management {
@@ -61,7 +61,8 @@ async fn from_files(paths: &[PathBuf]) -> Result<kube::Config, DaemonError> {
     };
     let mut merged: Option<Kubeconfig> = None;
     for path in paths {
-        let one = Kubeconfig::read_from(path).map_err(|e| error(e.to_string()))?;
+        // By position only: the daemon's log must not show the file's lines (its token).
+        let one = Kubeconfig::read_from(path).map_err(|e| error(unreadable(&e)))?;
         merged = Some(match merged {
             Some(before) => before.merge(one).map_err(|e| error(e.to_string()))?,
             None => one,
@@ -70,7 +71,7 @@ async fn from_files(paths: &[PathBuf]) -> Result<kube::Config, DaemonError> {
     let kubeconfig = merged.ok_or_else(|| error("no kubeconfig file named".into()))?;
     kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
-        .map_err(|e| error(e.to_string()))
+        .map_err(|e| error(unreadable(&e)))
 }
 
 fn build(
@@ -111,4 +112,29 @@ pub async fn infer_logged(
         ),
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unreadable management kubeconfig names its file and the position, never the lines
+    /// around the fault (its token) in the daemon's log.
+    #[tokio::test]
+    async fn an_unreadable_file_is_named_by_path_and_position_without_its_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(
+            &path,
+            "users:\n- user:\n    token: tok-Qz7vK2\nclusters: []\n",
+        )
+        .unwrap();
+        let shown = match from_files(std::slice::from_ref(&path)).await {
+            Ok(_) => panic!("an unreadable kubeconfig gave a configuration"),
+            Err(err) => err.to_string(),
+        };
+        assert!(!shown.contains("Qz7vK2"), "{shown}");
+        assert!(shown.contains(&path.display().to_string()), "{shown}");
+        assert!(shown.contains("(line 2, column 3)"), "{shown}");
+    }
 }
