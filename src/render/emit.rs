@@ -179,7 +179,7 @@ impl Emitter {
     fn block_mapping(&mut self, map: &Map<String, Value>) {
         let saved = self.increase_indent(false, false);
         let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-        entries.sort_by(|a, b| scalar::natural_cmp(a.0, b.0));
+        scalar::sort_natural(&mut entries, |(key, _)| key.as_str());
         for (key, value) in entries {
             self.write_indent();
             // go-yaml's `check_simple_key`; the key's analysis serves its writing too.
