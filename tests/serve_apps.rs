@@ -424,6 +424,31 @@ async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_fil
             .any(|e| e.contains("watched.yaml"))
     })
     .await;
+    // A Git URL carrying a token is refused by field, the token quoted nowhere.
+    std::fs::write(
+        apps.join("leaky.yaml"),
+        "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: leaky\n  namespace: wardn\n\
+         spec:\n  source:\n    type: Git\n    git:\n      \
+         repoURL: https://x-access-token:ghp_Qz7vK2@git.example.com/org/app.git\n      branch: main\n\
+         \x20 destination:\n    cluster: \"\"\n    namespace: staging\n",
+    )
+    .unwrap();
+    eventually("the credentialed URL reported", || {
+        runner
+            .file_errors()
+            .iter()
+            .any(|e| e.contains("git.repoURL") && e.contains("password"))
+    })
+    .await;
+    assert!(
+        runner
+            .file_errors()
+            .iter()
+            .all(|e| !e.contains("ghp_Qz7vK2")),
+        "{:?}",
+        runner.file_errors()
+    );
+    std::fs::remove_file(apps.join("leaky.yaml")).unwrap();
     assert_eq!(
         runner.keys(),
         ["wardn/watched"],

@@ -128,28 +128,9 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> RepositoryError {
     }
 }
 
-/// Parses a repository URL for registration; URLs carrying a password are refused so that
-/// secrets only ever travel in the secret fields.
+/// Parses a repository URL for registration, naming the `url` field; URLs carrying
+/// credentials are refused by [`parse_repo_url`], so secrets only travel in the secret fields.
 pub fn parse_url(url: &str) -> Result<RepoUrl, RepositoryError> {
-    // The user part: before the last `@` of the authority (`scheme://…`), or before the first
-    // `@` of an scp-like `user@host:path`.
-    let user = match url.split_once("://") {
-        Some((_, rest)) => rest
-            .split('/')
-            .next()
-            .and_then(|authority| authority.rsplit_once('@'))
-            .map(|(user, _)| user),
-        None => url
-            .split_once('@')
-            .map(|(user, _)| user)
-            .filter(|user| !user.contains('/')),
-    };
-    if user.is_some_and(|user| user.contains(':')) {
-        return Err(invalid(
-            "url",
-            "must not contain a password; use the password or token field",
-        ));
-    }
     parse_repo_url(url).map_err(|e| invalid("url", e.reason))
 }
 

@@ -61,24 +61,71 @@ pub struct RepoUrl {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("repoURL {url:?}: {reason}")]
 pub struct UrlError {
-    /// The URL as given.
+    /// The URL as given, its user part (which may hold a password or token) shown as `***`.
     pub url: String,
     /// What is wrong with it.
     pub reason: String,
 }
 
+impl UrlError {
+    fn new(input: &str, reason: impl Into<String>) -> UrlError {
+        let url = match userinfo(input) {
+            Some(range) => format!("{}***{}", &input[..range.start], &input[range.end..]),
+            None => input.to_string(),
+        };
+        UrlError {
+            url,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Where a URL's user part is: before the authority's last `@` (`scheme://user:pw@host/…`),
+/// or before the first `@` of an scp-like `user@host:path`.
+fn userinfo(url: &str) -> Option<std::ops::Range<usize>> {
+    match url.find("://") {
+        Some(i) => {
+            let start = i + 3;
+            let end = url[start..].find('/').map_or(url.len(), |j| start + j);
+            url[start..end].rfind('@').map(|at| start..start + at)
+        }
+        None => url
+            .find('@')
+            .filter(|&at| !url[..at].contains('/'))
+            .map(|at| 0..at),
+    }
+}
+
 /// Parses and normalises a repository URL.
+///
+/// Credentials never travel in a URL, where every viewer of an App, every log line and every
+/// error would show them: a password (`user:password@`) is refused for every transport, and
+/// any user part for `https://`, `http://` and `git://` (`https://TOKEN@host` is a common way to
+/// send a token). They belong in the repository credentials registry (`wardn repos add`), which
+/// seals them. An ssh user (`git@host:org/repo`) is a login name, not a secret, and is kept.
 pub fn parse_repo_url(input: &str) -> Result<RepoUrl, UrlError> {
-    let fail = |reason: &str| UrlError {
-        url: input.to_string(),
-        reason: reason.to_string(),
-    };
+    let fail = |reason: &str| UrlError::new(input, reason);
     let url = input.trim();
     if url.is_empty() {
         return Err(fail("must not be empty"));
     }
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(fail("must not contain whitespace or control characters"));
+    }
+    if let Some(user) = userinfo(url).map(|range| &url[range]) {
+        if user.contains(':') {
+            return Err(fail(
+                "must not contain a password; register it as the repository's credentials (wardn repos add)",
+            ));
+        }
+        let scheme = url
+            .split_once("://")
+            .map(|(scheme, _)| scheme.to_ascii_lowercase());
+        if matches!(scheme.as_deref(), Some("https" | "http" | "git")) {
+            return Err(fail(
+                "must not contain a user name or token (https, http and git URLs); register it as the repository's credentials (wardn repos add)",
+            ));
+        }
     }
     if let Some((scheme, rest)) = url.split_once("://") {
         let scheme_lc = scheme.to_ascii_lowercase();
@@ -103,7 +150,7 @@ pub fn parse_repo_url(input: &str) -> Result<RepoUrl, UrlError> {
             None => (rest, ""),
         };
         let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
-        let (host, port) = split_port(host_port).map_err(|r| fail(&r))?;
+        let (host, port) = split_port(host_port).map_err(fail)?;
         if host.is_empty() {
             return Err(fail("has no host"));
         }
@@ -144,7 +191,7 @@ pub fn parse_repo_url(input: &str) -> Result<RepoUrl, UrlError> {
 }
 
 /// Splits `host[:port]` (IPv6 hosts in brackets), validating the port.
-fn split_port(host_port: &str) -> Result<(&str, Option<u16>), String> {
+fn split_port(host_port: &str) -> Result<(&str, Option<u16>), &'static str> {
     let (host, port) = if let Some(end) = host_port.strip_prefix('[').and_then(|s| s.find(']')) {
         let host = &host_port[..end + 2];
         let rest = &host_port[end + 2..];
@@ -159,7 +206,7 @@ fn split_port(host_port: &str) -> Result<(&str, Option<u16>), String> {
         None | Some("") => None,
         Some(p) => Some(
             p.parse::<u16>()
-                .map_err(|_| format!("invalid port {p:?}"))?,
+                .map_err(|_| "invalid port (a number up to 65535)")?,
         ),
     };
     Ok((host, port))
@@ -196,17 +243,17 @@ fn remote_key(
 /// Validates a local repository path (which must be absolute) and builds its key.
 fn local(input: &str, path: &str, fetch_url: String) -> Result<RepoUrl, UrlError> {
     if !path.starts_with('/') {
-        return Err(UrlError {
-            url: input.to_string(),
-            reason: "local repository paths must be absolute".to_string(),
-        });
+        return Err(UrlError::new(
+            input,
+            "local repository paths must be absolute",
+        ));
     }
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     if segments.iter().any(|s| *s == "." || *s == "..") {
-        return Err(UrlError {
-            url: input.to_string(),
-            reason: "path must not contain . or .. segments".to_string(),
-        });
+        return Err(UrlError::new(
+            input,
+            "path must not contain . or .. segments",
+        ));
     }
     Ok(RepoUrl {
         fetch_url,
@@ -232,7 +279,6 @@ mod tests {
             "https://github.com/org/repo/",
             "https://GitHub.COM/org/repo.git/",
             "HTTPS://github.com:443/org/repo",
-            "https://user:token@github.com/org/repo",
             "https://github.com//org/repo",
         ] {
             assert_eq!(key(url), want, "{url}");
@@ -266,6 +312,113 @@ mod tests {
         assert_eq!(key("file:///srv/git/repo.git/"), "file:///srv/git/repo.git");
         assert_eq!(key("/srv//git/repo"), "file:///srv/git/repo");
         assert_eq!(parse_repo_url("/srv/r").unwrap().scheme, Scheme::File);
+    }
+
+    #[test]
+    fn credentials_in_urls_are_refused_and_never_quoted() {
+        const SECRET: &str = "tok-Qz7vK2";
+        for (url, reason) in [
+            ("https://user:tok-Qz7vK2@github.com/org/repo", "password"),
+            (
+                "https://tok-Qz7vK2@github.com/org/repo",
+                "user name or token",
+            ),
+            (
+                "HTTPS://tok-Qz7vK2@github.com/org/repo",
+                "user name or token",
+            ),
+            ("http://u:tok-Qz7vK2@h/o/r", "password"),
+            ("git://tok-Qz7vK2@h/o/r", "user name or token"),
+            ("ssh://git:tok-Qz7vK2@h/o/r", "password"),
+            ("git:tok-Qz7vK2@h:o/r.git", "password"),
+            ("file://u:tok-Qz7vK2@localhost/srv/r", "password"),
+            ("https://u:tok-Qz7vK2@h:99999/o/r", "password"),
+            (" https://u:tok-Qz7vK2@h/o/r ", "password"),
+            ("https://u:tok-Qz7vK2@h/o r", "whitespace"),
+            ("https://a@b:tok-Qz7vK2@h/o/r", "password"),
+        ] {
+            let err = parse_repo_url(url).unwrap_err();
+            assert!(err.reason.contains(reason), "{url}: {err}");
+            let shown = format!("{err} {err:?}");
+            assert!(!shown.contains(SECRET), "{url}: {shown}");
+            assert!(err.url.contains("***"), "{url}: {shown}");
+        }
+        // An ssh login name is not a secret.
+        assert_eq!(
+            parse_repo_url("ssh://git@h/o/r").unwrap().fetch_url,
+            "ssh://git@h/o/r"
+        );
+        assert_eq!(parse_repo_url("git@h:o/r").unwrap().fetch_url, "git@h:o/r");
+    }
+
+    #[test]
+    fn mutated_urls_never_keep_or_quote_their_credentials() {
+        // Long run, hostile: 10,000 random edits of URLs carrying a secret in every place a
+        // careless writer puts one. Parsing never panics; an accepted URL holds no password,
+        // over https, http and git no user part at all, and its key none; a refusal never
+        // quotes the user part, and its reason never quotes the URL.
+        const SECRET: &str = "tok-Qz7vK2";
+        let bases = [
+            "https://x-access-token:tok-Qz7vK2@github.com/org/repo.git",
+            "https://tok-Qz7vK2@git.example.com:8443/org/repo",
+            "ssh://git:tok-Qz7vK2@[::1]:2222/org/repo",
+            "git:tok-Qz7vK2@github.com:org/repo.git",
+            "http://u:tok-Qz7vK2@h/o/r",
+        ];
+        let pieces = [
+            "@",
+            ":",
+            "/",
+            "://",
+            "https",
+            "ssh",
+            "git",
+            "git@",
+            "[",
+            "]",
+            "%40",
+            " ",
+            "\0",
+            "é",
+            ".git",
+            "..",
+            "localhost",
+            SECRET,
+            "file://",
+        ];
+        let mut rng = crate::test_rng::Rng(0x005e_ed0f_ba5e);
+        let (mut accepted, mut refused) = (0, 0);
+        for step in 0..10_000 {
+            let mut url = bases[step % bases.len()].to_string();
+            rng.mutate(&mut url, &pieces);
+            match parse_repo_url(&url) {
+                Ok(parsed) => {
+                    accepted += 1;
+                    let user = userinfo(&parsed.fetch_url).map(|r| &parsed.fetch_url[r]);
+                    assert!(!user.is_some_and(|u| u.contains(':')), "step {step}: {url}");
+                    if matches!(parsed.scheme, Scheme::Https | Scheme::Http | Scheme::Git) {
+                        assert_eq!(user, None, "step {step}: {url}");
+                    }
+                    assert_eq!(userinfo(parsed.key.as_str()), None, "step {step}: {url}");
+                }
+                Err(err) => {
+                    refused += 1;
+                    assert!(!err.reason.contains(SECRET), "step {step}: {url}: {err}");
+                    if let Some(range) = userinfo(&url) {
+                        let outside = format!("{}{}", &url[..range.start], &url[range.end..]);
+                        assert_eq!(
+                            err.url.contains(SECRET),
+                            outside.contains(SECRET),
+                            "step {step}: {url}: {err}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            accepted > 1_000 && refused > 1_000,
+            "{accepted} accepted, {refused} refused"
+        );
     }
 
     #[test]
