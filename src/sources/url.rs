@@ -112,20 +112,11 @@ pub fn parse_repo_url(input: &str) -> Result<RepoUrl, UrlError> {
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(fail("must not contain whitespace or control characters"));
     }
-    if let Some(user) = userinfo(url).map(|range| &url[range]) {
-        if user.contains(':') {
-            return Err(fail(
-                "must not contain a password; register it as the repository's credentials (wardn repos add)",
-            ));
-        }
-        let scheme = url
-            .split_once("://")
-            .map(|(scheme, _)| scheme.to_ascii_lowercase());
-        if matches!(scheme.as_deref(), Some("https" | "http" | "git")) {
-            return Err(fail(
-                "must not contain a user name or token (https, http and git URLs); register it as the repository's credentials (wardn repos add)",
-            ));
-        }
+    let user = userinfo(url).map(|range| &url[range]);
+    if user.is_some_and(|user| user.contains(':')) {
+        return Err(fail(
+            "must not contain a password; register it as the repository's credentials (wardn repos add)",
+        ));
     }
     if let Some((scheme, rest)) = url.split_once("://") {
         let scheme_lc = scheme.to_ascii_lowercase();
@@ -141,6 +132,11 @@ pub fn parse_repo_url(input: &str) -> Result<RepoUrl, UrlError> {
                 ));
             }
         };
+        if user.is_some() && matches!(kind, Scheme::Https | Scheme::Http | Scheme::Git) {
+            return Err(fail(
+                "must not contain a user name or token (https, http and git URLs); register it as the repository's credentials (wardn repos add)",
+            ));
+        }
         if kind == Scheme::File {
             let path = rest.strip_prefix("localhost").unwrap_or(rest);
             return local(input, path, url.to_string());
