@@ -175,13 +175,6 @@ impl CredentialsProvider for Rotating {
         let current = self.0.lock().unwrap().clone();
         Box::pin(async move { Ok(current) })
     }
-
-    fn webhook_secret<'a>(
-        &'a self,
-        _key: &'a SourceKey,
-    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, LookupError>> {
-        Box::pin(async { Ok(None) })
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,6 +13,7 @@ use support::server::TestServer;
 use wardn::sources::credentials::{Credentials, CredentialsProvider};
 use wardn::sources::repositories::{Repositories, repository_id};
 use wardn::sources::url::parse_repo_url;
+use wardn::sources::webhook::WebhookSecretProvider;
 
 async fn call(
     server: &TestServer,
@@ -314,4 +315,109 @@ async fn the_repos_cli_reads_secrets_from_stdin() {
     assert!(rm.status.success(), "{rm:?}");
     assert_eq!(repositories.credentials(&key).await.unwrap(), None);
     server.stop().await;
+}
+
+/// `GET /internal/repositories/{id}/credentials` gives operator-role processes the registered
+/// credentials in the clear: to the internal token only, 404 for ids nobody registered
+/// (hostile ones included), and rotations are seen at the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_internal_route_answers_registered_credentials_to_the_internal_token_only() {
+    use support::server::INTERNAL_TOKEN;
+    use wardn::sources::server_credentials::{InternalCredentials, ServerCredentials};
+
+    let server = TestServer::start(None).await;
+    let token = server.token().await;
+    let url = "https://git.example.com/org/private";
+    let (status, view) = call(
+        &server,
+        &token,
+        Method::POST,
+        "/api/v1/repositories",
+        Some(json!({"url": url, "username": "ci", "password": "pw-one"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{view}");
+    let id = view["id"].as_str().unwrap().to_string();
+    let route = format!("/internal/repositories/{id}/credentials");
+
+    let (status, answer) = call(&server, INTERNAL_TOKEN, Method::GET, &route, None).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer,
+        json!({"url": "https://git.example.com/org/private", "auth": "basic", "username": "ci", "secret": "pw-one"})
+    );
+    // A user's token, even the admin's, or none at all: refused, nothing answered.
+    for bearer in [token.as_str(), "", "not-the-internal-token"] {
+        let (status, answer) = call(&server, bearer, Method::GET, &route, None).await;
+        assert_eq!(status, 401, "{bearer:?}: {answer}");
+        assert!(!answer.to_string().contains("pw-one"), "{answer}");
+    }
+    // Unknown and hostile ids: 404, never another repository's secret.
+    let long = "a".repeat(10_000);
+    for id in [
+        "0000000000000000",
+        "..%2F..%2Fetc",
+        "%00",
+        "' OR 1=1 --",
+        long.as_str(),
+    ] {
+        let (status, answer) = call(
+            &server,
+            INTERNAL_TOKEN,
+            Method::GET,
+            &format!("/internal/repositories/{id}/credentials"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 404, "{id}: {answer}");
+        assert!(!answer.to_string().contains("pw-one"), "{answer}");
+    }
+
+    // The operator's provider reads them, follows a rotation to a token, and answers
+    // nothing for a repository that is not registered.
+    let provider = ServerCredentials::new(
+        &server.base,
+        INTERNAL_TOKEN,
+        std::time::Duration::from_secs(5),
+    );
+    let key = parse_repo_url("https://git.example.com/org/private.git")
+        .unwrap()
+        .key;
+    assert_eq!(
+        provider.credentials(&key).await.unwrap(),
+        Some(Credentials::Basic {
+            username: "ci".into(),
+            password: "pw-one".into()
+        })
+    );
+    let (status, _) = call(
+        &server,
+        &token,
+        Method::PUT,
+        &format!("/api/v1/repositories/{id}"),
+        Some(json!({"token": "tok-two"})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        provider.credentials(&key).await.unwrap(),
+        Some(Credentials::Bearer {
+            token: "tok-two".into()
+        })
+    );
+    let unknown = parse_repo_url("https://git.example.com/org/public")
+        .unwrap()
+        .key;
+    assert_eq!(provider.credentials(&unknown).await.unwrap(), None);
+    let (_, answer) = call(&server, INTERNAL_TOKEN, Method::GET, &route, None).await;
+    let read: InternalCredentials = serde_json::from_value(answer).unwrap();
+    assert_eq!(read.auth, "bearer");
+
+    // A wrong internal token: the lookup fails, naming the repository and the 401.
+    let wrong = ServerCredentials::new(&server.base, "wrong", std::time::Duration::from_secs(5));
+    let err = wrong.credentials(&key).await.unwrap_err().to_string();
+    assert!(
+        err.contains("git.example.com/org/private") && err.contains("401"),
+        "{err}"
+    );
 }

@@ -47,6 +47,7 @@ async fn start_operator(
     token: &str,
     apps: &Path,
     data: &Path,
+    git_ca_file: Option<std::path::PathBuf>,
 ) -> (Arc<Runner>, String, tokio::sync::oneshot::Sender<()>) {
     let operator = OperatorServer::bind(OperatorOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -61,6 +62,7 @@ async fn start_operator(
         scheduling: Default::default(),
         pipeline: Default::default(),
         shards: None,
+        git_ca_file,
     })
     .await
     .unwrap();
@@ -73,10 +75,19 @@ async fn start_operator(
     (runner, base, stop)
 }
 
-/// Waits (up to a minute) until `done` holds for the App's status.
+/// Waits (up to a minute) until `done` holds for the status of the App `wardn/remote`.
 async fn wait_for(runner: &Runner, done: impl Fn(&wardn::app::AppStatus) -> bool) -> bool {
+    wait_for_app(runner, "wardn/remote", done).await
+}
+
+/// Waits (up to a minute) until `done` holds for the status of the App `key`.
+async fn wait_for_app(
+    runner: &Runner,
+    key: &str,
+    done: impl Fn(&wardn::app::AppStatus) -> bool,
+) -> bool {
     for _ in 0..600 {
-        if runner.status("wardn/remote").is_some_and(|s| done(&s)) {
+        if runner.status(key).is_some_and(|s| done(&s)) {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -105,8 +116,14 @@ async fn an_operator_deploys_to_a_cluster_registered_on_the_server() {
     let work = tempfile::tempdir().unwrap();
     let apps = write_app(work.path());
 
-    let (runner, base, stop) =
-        start_operator(&server.base, INTERNAL_TOKEN, &apps, &work.path().join("ok")).await;
+    let (runner, base, stop) = start_operator(
+        &server.base,
+        INTERNAL_TOKEN,
+        &apps,
+        &work.path().join("ok"),
+        None,
+    )
+    .await;
     let synced = wait_for(&runner, |s| s.phase == Some(Phase::Synced)).await;
     assert!(synced, "{:?}", runner.status("wardn/remote"));
     let applied = sim
@@ -132,13 +149,122 @@ async fn an_operator_deploys_to_a_cluster_registered_on_the_server() {
     let _ = stop.send(());
 
     // A wrong internal token: the App fails and its status names the 401.
-    let (runner, _, stop) =
-        start_operator(&server.base, "wrong-token", &apps, &work.path().join("bad")).await;
+    let (runner, _, stop) = start_operator(
+        &server.base,
+        "wrong-token",
+        &apps,
+        &work.path().join("bad"),
+        None,
+    )
+    .await;
     let failed = wait_for(&runner, |s| {
         s.phase == Some(Phase::Failed) && s.message.as_deref().is_some_and(|m| m.contains("401"))
     })
     .await;
     assert!(failed, "{:?}", runner.status("wardn/remote"));
+    let _ = stop.send(());
+}
+
+/// An operator fetches a private repository (the real `git http-backend` over HTTPS, basic
+/// authentication, a CA given with `--git-ca-file`) with the credentials registered on the
+/// server: none registered, the App fails on authentication; once they are registered, its
+/// next poll uses them and the App syncs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_fetches_a_private_repository_with_credentials_registered_on_the_server() {
+    use support::https_git::{Auth, HttpsGitServer};
+    use support::{Upstream, git};
+
+    let sim = common::start(&["team-a"]).await;
+    let server = TestServer::start(None).await;
+    server
+        .registry
+        .register(
+            "tests",
+            RegisterRequest {
+                name: "target".into(),
+                server_url: sim.cluster.url(),
+                kubeconfig: sim.cluster.kubeconfig(),
+                namespaces: vec!["team-a".into()],
+                allow_insecure_tls: false,
+            },
+        )
+        .await
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("srv");
+    std::fs::create_dir_all(&root).unwrap();
+    let upstream = Upstream::init(&work.path().join("upstream"));
+    upstream.commit(
+        &[(
+            "deploy/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: private-config\ndata:\n  k: v1\n",
+        )],
+        "first",
+    );
+    git(&root, &["init", "-q", "--bare", "repo.git"]);
+    upstream.git(&[
+        "push",
+        "-q",
+        root.join("repo.git").to_str().unwrap(),
+        "main",
+    ]);
+    let git_server = HttpsGitServer::start(root, Auth::Basic("ci".into(), "git-pass".into()));
+    let ca_file = work.path().join("git-ca.pem");
+    std::fs::write(&ca_file, &git_server.ca_pem).unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(
+        apps.join("private.yaml"),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: private\n  namespace: wardn\n\
+             spec:\n  source:\n    type: Git\n    git:\n      repoURL: {}\n      branch: main\n\
+             \x20     path: deploy\n\
+             \x20 destination:\n    cluster: target\n    namespace: team-a\n\
+             \x20 syncPolicy:\n    automated: true\n",
+            git_server.url("repo.git")
+        ),
+    )
+    .unwrap();
+
+    let (runner, _, stop) = start_operator(
+        &server.base,
+        INTERNAL_TOKEN,
+        &apps,
+        &work.path().join("data"),
+        Some(ca_file),
+    )
+    .await;
+    let failed = wait_for_app(&runner, "wardn/private", |s| {
+        s.phase == Some(Phase::Failed)
+            && s.message
+                .as_deref()
+                .is_some_and(|m| m.contains("authentication failed"))
+    })
+    .await;
+    assert!(failed, "{:?}", runner.status("wardn/private"));
+
+    server
+        .state
+        .repositories()
+        .add(
+            "tests",
+            wardn::sources::repositories::AddRequest {
+                url: git_server.url("repo"),
+                username: Some("ci".into()),
+                password: Some("git-pass".into()),
+                token: None,
+                webhook_secret: None,
+            },
+        )
+        .await
+        .unwrap();
+    let synced = wait_for_app(&runner, "wardn/private", |s| s.phase == Some(Phase::Synced)).await;
+    assert!(synced, "{:?}", runner.status("wardn/private"));
+    let applied = sim
+        .cluster
+        .get_object("v1", "ConfigMap", Some("team-a"), "private-config")
+        .expect("the operator applied the private repository's ConfigMap");
+    assert_eq!(applied["data"]["k"], "v1");
     let _ = stop.send(());
 }
 
@@ -158,6 +284,7 @@ async fn operator_settings_are_checked() {
         scheduling: Default::default(),
         pipeline: Default::default(),
         shards: None,
+        git_ca_file: None,
     };
     let err = OperatorServer::bind(options.clone()).await.err().unwrap();
     assert!(err.to_string().contains("--server URL"), "{err}");

@@ -15,6 +15,7 @@ use wardn::seal::Sealer;
 use wardn::sources::credentials::{Credentials, CredentialsProvider};
 use wardn::sources::repositories::Repositories;
 use wardn::sources::url::parse_repo_url;
+use wardn::sources::webhook::WebhookSecretProvider;
 
 /// Runs a shell command line in `dir`, asserting success; returns stdout.
 fn sh(dir: &std::path::Path, line: &str) -> String {

@@ -18,8 +18,8 @@ use crate::shard::ShardConfig;
 /// - `all` (default): API, store, probing and App reconciliation in one process.
 /// - `server`: API, store and probing; no App is reconciled (`--apps` is refused), so the Apps
 ///   API answers empty lists. Operators fetch cluster credentials from it.
-/// - `operator`: reconciles Apps, resolving registered clusters through the server's
-///   `GET /internal/clusters/{name}/kubeconfig` with `WARDN_INTERNAL_TOKEN`; no store and no
+/// - `operator`: reconciles Apps, resolving registered clusters and repository credentials
+///   through the server's `/internal/…` routes with `WARDN_INTERNAL_TOKEN`; no store and no
 ///   user API (its listener serves `/api/v1/health` only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Role {
@@ -335,6 +335,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         scheduling,
         pipeline,
         shards,
+        git_ca_file: args.git_ca_file,
     };
     let operator = OperatorServer::bind(options).await?;
     println!("wardn operator: health on http://{}", operator.addr);

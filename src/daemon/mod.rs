@@ -238,11 +238,9 @@ pub struct Daemon {
     membership: Option<Arc<crate::shard::Membership>>,
 }
 
-/// The extra Git CA roots of `options`, read once at start.
-fn git_ca(options: &ServeOptions) -> Result<Option<Arc<Vec<u8>>>, DaemonError> {
-    options
-        .git_ca_file
-        .as_ref()
+/// The extra Git CA roots of `--git-ca-file`, read once at start.
+fn git_ca(git_ca_file: Option<&PathBuf>) -> Result<Option<Arc<Vec<u8>>>, DaemonError> {
+    git_ca_file
         .map(|path| {
             std::fs::read(path)
                 .map(Arc::new)
@@ -310,7 +308,7 @@ impl Daemon {
         let (poller, updates) = Poller::with_provider(
             PollerConfig::new(GitSettings {
                 data_dir: options.data_dir.clone(),
-                extra_roots_pem: git_ca(options)?,
+                extra_roots_pem: git_ca(options.git_ca_file.as_ref())?,
             }),
             repositories.clone(),
         );

@@ -1,8 +1,9 @@
 //! `wardn serve --role operator`: reconciles the Apps of `--apps` (and App resources),
 //! resolving registered clusters through a wardn server's
-//! `GET /internal/clusters/{name}/kubeconfig` with `WARDN_INTERNAL_TOKEN`. No store: its
-//! statuses live in memory and in the App resources' status. Its listener (health only) is
-//! served by the `server` module.
+//! `GET /internal/clusters/{name}/kubeconfig` and fetching private repositories with the
+//! credentials registered there (`GET /internal/repositories/{id}/credentials`), both with
+//! `WARDN_INTERNAL_TOKEN`. No store: its statuses live in memory and in the App resources'
+//! status. Its listener (health only) is served by the `server` module.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
+use crate::sources::server_credentials::ServerCredentials;
 
 /// Settings of `wardn serve --role operator`. Not `Debug`: it holds the internal token.
 #[derive(Clone)]
@@ -46,6 +48,8 @@ pub struct OperatorOptions {
     pub pipeline: Options,
     /// `--shards auto`: this replica's Lease settings; `None`: this operator reconciles all.
     pub shards: Option<crate::shard::ShardConfig>,
+    /// Extra CA certificates (PEM file) trusted for `https://` Git remotes (`--git-ca-file`).
+    pub git_ca_file: Option<PathBuf>,
 }
 
 /// A running operator: the App runner and the Git poller feeding it.
@@ -86,10 +90,18 @@ impl Operator {
         if let Some(found) = &management {
             resolver = resolver.with_management(found.client.clone(), found.server.clone());
         }
-        let (poller, updates) = Poller::new(PollerConfig::new(GitSettings {
-            data_dir: options.data_dir.clone(),
-            extra_roots_pem: None,
-        }));
+        // Registered repository credentials are read from the server before each fetch.
+        let (poller, updates) = Poller::with_provider(
+            PollerConfig::new(GitSettings {
+                data_dir: options.data_dir.clone(),
+                extra_roots_pem: super::git_ca(options.git_ca_file.as_ref())?,
+            }),
+            Arc::new(ServerCredentials::new(
+                &options.server,
+                &options.internal_token,
+                options.timeout,
+            )),
+        );
         // No store: an operator's statuses live in memory (and in App resources' status).
         let runner = Runner::new(
             resolver,

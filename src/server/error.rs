@@ -145,6 +145,10 @@ impl From<RepositoryError> for ApiError {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
             }
             RepositoryError::Store(_) => ApiError::internal(&err),
+            RepositoryError::Unreadable(_) => {
+                tracing::error!(error = %err, "unsealing failed");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
+            }
         }
     }
 }

@@ -495,6 +495,12 @@ pub fn route_table() -> Vec<RouteSpec> {
             Internal,
             get(clusters::internal_kubeconfig),
         ),
+        route(
+            Method::GET,
+            crate::sources::server_credentials::ROUTE,
+            Internal,
+            get(repositories::internal_credentials),
+        ),
         route(Method::GET, openapi::ROUTE, Public, get(openapi::serve)),
     ]
 }

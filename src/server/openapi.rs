@@ -288,6 +288,7 @@ pub fn route_docs() -> Vec<RouteDoc> {
         doc(M::POST, crate::sources::webhook::ROUTE, "A forge's push event: polls the repositories it names", "`{\"status\": \"triggered\", \"repository\"}`, or 202 `{\"status\": \"ignored\", \"reason\"}` when no App uses the repository.")
             .raw_body("The forge's push event as it sent it (JSON), signed with the repository's webhook secret."),
         doc(M::GET, "/internal/clusters/{name}/kubeconfig", "The unsealed kubeconfig and allowlist of a cluster, for the operator", "`{\"name\", \"kubeconfig\", \"namespaces\", ...}`."),
+        doc(M::GET, crate::sources::server_credentials::ROUTE, "The registered credentials of a repository in the clear, for the operator", "`{\"url\", \"auth\", \"username\", \"secret\"}`; 404 when the repository is not registered."),
         doc(M::GET, ROUTE, "This OpenAPI document", "The OpenAPI 3.0 document of the API."),
     ]
 }

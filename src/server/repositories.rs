@@ -12,6 +12,7 @@ use super::auth::Actor;
 use super::body::JsonBody;
 use super::error::ApiError;
 use crate::sources::repositories::{AddRequest, RepositoryView, UpdateRequest};
+use crate::sources::server_credentials::InternalCredentials;
 
 /// `GET /api/v1/repositories` → `{"repositories": [...]}` (no secrets).
 pub async fn list(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
@@ -66,4 +67,14 @@ pub async fn reseal(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let count = state.repositories().reseal(&actor.0).await?;
     Ok(Json(serde_json::json!({ "resealed": count })))
+}
+
+/// `GET /internal/repositories/{id}/credentials`: the registered credentials in the clear, for
+/// operator-role processes (internal token only; 404 when the repository is not registered).
+pub async fn internal_credentials(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<InternalCredentials>, ApiError> {
+    let (url, credentials) = state.repositories().credentials_by_id(&id).await?;
+    Ok(Json(InternalCredentials::new(url, credentials)))
 }

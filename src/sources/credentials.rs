@@ -77,12 +77,6 @@ pub trait CredentialsProvider: Send + Sync {
         &'a self,
         key: &'a SourceKey,
     ) -> BoxFuture<'a, Result<Option<Credentials>, LookupError>>;
-
-    /// The webhook secret registered for `key`; `None` when it has none.
-    fn webhook_secret<'a>(
-        &'a self,
-        key: &'a SourceKey,
-    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, LookupError>>;
 }
 
 impl Credentials {

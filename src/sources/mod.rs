@@ -13,8 +13,9 @@
 //!   [`snapshot::Snapshot`]; [`render_cache::RenderCache::render`] renders the App's path from
 //!   it, reusing the previous result when the files it read are unchanged.
 //! - [`repositories::Repositories`] keeps the credentials and webhook secrets registered
-//!   through the API (sealed) and is the poller's and the webhook's
-//!   [`credentials::CredentialsProvider`].
+//!   through the API (sealed) and is the poller's [`credentials::CredentialsProvider`] and
+//!   the webhook's [`webhook::WebhookSecretProvider`]; an operator-role process, which has no
+//!   store, reads the same credentials from the server ([`server_credentials`]).
 //! - [`webhook`] checks the signature of `POST /api/v1/webhooks/git` (served by the `server` module) and
 //!   calls [`poller::Poller::trigger`] for an immediate poll.
 
@@ -27,6 +28,7 @@ pub mod pinned_tree;
 pub mod poller;
 pub mod render_cache;
 pub mod repositories;
+pub mod server_credentials;
 pub mod snapshot;
 pub mod spec;
 pub mod status;

@@ -1,7 +1,9 @@
 //! The repository registry: Git credentials and per-repository webhook secrets registered
 //! through the API (`/api/v1/repositories`), validated, sealed with the kubeconfig key
 //! ([`crate::seal::Sealer`]), audited as `repository.add|update|remove`, and handed
-//! to the poller and the webhook through [`CredentialsProvider`] at each fetch or delivery.
+//! to the poller and the webhook through [`CredentialsProvider`] and [`WebhookSecretProvider`]
+//! at each fetch or delivery, and to operator-role processes through the server's internal
+//! route ([`super::server_credentials`]).
 //!
 //! A repository is identified by its normalised URL ([`super::url`]): `…/repo`, `…/repo.git`
 //! and `…/repo/` are one repository. Its API id is the short digest of that URL
@@ -13,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::credentials::{Credentials, CredentialsProvider, LookupError};
 use super::url::{RepoUrl, SourceKey, parse_repo_url};
+use super::webhook::WebhookSecretProvider;
 use crate::redact::hidden;
 use crate::seal::{SealError, Sealer};
 use crate::store::repositories::RepositoryRecord;
@@ -119,6 +122,9 @@ pub enum RepositoryError {
     /// The store failed (500).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Registered secrets could not be unsealed (500).
+    #[error(transparent)]
+    Unreadable(#[from] LookupError),
 }
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> RepositoryError {
@@ -268,6 +274,11 @@ impl Repositories {
     }
 
     async fn record(&self, id: &str) -> Result<RepositoryRecord, RepositoryError> {
+        // Ids are 24 lower-case hex digits: anything else names no repository, and never
+        // reaches the store (PostgreSQL refuses text with NUL in it).
+        if id.len() != 24 || !id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(RepositoryError::NotFound(audit_id(id)));
+        }
         self.store
             .get_repository(id)
             .await?
@@ -388,7 +399,44 @@ impl Repositories {
         Ok(found.filter(|r| r.url == key.as_str()))
     }
 
-    fn open(&self, key: &SourceKey, sealed: Option<&str>) -> Result<String, LookupError> {
+    /// The repository with the API id `id` and its credentials in the clear (`None` when it
+    /// has none), for the server's internal route: an operator-role process fetches with them.
+    pub async fn credentials_by_id(
+        &self,
+        id: &str,
+    ) -> Result<(String, Option<Credentials>), RepositoryError> {
+        let record = self.record(id).await?;
+        let credentials = self.unsealed(&record.url, &record)?;
+        Ok((record.url, credentials))
+    }
+
+    /// The credentials of `record` (the repository `key`) in the clear; `None` when it
+    /// registers none.
+    fn unsealed(
+        &self,
+        key: &dyn std::fmt::Display,
+        record: &RepositoryRecord,
+    ) -> Result<Option<Credentials>, LookupError> {
+        let secret = || self.open(key, record.secret_sealed.as_deref());
+        match record.auth_kind.as_str() {
+            "none" => Ok(None),
+            "basic" => Ok(Some(Credentials::Basic {
+                username: record.username.clone().unwrap_or_default(),
+                password: secret()?,
+            })),
+            "bearer" => Ok(Some(Credentials::Bearer { token: secret()? })),
+            other => Err(LookupError {
+                repository: key.to_string(),
+                reason: format!("unknown stored auth kind {other:?}"),
+            }),
+        }
+    }
+
+    fn open(
+        &self,
+        key: &dyn std::fmt::Display,
+        sealed: Option<&str>,
+    ) -> Result<String, LookupError> {
         let sealed = sealed.ok_or_else(|| LookupError {
             repository: key.to_string(),
             reason: "the stored secret is missing".to_string(),
@@ -406,7 +454,7 @@ fn audit_id(id: &str) -> String {
     }
 }
 
-fn lookup_error(key: &SourceKey, error: &dyn std::fmt::Display) -> LookupError {
+fn lookup_error(key: &dyn std::fmt::Display, error: &dyn std::fmt::Display) -> LookupError {
     LookupError {
         repository: key.to_string(),
         reason: error.to_string(),
@@ -431,25 +479,15 @@ impl CredentialsProvider for Repositories {
         key: &'a SourceKey,
     ) -> BoxFuture<'a, Result<Option<Credentials>, LookupError>> {
         Box::pin(async move {
-            let Some(record) = self.lookup(key).await? else {
-                return Ok(None);
-            };
-            let secret = || self.open(key, record.secret_sealed.as_deref());
-            match record.auth_kind.as_str() {
-                "none" => Ok(None),
-                "basic" => Ok(Some(Credentials::Basic {
-                    username: record.username.clone().unwrap_or_default(),
-                    password: secret()?,
-                })),
-                "bearer" => Ok(Some(Credentials::Bearer { token: secret()? })),
-                other => Err(LookupError {
-                    repository: key.to_string(),
-                    reason: format!("unknown stored auth kind {other:?}"),
-                }),
+            match self.lookup(key).await? {
+                Some(record) => self.unsealed(key, &record),
+                None => Ok(None),
             }
         })
     }
+}
 
+impl WebhookSecretProvider for Repositories {
     fn webhook_secret<'a>(
         &'a self,
         key: &'a SourceKey,

@@ -9,7 +9,7 @@
 //!
 //! The secret is `WARDN_WEBHOOK_SECRET`, or a per-repository secret that replaces it for that
 //! repository (given to [`WebhookSecrets::with_repository`], or registered through the API and
-//! read from the [`CredentialsProvider`] at each delivery, so a rotation applies at once). The
+//! read from the [`WebhookSecretProvider`] at each delivery, so a rotation applies at once). The
 //! repository is matched by any of the payload's clone, HTML or SSH URLs
 //! (GitHub `repository.*`, GitLab `project.*`/`repository.*`, or a top-level `repoURL`), in
 //! any spelling (see [`super::url`]). Outcomes: valid signature and a polled repository →
@@ -32,7 +32,7 @@ use subtle::ConstantTimeEq;
 use futures_util::future::BoxFuture;
 
 use super::capped_json::CappedStrings;
-use super::credentials::{CredentialsProvider, LookupError};
+use super::credentials::LookupError;
 use super::poller::Poller;
 use super::url::{SourceKey, parse_repo_url};
 use crate::redact::hidden;
@@ -44,12 +44,22 @@ pub const SECRET_ENV: &str = "WARDN_WEBHOOK_SECRET";
 /// The largest payload accepted (GitHub caps payloads at 25 MB).
 pub const MAX_BODY: usize = 25 << 20;
 
+/// Where the webhook secrets of registered repositories come from (the repository registry):
+/// read at each delivery, so a rotation applies at once.
+pub trait WebhookSecretProvider: Send + Sync {
+    /// The webhook secret registered for `key`; `None` when it has none.
+    fn webhook_secret<'a>(
+        &'a self,
+        key: &'a SourceKey,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, LookupError>>;
+}
+
 /// Webhook secrets: one for the server, optionally one per repository.
 #[derive(Clone, Default)]
 pub struct WebhookSecrets {
     server: Option<Vec<u8>>,
     per_repository: HashMap<SourceKey, Vec<u8>>,
-    provider: Option<Arc<dyn CredentialsProvider>>,
+    provider: Option<Arc<dyn WebhookSecretProvider>>,
 }
 
 impl std::fmt::Debug for WebhookSecrets {
@@ -78,7 +88,7 @@ impl WebhookSecrets {
 
     /// Also reads per-repository secrets from `provider` (the repository registry) at each
     /// delivery; a registered secret replaces the server secret for its repository.
-    pub fn with_provider(mut self, provider: Arc<dyn CredentialsProvider>) -> Self {
+    pub fn with_provider(mut self, provider: Arc<dyn WebhookSecretProvider>) -> Self {
         self.provider = Some(provider);
         self
     }
@@ -818,17 +828,7 @@ mod tests {
     /// A provider with one registered secret, or failing lookups.
     struct Registered(Option<(&'static str, &'static str)>);
 
-    impl CredentialsProvider for Registered {
-        fn credentials<'a>(
-            &'a self,
-            _key: &'a SourceKey,
-        ) -> futures_util::future::BoxFuture<
-            'a,
-            Result<Option<crate::sources::credentials::Credentials>, LookupError>,
-        > {
-            Box::pin(async { Ok(None) })
-        }
-
+    impl WebhookSecretProvider for Registered {
         fn webhook_secret<'a>(
             &'a self,
             key: &'a SourceKey,
