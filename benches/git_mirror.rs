@@ -52,6 +52,7 @@ fn main() {
     let settings = GitSettings {
         data_dir: root.path().join("data"),
         extra_roots_pem: None,
+        ..GitSettings::default()
     };
     let url = parse_repo_url(&up.url()).unwrap_or_else(|e| panic!("{e}"));
     let mirror = Mirror::open(&settings, url, Credentials::Anonymous)

@@ -87,6 +87,7 @@ fn bench_polls(root: &Path) {
     let settings = GitSettings {
         data_dir: root.join("data"),
         extra_roots_pem: None,
+        ..GitSettings::default()
     };
     let rss_before = rss_kib();
     let mirrors: Vec<Mirror> = upstreams
@@ -173,6 +174,7 @@ fn bench_monorepo(root: &Path) {
         let mut config = PollerConfig::new(GitSettings {
             data_dir: root.join("mono-data"),
             extra_roots_pem: None,
+            ..GitSettings::default()
         });
         config.backoff_base = Duration::from_secs(3600);
         let (poller, mut rx) = Poller::new(config);

@@ -53,6 +53,7 @@ async fn watcher_emits_a_snapshot_per_change() {
     let (poller, mut rx) = Poller::new(PollerConfig::new(GitSettings {
         data_dir: data.path().to_path_buf(),
         extra_roots_pem: None,
+        ..GitSettings::default()
     }));
     let _watch = watch("local-app", dir.path(), poller.sender()).unwrap();
     let first = next(&mut rx).await;

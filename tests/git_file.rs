@@ -14,6 +14,7 @@ fn settings(data: &std::path::Path) -> GitSettings {
     GitSettings {
         data_dir: data.to_path_buf(),
         extra_roots_pem: None,
+        ..GitSettings::default()
     }
 }
 

@@ -36,6 +36,7 @@ fn open(data: &std::path::Path, server: &HttpsGitServer, creds: Credentials) -> 
         &GitSettings {
             data_dir: data.to_path_buf(),
             extra_roots_pem: Some(Arc::new(server.ca_pem.clone().into_bytes())),
+            ..GitSettings::default()
         },
         parse_repo_url(&server.url("repo.git")).unwrap(),
         creds,
@@ -148,6 +149,7 @@ fn https_with_basic_credentials_and_untrusted_certificate() {
         &GitSettings {
             data_dir: tmp.path().join("untrusted"),
             extra_roots_pem: None,
+            ..GitSettings::default()
         },
         parse_repo_url(&server.url("repo.git")).unwrap(),
         Credentials::Basic {
@@ -191,6 +193,7 @@ async fn the_poller_asks_the_provider_at_every_fetch_so_rotations_apply_at_the_n
     let mut config = PollerConfig::new(GitSettings {
         data_dir: tmp.path().join("data"),
         extra_roots_pem: Some(Arc::new(server.ca_pem.clone().into_bytes())),
+        ..GitSettings::default()
     });
     config.backoff_base = Duration::from_secs(3600);
     config.backoff_max = Duration::from_secs(7200);

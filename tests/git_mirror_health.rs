@@ -16,6 +16,7 @@ fn mirror(data: &Path, url: &str) -> Mirror {
     let settings = GitSettings {
         data_dir: data.to_path_buf(),
         extra_roots_pem: None,
+        ..GitSettings::default()
     };
     Mirror::open(
         &settings,

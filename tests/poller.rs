@@ -20,6 +20,7 @@ fn poller(data: &std::path::Path) -> (Poller, UnboundedReceiver<SourceUpdate>) {
     let mut config = PollerConfig::new(GitSettings {
         data_dir: data.to_path_buf(),
         extra_roots_pem: None,
+        ..GitSettings::default()
     });
     config.backoff_base = Duration::from_secs(3600);
     config.backoff_max = Duration::from_secs(7200);

@@ -57,6 +57,7 @@ fn only_apps_whose_inputs_changed_are_re_rendered() {
         &GitSettings {
             data_dir: tmp.path().join("data"),
             extra_roots_pem: None,
+            ..GitSettings::default()
         },
         parse_repo_url(&up.url()).unwrap(),
         Credentials::Anonymous,

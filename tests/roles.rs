@@ -63,6 +63,7 @@ async fn start_operator(
         pipeline: Default::default(),
         shards: None,
         git_ca_file,
+        git_timeout: Duration::from_secs(60),
     })
     .await
     .unwrap();
@@ -285,6 +286,7 @@ async fn operator_settings_are_checked() {
         pipeline: Default::default(),
         shards: None,
         git_ca_file: None,
+        git_timeout: Duration::from_secs(60),
     };
     let err = OperatorServer::bind(options.clone()).await.err().unwrap();
     assert!(err.to_string().contains("--server URL"), "{err}");

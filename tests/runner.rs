@@ -67,6 +67,7 @@ async fn runner(sim: &common::Sim, data: &Path) -> Arc<Runner> {
     let (poller, updates) = Poller::new(PollerConfig::new(GitSettings {
         data_dir: data.to_path_buf(),
         extra_roots_pem: None,
+        ..GitSettings::default()
     }));
     let runner = Runner::new(
         resolver,

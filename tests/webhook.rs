@@ -38,6 +38,7 @@ async fn signed_push_triggers_a_poll_and_bad_or_unknown_ones_do_nothing() {
     let mut config = PollerConfig::new(GitSettings {
         data_dir: tmp.path().join("data"),
         extra_roots_pem: None,
+        ..GitSettings::default()
     });
     config.backoff_base = Duration::from_secs(3600);
     let (poller, mut rx) = Poller::new(config);
@@ -183,6 +184,7 @@ async fn a_repository_secret_does_not_trigger_another_repository() {
     let mut config = PollerConfig::new(GitSettings {
         data_dir: tmp.path().join("data"),
         extra_roots_pem: None,
+        ..GitSettings::default()
     });
     config.backoff_base = Duration::from_secs(3600);
     let (poller, mut rx) = Poller::new(config);

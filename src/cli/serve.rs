@@ -95,6 +95,14 @@ pub struct ServeArgs {
     /// PEM file of extra CA certificates trusted for https:// Git remotes (private Git servers).
     #[arg(long, env = "WARDN_GIT_CA_FILE")]
     pub git_ca_file: Option<PathBuf>,
+    /// Seconds a Git remote may stay silent (connecting, or in the middle of a fetch) before
+    /// the fetch gives up and the poll backs off.
+    #[arg(
+        long,
+        default_value_t = crate::sources::transport::DEFAULT_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub git_timeout: u64,
     /// Only reconcile App resources in these namespaces (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
     pub namespaces: Vec<String>,
@@ -280,6 +288,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         clusters_file: args.clusters_file,
         cluster_resources_namespace: args.cluster_resources_namespace,
         git_ca_file: args.git_ca_file,
+        git_timeout: Duration::from_secs(args.git_timeout),
         app_namespaces: args.namespaces,
         reconcile_apps: args.role == Role::All,
         probe_interval: Duration::from_secs(args.probe_interval.max(1)),
@@ -336,6 +345,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         pipeline,
         shards,
         git_ca_file: args.git_ca_file,
+        git_timeout: Duration::from_secs(args.git_timeout),
     };
     let operator = OperatorServer::bind(options).await?;
     println!("wardn operator: health on http://{}", operator.addr);

@@ -78,6 +78,8 @@ pub struct ServeOptions {
     /// Extra CA certificates (PEM file) trusted for `https://` Git remotes, on top of the
     /// platform's roots (`--git-ca-file`).
     pub git_ca_file: Option<PathBuf>,
+    /// How long a Git remote may stay silent before a fetch gives up (`--git-timeout`).
+    pub git_timeout: Duration,
     /// Namespaces whose App resources are reconciled (`--namespaces`); empty: all.
     pub app_namespaces: Vec<String>,
     /// Whether this process reconciles Apps (`--role all`); `--role server` only serves the
@@ -116,6 +118,7 @@ impl Default for ServeOptions {
             clusters_file: None,
             cluster_resources_namespace: None,
             git_ca_file: None,
+            git_timeout: crate::sources::transport::DEFAULT_TIMEOUT,
             app_namespaces: Vec::new(),
             reconcile_apps: true,
             probe_interval: Duration::from_secs(30),
@@ -309,6 +312,7 @@ impl Daemon {
             PollerConfig::new(GitSettings {
                 data_dir: options.data_dir.clone(),
                 extra_roots_pem: git_ca(options.git_ca_file.as_ref())?,
+                timeout: options.git_timeout,
             }),
             repositories.clone(),
         );

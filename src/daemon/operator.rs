@@ -50,6 +50,8 @@ pub struct OperatorOptions {
     pub shards: Option<crate::shard::ShardConfig>,
     /// Extra CA certificates (PEM file) trusted for `https://` Git remotes (`--git-ca-file`).
     pub git_ca_file: Option<PathBuf>,
+    /// How long a Git remote may stay silent before a fetch gives up (`--git-timeout`).
+    pub git_timeout: Duration,
 }
 
 /// A running operator: the App runner and the Git poller feeding it.
@@ -95,6 +97,7 @@ impl Operator {
             PollerConfig::new(GitSettings {
                 data_dir: options.data_dir.clone(),
                 extra_roots_pem: super::git_ca(options.git_ca_file.as_ref())?,
+                timeout: options.git_timeout,
             }),
             Arc::new(ServerCredentials::new(
                 &options.server,

@@ -12,7 +12,8 @@
 //! (gix runs the system `ssh` client in batch mode, with the daemon user's keys and
 //! known_hosts), `git://`, and `file://` or absolute paths, for which gix spawns the
 //! `git-upload-pack` program of the installed Git. Every call sets a credentials callback, so
-//! the daemon never prompts.
+//! the daemon never prompts, and every network transport gives up on a silent remote
+//! ([`super::transport`]).
 //!
 //! Maintenance: every fetch that brings objects adds one pack, and gix's object store has a
 //! fixed number of index slots per opened handle. The repository handle is therefore opened
@@ -37,7 +38,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
@@ -47,6 +48,7 @@ use parking_lot::{Mutex, RwLock};
 use super::credentials::{Credentials, InsecureCredentials};
 use super::snapshot::{GitTree, Snapshot, describe};
 use super::spec::GitRef;
+use super::transport::{self, DEFAULT_TIMEOUT};
 use super::url::{RepoUrl, Scheme, SourceKey};
 
 /// The refspecs of a mirror: every branch and tag, force-updated.
@@ -66,12 +68,25 @@ const MAX_SLOTS: usize = (1 << 15) - 1;
 const SLOT_HEADROOM: usize = 4;
 
 /// Settings shared by every mirror of one daemon.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct GitSettings {
     /// The data directory; mirrors live under `repos/` in it.
     pub data_dir: PathBuf,
     /// Extra trusted root certificates (PEM) for https remotes, on top of the platform's.
     pub extra_roots_pem: Option<Arc<Vec<u8>>>,
+    /// How long a remote may stay silent (connecting, or in the middle of a fetch) before
+    /// the fetch gives up (`--git-timeout`; see [`super::transport`]).
+    pub timeout: Duration,
+}
+
+impl Default for GitSettings {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::new(),
+            extra_roots_pem: None,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
 }
 
 /// Why a Git operation failed, by what an operator would do about it.
@@ -175,6 +190,8 @@ pub struct Mirror {
     dir: PathBuf,
     credentials: Credentials,
     extra_roots_pem: Option<Arc<Vec<u8>>>,
+    /// The limit on the remote's silence ([`GitSettings::timeout`]).
+    timeout: Duration,
     /// The repository handle; replaced (write lock) when it is re-opened after maintenance
     /// or to get more slots. Readers clone a thread-local handle under the read lock.
     handle: RwLock<Handle>,
@@ -272,6 +289,7 @@ impl Mirror {
             dir,
             credentials,
             extra_roots_pem: settings.extra_roots_pem.clone(),
+            timeout: settings.timeout,
             handle: RwLock::new(handle),
             fetch_lock: Mutex::new(()),
             leases: Arc::new(()),
@@ -504,17 +522,21 @@ impl Mirror {
             .and_then(|r| r.with_refspecs(REFSPECS, Direction::Fetch))
             .map_err(|e| remote_err(e, &auth_asked))?
             .with_fetch_tags(gix::remote::fetch::Tags::None);
-        let connection = remote
-            .connect(Direction::Fetch)
-            .map_err(|e| remote_err(e, &auth_asked))?;
+        let connection =
+            transport::connect(&remote, self.timeout).map_err(|e| remote_err(e, &auth_asked))?;
         let mut connection = connection.with_credentials(credentials_callback(
             credentials.clone(),
             auth_asked.clone(),
         ));
         if matches!(self.url.scheme, Scheme::Https | Scheme::Http) {
-            let options = self
-                .http_options(&repo, credentials)
-                .map_err(|e| remote_err(e, &auth_asked))?;
+            let options = transport::http_options(
+                &repo,
+                self.url.fetch_url.as_str(),
+                credentials,
+                self.extra_roots_pem.clone(),
+                self.timeout,
+            )
+            .map_err(|e| remote_err(e, &auth_asked))?;
             connection.set_transport_options(options);
         }
         let prepare = connection
@@ -652,40 +674,6 @@ impl Mirror {
             message: describe(error),
         }
     }
-
-    /// HTTP transport options: the repository's defaults plus our user agent, the bearer
-    /// header and the extra trusted roots.
-    fn http_options(
-        &self,
-        repo: &gix::Repository,
-        credentials: &Credentials,
-    ) -> gix::Result<Box<dyn std::any::Any>> {
-        use gix::protocol::transport::client::blocking_io::http;
-        let mut options = repo
-            .transport_options(self.url.fetch_url.as_str(), None)?
-            .and_then(|o| o.downcast::<http::Options>().ok())
-            .map(|o| *o)
-            .unwrap_or_default();
-        options.user_agent = Some(concat!("wardn/", env!("CARGO_PKG_VERSION")).to_string());
-        if let Credentials::Bearer { token } = credentials {
-            options
-                .extra_headers
-                .push(format!("Authorization: Bearer {token}"));
-        }
-        if let Some(pem) = self.extra_roots_pem.clone() {
-            let configure: Box<http::reqwest::ConfigureClientFn> = Box::new(move |builder| {
-                let certs =
-                    reqwest::Certificate::from_pem_bundle(&pem).map_err(gix::Error::from_error)?;
-                Ok(builder.tls_certs_merge(certs))
-            });
-            let backend = http::reqwest::Options {
-                configure_client: Some(configure),
-                configure_request: None,
-            };
-            options.backend = Some(Arc::new(std::sync::Mutex::new(backend)));
-        }
-        Ok(Box::new(options))
-    }
 }
 
 /// Why one fetch attempt failed.
@@ -746,15 +734,13 @@ fn open_handle(dir: &Path) -> Result<Handle, GitError> {
     Ok(Handle { repo, slots })
 }
 
-/// Writes the mirror's config: never prompt, ssh in batch mode.
+/// Writes the mirror's config: never prompt (ssh runs in batch mode, see [`transport`]).
 fn write_mirror_config(dir: &Path) -> std::io::Result<()> {
     use std::io::Write;
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(dir.join("config"))?;
-    file.write_all(
-        b"[core]\n\tsshCommand = ssh -o BatchMode=yes\n[credential]\n\tinteractive = false\n",
-    )
+    file.write_all(b"[credential]\n\tinteractive = false\n")
 }
 
 /// The credentials callback: answers `Get` from the configured basic credentials, and fails

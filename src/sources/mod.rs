@@ -32,5 +32,6 @@ pub mod server_credentials;
 pub mod snapshot;
 pub mod spec;
 pub mod status;
+pub mod transport;
 pub mod url;
 pub mod webhook;

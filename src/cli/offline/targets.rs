@@ -102,7 +102,7 @@ pub fn render_app(app: &App, work_dir: &Path) -> Result<Vec<Value>, String> {
         Source::Git(git) => {
             let settings = GitSettings {
                 data_dir: work_dir.to_path_buf(),
-                extra_roots_pem: None,
+                ..GitSettings::default()
             };
             let mirror = Mirror::open(&settings, git.url.clone(), Credentials::Anonymous)
                 .map_err(|e| e.to_string())?;
