@@ -418,3 +418,79 @@ fn the_git_timeout_flag_is_checked() {
         );
     }
 }
+
+/// The ssh command line, end to end: `wardn generate rbac` fetches an App's `ssh://` source
+/// through `GIT_SSH_COMMAND` (here a script that records its arguments and fails), which gets
+/// its own options first, then batch mode and the limits of the default `--git-timeout`, then
+/// gix's arguments: protocol version passing, port, login and the remote command (as Git
+/// passes them: `git-upload-pack '/org/app.git'`).
+#[test]
+fn ssh_runs_git_ssh_command_with_batch_mode_and_the_limits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("ssh-args.log");
+    let fake = tmp.path().join("fake-ssh");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> {}; done\necho 'fake ssh: no' >&2\nexit 255\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let apps = tmp.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(
+        apps.join("app.yaml"),
+        "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: over-ssh\n  namespace: wardn\n\
+         spec:\n  source:\n    type: Git\n    git:\n      repoURL: ssh://git@git.example.com:2222/org/app.git\n      branch: main\n\
+         \x20 destination:\n    namespace: team-a\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_wardn"))
+        .args(["generate", "rbac", "--apps"])
+        .arg(&apps)
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .env(
+            "GIT_SSH_COMMAND",
+            format!("{} -o User=deploy", fake.display()),
+        )
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    // The fetch fails (the script refuses), and the App's failure names ssh's complaint.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("fake ssh: no"), "{stderr}");
+    let args = std::fs::read_to_string(&log).unwrap_or_default();
+    let args: Vec<&str> = args.lines().collect();
+    let expected_start = [
+        "-o",
+        "User=deploy",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=60",
+        "-o",
+        "ServerAliveInterval=15",
+        "-o",
+        "ServerAliveCountMax=4",
+    ];
+    assert_eq!(
+        args.get(..expected_start.len()),
+        Some(&expected_start[..]),
+        "{args:?}"
+    );
+    assert_eq!(
+        &args[expected_start.len()..],
+        [
+            "-o",
+            "SendEnv=GIT_PROTOCOL",
+            "-p2222",
+            "git@git.example.com",
+            "git-upload-pack",
+            "'/org/app.git'"
+        ],
+        "{args:?}"
+    );
+}

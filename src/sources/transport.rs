@@ -9,8 +9,8 @@
 //! - `https://`, `http://`: connecting (TCP and TLS) and every operation (a request until its
 //!   answer's headers, each read of a body) are bounded by reqwest's timeouts.
 //! - `git://`: the TCP connection is made here, with read and write timeouts on the socket.
-//! - `ssh://`, `user@host:path`: the system `ssh` runs in batch mode with `ConnectTimeout`
-//!   (which also bounds the banner exchange) and `ServerAliveInterval` ×
+//! - `ssh://`, `user@host:path`: OpenSSH (`GIT_SSH_COMMAND`, else `ssh`) runs in batch mode
+//!   with `ConnectTimeout` (which also bounds the banner exchange) and `ServerAliveInterval` ×
 //!   `ServerAliveCountMax` set to the same limit, so ssh gives up on a server that stops
 //!   answering.
 //! - `file://` and paths: a local `git-upload-pack`, no network, no limit.
@@ -55,23 +55,34 @@ pub(super) fn connect<'a, 'repo>(
     Ok(remote.to_connection_with_transport(transport))
 }
 
-/// The system `ssh` in batch mode, giving up after `timeout` of silence.
+/// The environment variable naming the ssh command, as for Git (e.g. `ssh -i /keys/deploy`).
+pub const SSH_COMMAND_ENV: &str = "GIT_SSH_COMMAND";
+
+/// OpenSSH in batch mode (`GIT_SSH_COMMAND`, else `ssh`), giving up after `timeout` of
+/// silence.
 fn ssh_options(timeout: Duration) -> ssh::connect::Options {
+    let base = std::env::var(SSH_COMMAND_ENV).ok();
     ssh::connect::Options {
-        command: Some(ssh_command(timeout).into()),
+        command: Some(ssh_command(base.as_deref(), timeout).into()),
         disallow_shell: false,
         kind: Some(ssh::ProgramKind::Ssh),
     }
 }
 
-/// `ssh -o BatchMode=yes …` with `ConnectTimeout` and keepalives bounded by `timeout` (whole
-/// seconds, at least one; `ServerAliveCountMax` keepalives `timeout / 4` apart).
-pub fn ssh_command(timeout: Duration) -> String {
+/// `base` (`ssh` when unset or blank) followed by `-o BatchMode=yes` and a `ConnectTimeout`
+/// and keepalives bounded by `timeout` (whole seconds, at least one; `ServerAliveCountMax`
+/// keepalives `timeout / 4` apart). OpenSSH keeps the first value it is given for an option,
+/// so options in `base` win over these.
+pub fn ssh_command(base: Option<&str>, timeout: Duration) -> String {
     const KEEPALIVES: u64 = 4;
+    let base = base
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .unwrap_or("ssh");
     let seconds = timeout.as_secs().max(1);
     let interval = (seconds / KEEPALIVES).max(1);
     format!(
-        "ssh -o BatchMode=yes -o ConnectTimeout={seconds} -o ServerAliveInterval={interval} -o ServerAliveCountMax={KEEPALIVES}"
+        "{base} -o BatchMode=yes -o ConnectTimeout={seconds} -o ServerAliveInterval={interval} -o ServerAliveCountMax={KEEPALIVES}"
     )
 }
 
@@ -202,13 +213,21 @@ mod tests {
     #[test]
     fn the_ssh_command_bounds_connecting_and_silence_by_the_timeout() {
         assert_eq!(
-            ssh_command(Duration::from_secs(60)),
+            ssh_command(None, Duration::from_secs(60)),
             "ssh -o BatchMode=yes -o ConnectTimeout=60 -o ServerAliveInterval=15 -o ServerAliveCountMax=4"
         );
-        // Below a second (tests) ssh still gets whole seconds.
+        // Below a second (tests) ssh still gets whole seconds; a blank base is plain ssh.
         assert_eq!(
-            ssh_command(Duration::from_millis(300)),
+            ssh_command(Some("  "), Duration::from_millis(300)),
             "ssh -o BatchMode=yes -o ConnectTimeout=1 -o ServerAliveInterval=1 -o ServerAliveCountMax=4"
+        );
+        // GIT_SSH_COMMAND's own options come first, so they win.
+        assert_eq!(
+            ssh_command(
+                Some("ssh -i /keys/deploy -o ConnectTimeout=5"),
+                Duration::from_secs(8)
+            ),
+            "ssh -i /keys/deploy -o ConnectTimeout=5 -o BatchMode=yes -o ConnectTimeout=8 -o ServerAliveInterval=2 -o ServerAliveCountMax=4"
         );
     }
 }
