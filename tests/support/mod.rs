@@ -5,6 +5,7 @@ pub mod certs;
 mod git_repo;
 pub mod https_git;
 pub mod postgres;
+pub mod proxy;
 pub mod replica;
 pub mod rss;
 pub mod running;
