@@ -36,6 +36,10 @@ e2e-kind: build
 fmt:
 	$(CARGO) fmt --all
 
+# The fuzz targets are a workspace of their own (cargo fuzz builds them with sanitizers);
+# checking them here keeps them building as the library changes.
 lint:
 	$(CARGO) fmt --all -- --check
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) check --manifest-path fuzz/Cargo.toml --bins
