@@ -1430,3 +1430,99 @@ async fn a_promotion_crosses_replicas_and_only_the_targets_owner_promotes() {
     }
     drop((r0, r1));
 }
+
+/// A push webhook reaches the replica owning the Apps of its repository, whichever replica
+/// the forge's delivery reaches: each replica polls only its own Apps' repositories, so the
+/// other one hands the push over through the store. Both Apps (one per replica, one Git
+/// repository, polled hourly) follow a push delivered to r0 and then one delivered to r1,
+/// long before their next poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_push_delivered_to_any_replica_reaches_the_owners_of_its_apps() {
+    use support::{Upstream, git};
+    use wardn::sources::webhook::sign;
+
+    let pg = Postgres::start();
+    let database = pg.create_database("pushes");
+    let mgmt = common::start(&["default"]).await;
+    let names: Vec<String> = (0..2).map(|i| format!("push-{i}")).collect();
+    let clusters = team_clusters(&names).await;
+    let work = tempfile::tempdir().unwrap();
+    let upstream = Upstream::init(&work.path().join("upstream"));
+    let bare = work.path().join("srv").join("repo.git");
+    std::fs::create_dir_all(bare.parent().unwrap()).unwrap();
+    git(
+        bare.parent().unwrap(),
+        &["init", "-q", "--bare", "repo.git"],
+    );
+    let publish = |version: &str| {
+        for name in &names {
+            write_source(&upstream.dir.join(name), name, version);
+        }
+        upstream.commit(&[], &format!("version {version}"));
+        upstream.git(&["push", "-q", bare.to_str().unwrap(), "main"]);
+    };
+    publish("1");
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    for name in &names {
+        std::fs::write(
+            apps.join(format!("{name}.yaml")),
+            format!(
+                "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n  namespace: fleet\n\
+                 spec:\n  source:\n    type: Git\n    git:\n      repoURL: {}\n      branch: main\n\
+                 \x20     path: {name}\n      interval: 1h\n\
+                 \x20 destination:\n    cluster: {name}\n    namespace: team\n\
+                 \x20 syncPolicy:\n    automated: true\n",
+                bare.display()
+            ),
+        )
+        .unwrap();
+    }
+
+    let replica = |id: &str| spawn_replica(id, work.path(), &database, &mgmt.kubeconfig, &apps);
+    let r0 = replica("r0");
+    let cookie = login(&r0.base, PASSWORD).await;
+    register(&r0, &cookie, &clusters).await;
+    let hook = Client::new()
+        .post(r0.url("/api/v1/repositories"))
+        .header("cookie", &cookie)
+        .json(&json!({"url": bare.to_str().unwrap(), "webhook_secret": "push-secret"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(hook.status(), 201, "{}", hook.text().await.unwrap());
+    let r1 = replica("r1");
+    let expected = balanced(&["r0", "r1"], &names);
+    assert!(expected.values().all(|c| c.len() == 1), "{expected:?}");
+    for process in [&r0, &r1] {
+        until("the replicas agree on the shards", || async {
+            shards(process, &cookie).await == expected
+        })
+        .await;
+    }
+    let converged = |wanted: &'static str| {
+        let clusters = &clusters;
+        let names = &names;
+        move || async move {
+            names
+                .iter()
+                .all(|name| version(&clusters[name], name).as_deref() == Some(wanted))
+        }
+    };
+    until("every App deploys version 1", converged("1")).await;
+
+    let body = json!({"repoURL": bare.to_str().unwrap()}).to_string();
+    for (delivered_to, wanted) in [(&r0, "2"), (&r1, "3")] {
+        publish(wanted);
+        let answer = Client::new()
+            .post(delivered_to.url("/api/v1/webhooks/git"))
+            .header("content-type", "application/json")
+            .header("x-wardn-signature", sign(b"push-secret", body.as_bytes()))
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+        until("both Apps follow the push", converged(wanted)).await;
+    }
+}

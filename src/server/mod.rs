@@ -40,7 +40,7 @@ use axum::{Json, Router};
 
 use crate::clusters::registry::Registry;
 use crate::daemon::operator::{Operator, OperatorOptions};
-use crate::daemon::runner::Runner;
+use crate::daemon::runner::{Pushes, Runner};
 use crate::daemon::{Daemon, DaemonError, ServeOptions};
 use crate::seal::Sealer;
 use crate::sources::repositories::Repositories;
@@ -640,7 +640,8 @@ impl Server {
                 WebhookSecrets::new(options.webhook_secret.as_deref())
                     .with_provider(daemon.repositories().clone()),
             ),
-        );
+        )
+        .with_targets(Arc::new(Pushes::new(Arc::clone(daemon.runner()))));
         let state = AppState::new(
             Arc::clone(daemon.registry()),
             options.internal_token.as_deref(),

@@ -24,7 +24,7 @@ use tokio::sync::Semaphore;
 use super::spool::{self, ReceiveError};
 use crate::sources::poller::Poller;
 use crate::sources::webhook::{
-    MAX_BODY, ROUTE, WebhookOutcome, WebhookSecrets, handle_request, refuse_unread,
+    MAX_BODY, PushTargets, ROUTE, WebhookOutcome, WebhookSecrets, handle_request, refuse_unread,
 };
 
 /// Webhook bodies received and checked at once (each up to [`MAX_BODY`], spooled).
@@ -35,12 +35,14 @@ pub const BODY_WAIT: Duration = Duration::from_secs(10);
 /// How long a delivery may take to send its body once it holds a slot.
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// State of the webhook route: the poller to trigger, the secrets to check and the slots for
+/// State of the webhook route: where pushes go, the secrets to check and the slots for
 /// bodies in flight.
 #[derive(Clone)]
 pub struct WebhookState {
-    /// The scheduler.
+    /// The scheduler (also read for commit authors).
     pub poller: Poller,
+    /// Where pushes go: the poller, or the runner of a sharded fleet ([`Self::with_targets`]).
+    pub targets: Arc<dyn PushTargets>,
     /// The secrets.
     pub secrets: Arc<WebhookSecrets>,
     bodies: Arc<Semaphore>,
@@ -50,10 +52,17 @@ impl WebhookState {
     /// State triggering `poller`, checking against `secrets`.
     pub fn new(poller: Poller, secrets: Arc<WebhookSecrets>) -> WebhookState {
         WebhookState {
+            targets: Arc::new(poller.clone()),
             poller,
             secrets,
             bodies: Arc::new(Semaphore::new(MAX_BODIES_IN_FLIGHT)),
         }
+    }
+
+    /// Sends pushes to `targets` instead of the poller alone.
+    pub fn with_targets(mut self, targets: Arc<dyn PushTargets>) -> WebhookState {
+        self.targets = targets;
+        self
     }
 }
 
@@ -119,16 +128,17 @@ pub async fn git_webhook(
         spilled = body.spilled(),
         "webhook: body received"
     );
-    let outcome = match handle_request(&state.poller, &state.secrets, &headers, &body).await {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            // Fail closed: without the registered secret (or the spooled body) the request
-            // cannot be checked.
-            tracing::error!(error = %e, "webhook: cannot check a delivery");
-            let json = serde_json::json!({"error": e.to_string()});
-            return (StatusCode::SERVICE_UNAVAILABLE, Json(json)).into_response();
-        }
-    };
+    let outcome =
+        match handle_request(state.targets.as_ref(), &state.secrets, &headers, &body).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // Fail closed: without the registered secret (or the spooled body) the request
+                // cannot be checked.
+                tracing::error!(error = %e, "webhook: cannot check a delivery");
+                let json = serde_json::json!({"error": e.to_string()});
+                return (StatusCode::SERVICE_UNAVAILABLE, Json(json)).into_response();
+            }
+        };
     let (status, json) = match &outcome {
         WebhookOutcome::Triggered { repository, .. } => {
             tracing::info!(repository = %repository, "webhook: poll triggered");

@@ -44,6 +44,27 @@ pub const SECRET_ENV: &str = "WARDN_WEBHOOK_SECRET";
 /// The largest payload accepted (GitHub caps payloads at 25 MB).
 pub const MAX_BODY: usize = 25 << 20;
 
+/// Where pushes go: which repositories Apps use, and how to poll one now. The [`Poller`] is
+/// one (the repositories this process polls); in a sharded fleet the runner is another, which
+/// also hands a push to the replicas polling the repository for the Apps they own.
+pub trait PushTargets: Send + Sync {
+    /// The key of the first of `urls` (any spelling) that names a repository an App uses.
+    fn find_repository(&self, urls: &[String]) -> Option<SourceKey>;
+
+    /// Polls the repository `key` now wherever it is polled; `false` when no App uses it.
+    fn trigger(&self, key: &SourceKey) -> bool;
+}
+
+impl PushTargets for Poller {
+    fn find_repository(&self, urls: &[String]) -> Option<SourceKey> {
+        Poller::find_repository(self, urls.iter().map(String::as_str))
+    }
+
+    fn trigger(&self, key: &SourceKey) -> bool {
+        Poller::trigger(self, key)
+    }
+}
+
 /// Where the webhook secrets of registered repositories come from (the repository registry):
 /// read at each delivery, so a rotation applies at once.
 pub trait WebhookSecretProvider: Send + Sync {
@@ -676,7 +697,7 @@ async fn authenticate_server<B: RawBody + ?Sized>(
 /// signature header (and either the server secret signed it or per-repository secrets may
 /// apply). A body that is not JSON is a 400 only once the server secret signed it.
 pub async fn handle_request<B: RawBody + ?Sized>(
-    poller: &Poller,
+    targets: &dyn PushTargets,
     secrets: &WebhookSecrets,
     headers: &HeaderMap,
     body: &B,
@@ -687,7 +708,7 @@ pub async fn handle_request<B: RawBody + ?Sized>(
     };
     // The repository to poll is chosen first; only its own secret (or, without one, the
     // server's) may authenticate the delivery.
-    let target = poller.find_repository(urls.iter().map(String::as_str));
+    let target = targets.find_repository(&urls);
     let secret = match &target {
         Some(key) => secrets.resolve_key(key).await?,
         None => secrets.resolve(&urls).await?,
@@ -699,14 +720,18 @@ pub async fn handle_request<B: RawBody + ?Sized>(
             Err(e) => return Ok(WebhookOutcome::Unauthorized(e)),
         },
     };
-    Ok(trigger(poller, provider, target))
+    Ok(trigger(targets, provider, target))
 }
 
 /// Triggers `target` (the polled repository the payload names), once the request is
 /// authenticated.
-fn trigger(poller: &Poller, provider: Provider, target: Option<SourceKey>) -> WebhookOutcome {
+fn trigger(
+    targets: &dyn PushTargets,
+    provider: Provider,
+    target: Option<SourceKey>,
+) -> WebhookOutcome {
     match target {
-        Some(repository) if poller.trigger(&repository) => WebhookOutcome::Triggered {
+        Some(repository) if targets.trigger(&repository) => WebhookOutcome::Triggered {
             repository,
             provider,
         },

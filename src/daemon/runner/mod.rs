@@ -25,6 +25,7 @@ mod operations;
 mod pins;
 mod promotion;
 mod publish;
+mod pushes;
 mod resources;
 mod shards;
 mod status_cell;
@@ -58,6 +59,7 @@ pub use objects::ObjectHealth;
 pub use operations::{Completed, Operation, OperationError};
 pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
+pub use pushes::Pushes;
 pub use shards::ShardEntry;
 pub use status_cell::StatusCell;
 

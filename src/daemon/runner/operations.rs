@@ -137,6 +137,7 @@ impl Runner {
                         .await
                         .map(Completed::Status),
                     Operation::Refresh => this.refresh(&key).await.map(Completed::Status),
+                    Operation::Poll => this.poll_source(&key).map(Completed::Status),
                     Operation::Approve(hash) => this
                         .approve(&key, hash.as_deref())
                         .await
@@ -254,10 +255,21 @@ impl Runner {
     /// pass), and an automatic pass dry-runs every object, trusting nothing earlier passes
     /// verified.
     async fn refresh(&self, key: &str) -> Result<AppStatus, OperationError> {
-        if let Some(source_key) = self.apps.lock().get(key).map(|r| r.source_key.clone()) {
-            self.poller.trigger(&source_key);
-        }
+        self.poll_source(key)?;
         self.run_pass(key, &Trigger::Automatic, true).await
+    }
+
+    /// Fetches App `key`'s source now (a new revision starts a pass as usual) and answers its
+    /// status as it stands.
+    fn poll_source(&self, key: &str) -> Result<AppStatus, OperationError> {
+        let source_key = self
+            .apps
+            .lock()
+            .get(key)
+            .map(|r| r.source_key.clone())
+            .ok_or_else(|| OperationError::NotFound(key.to_string()))?;
+        self.poller.trigger(&source_key);
+        Ok(self.status(key).unwrap_or_default())
     }
 
     /// [`Runner::prepare`]; an unreachable destination is retried with backoff.
@@ -596,6 +608,9 @@ pub enum Operation {
     Pass(Trigger),
     /// A hard refresh: fetch the source now and dry-run every object (`…/refresh`).
     Refresh,
+    /// Fetch the source now, as a push webhook asks: a new revision starts a pass as usual
+    /// (a push another replica received, for an App this one owns).
+    Poll,
     /// Approve the Held plan (checking the hash when given).
     Approve(Option<String>),
     /// Reject the Held plan (checking the hash when given).

@@ -3,10 +3,10 @@
 //! in the store ([`crate::store::requests`]) and waits for the outcome; the owner polls the
 //! store every second, claims the request (one claim wins, so a plan is approved once and a
 //! sync runs once), performs it like a local one and writes the outcome back. Approvals and
-//! rejections, diffs, syncs, refreshes, promotions, rollbacks and unpins are handed over this
-//! way. Polling rather than PostgreSQL `LISTEN/NOTIFY`: the store's `Any` driver has no
-//! listener, a second of latency is nothing next to a human's request, and a poll cannot miss
-//! a notification sent while a replica was restarting.
+//! rejections, diffs, syncs, refreshes, pushes (a webhook's poll), promotions, rollbacks and
+//! unpins are handed over this way. Polling rather than PostgreSQL `LISTEN/NOTIFY`: the
+//! store's `Any` driver has no listener, a second of latency is nothing next to a human's
+//! request, and a poll cannot miss a notification sent while a replica was restarting.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,6 +44,8 @@ enum Handed {
     Sync { override_windows: bool },
     /// `…/refresh`.
     Refresh,
+    /// A push webhook another replica received.
+    Poll,
     /// A promotion recorded as promotion `id`, from App `source`.
     Promote { source: String, id: String },
     /// A rollback (`Some`) or an unpin (`None`).
@@ -62,6 +64,7 @@ fn encode(operation: &Operation) -> Option<(String, Option<String>)> {
         },
         Operation::Pass(Trigger::Automatic | Trigger::Approved) => return None,
         Operation::Refresh => Handed::Refresh,
+        Operation::Poll => Handed::Poll,
         Operation::Promote { source, id } => Handed::Promote {
             source: source.clone(),
             id: id.clone(),
@@ -87,6 +90,7 @@ fn decode(operation: &str, hash: Option<String>) -> Result<Operation, String> {
         Handed::Diff => Operation::Plan,
         Handed::Sync { override_windows } => Operation::Pass(Trigger::Manual { override_windows }),
         Handed::Refresh => Operation::Refresh,
+        Handed::Poll => Operation::Poll,
         Handed::Promote { source, id } => Operation::Promote { source, id },
         Handed::Pin { promoted } => Operation::Pin(promoted.map(Box::new)),
     })
@@ -284,6 +288,7 @@ mod tests {
                 override_windows: true,
             }),
             Operation::Refresh,
+            Operation::Poll,
             Operation::Promote {
                 source: "fleet/a".into(),
                 id: "3".into(),
