@@ -1435,7 +1435,7 @@ async fn a_promotion_crosses_replicas_and_only_the_targets_owner_promotes() {
 /// the forge's delivery reaches: each replica polls only its own Apps' repositories, so the
 /// other one hands the push over through the store. Both Apps (one per replica, one Git
 /// repository, polled hourly) follow a push delivered to r0 and then one delivered to r1,
-/// long before their next poll.
+/// long before their next poll; a burst of 200 deliveries costs the owner a few hand-overs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_push_delivered_to_any_replica_reaches_the_owners_of_its_apps() {
     use support::{Upstream, git};
@@ -1525,4 +1525,33 @@ async fn a_push_delivered_to_any_replica_reaches_the_owners_of_its_apps() {
         assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
         until("both Apps follow the push", converged(wanted)).await;
     }
+
+    // A burst: two hundred deliveries of one push to r0 cost r1 a few hand-overs, not two
+    // hundred, and both Apps still follow it.
+    let handed = || {
+        std::fs::read_to_string(work.path().join("r1.log"))
+            .unwrap()
+            .matches("performing an operation handed over by another replica")
+            .count()
+    };
+    let before = handed();
+    publish("4");
+    for _ in 0..200 {
+        let answer = Client::new()
+            .post(r0.url("/api/v1/webhooks/git"))
+            .header("content-type", "application/json")
+            .header("x-wardn-signature", sign(b"push-secret", body.as_bytes()))
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+    }
+    until("both Apps follow the burst", converged("4")).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let burst = handed() - before;
+    assert!(
+        (1..=20).contains(&burst),
+        "{burst} hand-overs for 200 deliveries"
+    );
 }
