@@ -10,8 +10,8 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::Upstream;
 use support::https_git::{Auth, HttpsGitServer};
-use support::{Upstream, git};
 use wardn::app::Phase;
 use wardn::daemon::ServeOptions;
 use wardn::seal::Sealer;
@@ -43,13 +43,7 @@ async fn a_private_repo_syncs_once_credentials_are_registered_and_its_webhook_se
         ],
         "first",
     );
-    git(&root, &["init", "-q", "--bare", "repo.git"]);
-    upstream.git(&[
-        "push",
-        "-q",
-        root.join("repo.git").to_str().unwrap(),
-        "main",
-    ]);
+    upstream.push_to_bare(&root, "repo.git");
     let git_server = HttpsGitServer::start(
         root.clone(),
         Auth::Basic(GIT_USER.into(), GIT_PASSWORD.into()),

@@ -9,9 +9,9 @@ mod support;
 
 use std::sync::Arc;
 
+use support::Upstream;
 use support::https_git::{Auth, HttpsGitServer};
 use support::proxy::{Answer, Protocol, Proxy};
-use support::{Upstream, git};
 use wardn::sources::credentials::Credentials;
 use wardn::sources::git::{GitError, GitSettings, Mirror};
 use wardn::sources::spec::GitRef;
@@ -65,16 +65,9 @@ async fn fetch(data: &std::path::Path, server: &HttpsGitServer) -> Result<String
 async fn https_remotes_are_fetched_through_the_environments_proxy_unless_no_proxy_names_them() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("srv");
-    std::fs::create_dir_all(&root).unwrap();
     let upstream = Upstream::init(&tmp.path().join("work"));
     upstream.commit(&[("app/cm.yaml", "kind: ConfigMap\n")], "one");
-    git(&root, &["init", "-q", "--bare", "repo.git"]);
-    upstream.git(&[
-        "push",
-        "-q",
-        root.join("repo.git").to_str().unwrap(),
-        "main",
-    ]);
+    upstream.push_to_bare(&root, "repo.git");
     let server = HttpsGitServer::start(root, Auth::None);
     let target = format!("127.0.0.1:{}", server.addr.port());
     let proxy = Proxy::start(Protocol::Http, Answer::Tunnel, Some("ops:p@ss")).await;

@@ -60,14 +60,7 @@ fn served_repo(root: &Path, work: &Path) -> Upstream {
         let body: String = (0..400).map(|n| format!("line {i}-{n}\n")).collect();
         upstream.commit(&[(&format!("app/file{i}.txt"), &body)], &format!("c{i}"));
     }
-    std::fs::create_dir_all(root).unwrap();
-    git(root, &["init", "-q", "--bare", "repo.git"]);
-    upstream.git(&[
-        "push",
-        "-q",
-        root.join("repo.git").to_str().unwrap(),
-        "main",
-    ]);
+    upstream.push_to_bare(root, "repo.git");
     upstream
 }
 
@@ -281,12 +274,7 @@ fn git_daemon_remotes_fetch_what_git_ls_remote_sees() {
     for round in 0..2 {
         if round == 1 {
             upstream.commit(&[("app/new.txt", "new\n")], "new");
-            upstream.git(&[
-                "push",
-                "-q",
-                root.join("repo.git").to_str().unwrap(),
-                "main",
-            ]);
+            upstream.push_to_bare(&root, "repo.git");
         }
         fetch_within_limit(&m).unwrap();
         let seen = git(tmp.path(), &["ls-remote", &url, "refs/heads/main"]);

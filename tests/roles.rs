@@ -76,6 +76,27 @@ async fn start_operator(
     (runner, base, stop)
 }
 
+/// A server-role test server on which the kubesim cluster of `sim` is registered as `target`
+/// (namespace `team-a` allowed).
+async fn server_with_target(sim: &common::Sim) -> TestServer {
+    let server = TestServer::start(None).await;
+    server
+        .registry
+        .register(
+            "tests",
+            RegisterRequest {
+                name: "target".into(),
+                server_url: sim.cluster.url(),
+                kubeconfig: sim.cluster.kubeconfig(),
+                namespaces: vec!["team-a".into()],
+                allow_insecure_tls: false,
+            },
+        )
+        .await
+        .unwrap();
+    server
+}
+
 /// Waits (up to a minute) until `done` holds for the status of the App `wardn/remote`.
 async fn wait_for(runner: &Runner, done: impl Fn(&wardn::app::AppStatus) -> bool) -> bool {
     wait_for_app(runner, "wardn/remote", done).await
@@ -99,21 +120,7 @@ async fn wait_for_app(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_deploys_to_a_cluster_registered_on_the_server() {
     let sim = common::start(&["team-a"]).await;
-    let server = TestServer::start(None).await;
-    server
-        .registry
-        .register(
-            "tests",
-            RegisterRequest {
-                name: "target".into(),
-                server_url: sim.cluster.url(),
-                kubeconfig: sim.cluster.kubeconfig(),
-                namespaces: vec!["team-a".into()],
-                allow_insecure_tls: false,
-            },
-        )
-        .await
-        .unwrap();
+    let server = server_with_target(&sim).await;
     let work = tempfile::tempdir().unwrap();
     let apps = write_app(work.path());
 
@@ -172,28 +179,13 @@ async fn an_operator_deploys_to_a_cluster_registered_on_the_server() {
 /// next poll uses them and the App syncs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_fetches_a_private_repository_with_credentials_registered_on_the_server() {
+    use support::Upstream;
     use support::https_git::{Auth, HttpsGitServer};
-    use support::{Upstream, git};
 
     let sim = common::start(&["team-a"]).await;
-    let server = TestServer::start(None).await;
-    server
-        .registry
-        .register(
-            "tests",
-            RegisterRequest {
-                name: "target".into(),
-                server_url: sim.cluster.url(),
-                kubeconfig: sim.cluster.kubeconfig(),
-                namespaces: vec!["team-a".into()],
-                allow_insecure_tls: false,
-            },
-        )
-        .await
-        .unwrap();
+    let server = server_with_target(&sim).await;
     let work = tempfile::tempdir().unwrap();
     let root = work.path().join("srv");
-    std::fs::create_dir_all(&root).unwrap();
     let upstream = Upstream::init(&work.path().join("upstream"));
     upstream.commit(
         &[(
@@ -202,13 +194,7 @@ async fn an_operator_fetches_a_private_repository_with_credentials_registered_on
         )],
         "first",
     );
-    git(&root, &["init", "-q", "--bare", "repo.git"]);
-    upstream.git(&[
-        "push",
-        "-q",
-        root.join("repo.git").to_str().unwrap(),
-        "main",
-    ]);
+    upstream.push_to_bare(&root, "repo.git");
     let git_server = HttpsGitServer::start(root, Auth::Basic("ci".into(), "git-pass".into()));
     let ca_file = work.path().join("git-ca.pem");
     std::fs::write(&ca_file, &git_server.ca_pem).unwrap();

@@ -1438,7 +1438,7 @@ async fn a_promotion_crosses_replicas_and_only_the_targets_owner_promotes() {
 /// long before their next poll; a burst of 200 deliveries costs the owner a few hand-overs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_push_delivered_to_any_replica_reaches_the_owners_of_its_apps() {
-    use support::{Upstream, git};
+    use support::Upstream;
     use wardn::sources::webhook::sign;
 
     let pg = Postgres::start();
@@ -1448,20 +1448,15 @@ async fn a_push_delivered_to_any_replica_reaches_the_owners_of_its_apps() {
     let clusters = team_clusters(&names).await;
     let work = tempfile::tempdir().unwrap();
     let upstream = Upstream::init(&work.path().join("upstream"));
-    let bare = work.path().join("srv").join("repo.git");
-    std::fs::create_dir_all(bare.parent().unwrap()).unwrap();
-    git(
-        bare.parent().unwrap(),
-        &["init", "-q", "--bare", "repo.git"],
-    );
+    let root = work.path().join("srv");
     let publish = |version: &str| {
         for name in &names {
             write_source(&upstream.dir.join(name), name, version);
         }
         upstream.commit(&[], &format!("version {version}"));
-        upstream.git(&["push", "-q", bare.to_str().unwrap(), "main"]);
+        upstream.push_to_bare(&root, "repo.git")
     };
-    publish("1");
+    let bare = publish("1");
     let apps = work.path().join("apps");
     std::fs::create_dir_all(&apps).unwrap();
     for name in &names {

@@ -75,6 +75,18 @@ impl Upstream {
     pub fn url(&self) -> String {
         self.dir.display().to_string()
     }
+
+    /// Pushes `main` to the bare repository `root/name`, creating it (and `root`) first if
+    /// needed, as a server would serve it; returns its path.
+    pub fn push_to_bare(&self, root: &Path, name: &str) -> PathBuf {
+        let bare = root.join(name);
+        if !bare.join("HEAD").is_file() {
+            std::fs::create_dir_all(root).unwrap();
+            git(root, &["init", "-q", "--bare", name]);
+        }
+        self.git(&["push", "-q", bare.to_str().unwrap(), "main"]);
+        bare
+    }
 }
 
 /// Removes (`remove`: packs and indices, `remove-idx`: indices) or overwrites (`garble`)
