@@ -255,9 +255,9 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Differential: `git://` remotes, connected by wardn itself (to bound the socket's silence),
-/// fetch from the real `git daemon` exactly the refs `git ls-remote` sees, and follow a new
-/// commit.
+/// Differential and long-run: `git://` remotes, connected by wardn itself (to bound the
+/// socket's silence), fetch from the real `git daemon` exactly what `git ls-remote` sees, and
+/// follow forty pushes in a row.
 #[test]
 fn git_daemon_remotes_fetch_what_git_ls_remote_sees() {
     let tmp = tempfile::tempdir().unwrap();
@@ -271,9 +271,11 @@ fn git_daemon_remotes_fetch_what_git_ls_remote_sees() {
         Duration::from_secs(30),
         None,
     ));
-    for round in 0..2 {
-        if round == 1 {
-            upstream.commit(&[("app/new.txt", "new\n")], "new");
+    // Forty pushes, each fetched: past the mirror's pack limit (its packs are consolidated)
+    // and the 33rd fetch alike.
+    for round in 0..40 {
+        if round > 0 {
+            upstream.commit(&[("app/new.txt", &format!("round {round}\n"))], "new");
             upstream.push_to_bare(&root, "repo.git");
         }
         fetch_within_limit(&m).unwrap();

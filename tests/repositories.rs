@@ -319,7 +319,8 @@ async fn the_repos_cli_reads_secrets_from_stdin() {
 
 /// `GET /internal/repositories/{id}/credentials` gives operator-role processes the registered
 /// credentials in the clear: to the internal token only, 404 for ids nobody registered
-/// (hostile ones included), and rotations are seen at the next request.
+/// (hostile ones included), and rotations are seen at the next request (a thousand lookups
+/// across ten rotations).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_internal_route_answers_registered_credentials_to_the_internal_token_only() {
     use support::server::INTERNAL_TOKEN;
@@ -412,6 +413,31 @@ async fn the_internal_route_answers_registered_credentials_to_the_internal_token
     let (_, answer) = call(&server, INTERNAL_TOKEN, Method::GET, &route, None).await;
     let read: InternalCredentials = serde_json::from_value(answer).unwrap();
     assert_eq!(read.auth, "bearer");
+
+    // Long run: a thousand lookups, the token rotated every hundredth; each lookup answers
+    // the token of the last rotation.
+    let mut current = "tok-two".to_string();
+    for round in 0..1_000 {
+        if round % 100 == 99 {
+            current = format!("tok-{round}");
+            let (status, _) = call(
+                &server,
+                &token,
+                Method::PUT,
+                &format!("/api/v1/repositories/{id}"),
+                Some(json!({"token": current})),
+            )
+            .await;
+            assert_eq!(status, 200);
+        }
+        assert_eq!(
+            provider.credentials(&key).await.unwrap(),
+            Some(Credentials::Bearer {
+                token: current.clone()
+            }),
+            "lookup {round}"
+        );
+    }
 
     // A wrong internal token: the lookup fails, naming the repository and the 401.
     let wrong = ServerCredentials::new(&server.base, "wrong", std::time::Duration::from_secs(5));
