@@ -1521,14 +1521,47 @@ async fn a_push_delivered_to_any_replica_reaches_the_owners_of_its_apps() {
         until("both Apps follow the push", converged(wanted)).await;
     }
 
-    // A burst: two hundred deliveries of one push to r0 cost r1 a few hand-overs, not two
-    // hundred, and both Apps still follow it.
-    let handed = || {
-        std::fs::read_to_string(work.path().join("r1.log"))
+    // Hostile: a push for a repository no App of the fleet uses is ignored (202, though
+    // signed with that repository's own secret), and one signed with another secret is
+    // refused (401), by either replica; neither hands anything over.
+    let handed_now = |id: &str| {
+        std::fs::read_to_string(work.path().join(format!("{id}.log")))
             .unwrap()
             .matches("performing an operation handed over by another replica")
             .count()
     };
+    let before = (handed_now("r0"), handed_now("r1"));
+    let unused = json!({"repoURL": "https://git.example.com/org/unused"}).to_string();
+    let registered = Client::new()
+        .post(r0.url("/api/v1/repositories"))
+        .header("cookie", &cookie)
+        .json(&json!({"url": "https://git.example.com/org/unused", "webhook_secret": "unused-secret"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(registered.status(), 201);
+    for process in [&r0, &r1] {
+        for (body, secret, status) in [
+            (&unused, &b"unused-secret"[..], 202),
+            (&body, &b"another-secret"[..], 401),
+        ] {
+            let answer = Client::new()
+                .post(process.url("/api/v1/webhooks/git"))
+                .header("content-type", "application/json")
+                .header("x-wardn-signature", sign(secret, body.as_bytes()))
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), status, "{}", answer.text().await.unwrap());
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!((handed_now("r0"), handed_now("r1")), before);
+
+    // A burst: two hundred deliveries of one push to r0 cost r1 a few hand-overs, not two
+    // hundred, and both Apps still follow it.
+    let handed = || handed_now("r1");
     let before = handed();
     publish("4");
     for _ in 0..200 {
