@@ -155,7 +155,7 @@ async fn apps_share_one_mirror_and_follow_changes() {
         poller.unsubscribe(app);
     }
     assert!(!poller.trigger(&key));
-    assert!(poller.find_repository([url.as_str()]).is_none());
+    assert!(!poller.polls(&parse_repo_url(&url).unwrap().key));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,7 +25,7 @@ use super::git::{ChangeKind, FetchOutcome, GitError, GitSettings, Mirror};
 use super::snapshot::Snapshot;
 use super::spec::{DEFAULT_INTERVAL, GitRef, GitSource};
 use super::status::{Reason, SourceStatus, SourceUpdate, reason_for, reason_for_change};
-use super::url::{SourceKey, parse_repo_url};
+use super::url::SourceKey;
 use crate::backoff;
 
 /// Scheduler settings.
@@ -246,16 +246,9 @@ impl Poller {
         }
     }
 
-    /// The key of the first of `urls` (any spelling) that names a polled repository.
-    pub fn find_repository<'a>(
-        &self,
-        urls: impl IntoIterator<Item = &'a str>,
-    ) -> Option<SourceKey> {
-        let repos = self.inner.repos.lock();
-        urls.into_iter()
-            .filter_map(|u| parse_repo_url(u).ok())
-            .map(|u| u.key)
-            .find(|k| repos.contains_key(k))
+    /// Whether some App subscribed to the repository `key` (it is polled).
+    pub fn polls(&self, key: &SourceKey) -> bool {
+        self.inner.repos.lock().contains_key(key)
     }
 
     /// The author's email address of the commit `revision` in the mirror of App `app`'s

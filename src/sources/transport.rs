@@ -43,14 +43,20 @@ pub(super) fn connect<'a, 'repo>(
     remote: &'a gix::Remote<'repo>,
     timeout: Duration,
 ) -> gix::Result<Connection<'a, 'static, 'repo, Box<dyn Transport + Send>>> {
+    // Only git:// and ssh are connected here; gix connects the others as it would.
+    let git_daemon = match remote.url(Direction::Fetch).map(|url| &url.scheme) {
+        Some(gix::url::Scheme::Git) => true,
+        Some(gix::url::Scheme::Ssh) => false,
+        _ => return remote.connect(Direction::Fetch),
+    };
     let (url, version) = remote.sanitized_url_and_version(Direction::Fetch)?;
-    let transport: Box<dyn Transport + Send> = match url.scheme {
-        gix::url::Scheme::Git => Box::new(git_daemon_connection(&url, version, timeout)?),
-        gix::url::Scheme::Ssh => Box::new(
+    let transport: Box<dyn Transport + Send> = if git_daemon {
+        Box::new(git_daemon_connection(&url, version, timeout)?)
+    } else {
+        Box::new(
             ssh::connect(url, version, ssh_options(timeout), false)
                 .map_err(gix::Error::from_error)?,
-        ),
-        _ => return remote.connect(Direction::Fetch),
+        )
     };
     Ok(remote.to_connection_with_transport(transport))
 }
@@ -131,7 +137,7 @@ fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<TcpStream
 
 /// A socket whose timeouts read as what they mean: the remote sent nothing for `timeout`
 /// (the OS reports a socket timeout as `WouldBlock`, "Resource temporarily unavailable").
-pub struct SilenceLimited {
+struct SilenceLimited {
     stream: TcpStream,
     timeout: Duration,
 }

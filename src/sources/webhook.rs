@@ -48,16 +48,16 @@ pub const MAX_BODY: usize = 25 << 20;
 /// one (the repositories this process polls); in a sharded fleet the runner is another, which
 /// also hands a push to the replicas polling the repository for the Apps they own.
 pub trait PushTargets: Send + Sync {
-    /// The key of the first of `urls` (any spelling) that names a repository an App uses.
-    fn find_repository(&self, urls: &[String]) -> Option<SourceKey>;
+    /// Whether an App uses the repository `key`.
+    fn uses(&self, key: &SourceKey) -> bool;
 
     /// Polls the repository `key` now wherever it is polled; `false` when no App uses it.
     fn trigger(&self, key: &SourceKey) -> bool;
 }
 
 impl PushTargets for Poller {
-    fn find_repository(&self, urls: &[String]) -> Option<SourceKey> {
-        Poller::find_repository(self, urls.iter().map(String::as_str))
+    fn uses(&self, key: &SourceKey) -> bool {
+        self.polls(key)
     }
 
     fn trigger(&self, key: &SourceKey) -> bool {
@@ -708,7 +708,11 @@ pub async fn handle_request<B: RawBody + ?Sized>(
     };
     // The repository to poll is chosen first; only its own secret (or, without one, the
     // server's) may authenticate the delivery.
-    let target = targets.find_repository(&urls);
+    let target = urls
+        .iter()
+        .filter_map(|url| parse_repo_url(url).ok())
+        .map(|url| url.key)
+        .find(|key| targets.uses(key));
     let secret = match &target {
         Some(key) => secrets.resolve_key(key).await?,
         None => secrets.resolve(&urls).await?,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{Operation, Runner};
-use crate::sources::url::{SourceKey, parse_repo_url};
+use crate::sources::url::SourceKey;
 use crate::sources::webhook::PushTargets;
 
 /// The webhook's targets: this runner's poller and its fleet's other replicas.
@@ -92,15 +92,12 @@ impl Pushes {
 }
 
 impl PushTargets for Pushes {
-    fn find_repository(&self, urls: &[String]) -> Option<SourceKey> {
-        let keys: Vec<SourceKey> = urls
-            .iter()
-            .filter_map(|url| parse_repo_url(url).ok())
-            .map(|url| url.key)
-            .collect();
-        let apps = self.runner.apps.lock();
-        keys.into_iter()
-            .find(|key| apps.values().any(|record| record.source_key == *key))
+    fn uses(&self, key: &SourceKey) -> bool {
+        self.runner
+            .apps
+            .lock()
+            .values()
+            .any(|record| record.source_key == *key)
     }
 
     fn trigger(&self, key: &SourceKey) -> bool {
