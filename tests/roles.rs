@@ -80,6 +80,12 @@ async fn start_operator(
 /// (namespace `team-a` allowed).
 async fn server_with_target(sim: &common::Sim) -> TestServer {
     let server = TestServer::start(None).await;
+    register_target(&server, sim).await;
+    server
+}
+
+/// Registers the kubesim cluster of `sim` on `server` as `target` (namespace `team-a`).
+async fn register_target(server: &TestServer, sim: &common::Sim) {
     server
         .registry
         .register(
@@ -94,7 +100,6 @@ async fn server_with_target(sim: &common::Sim) -> TestServer {
         )
         .await
         .unwrap();
-    server
 }
 
 /// Waits (up to a minute) until `done` holds for the status of the App `wardn/remote`.
@@ -252,6 +257,155 @@ async fn an_operator_fetches_a_private_repository_with_credentials_registered_on
         .get_object("v1", "ConfigMap", Some("team-a"), "private-config")
         .expect("the operator applied the private repository's ConfigMap");
     assert_eq!(applied["data"]["k"], "v1");
+    let _ = stop.send(());
+}
+
+/// A push webhook delivered to a `--role server` process reaches the operators: the server
+/// records it (200) and the operator polls the repository at once, although its App polls
+/// hourly. Hostile: a wrongly signed delivery (401) records nothing; the internal route
+/// answers only the internal token and names a bad `since_ms`. Long run: two hundred
+/// deliveries of one push keep one row, and the operator still follows the next push.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_delivered_to_the_server_reaches_the_operators() {
+    use support::Upstream;
+    use support::server::WEBHOOK_SECRET;
+    use wardn::sources::webhook::sign;
+
+    let sim = common::start(&["team-a"]).await;
+    let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
+    register_target(&server, &sim).await;
+    let work = tempfile::tempdir().unwrap();
+    let upstream = Upstream::init(&work.path().join("upstream"));
+    let root = work.path().join("srv");
+    let publish = |version: &str| {
+        upstream.commit(
+            &[(
+                "deploy/configmap.yaml",
+                &format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pushed\ndata:\n  version: \"{version}\"\n"
+                ),
+            )],
+            &format!("version {version}"),
+        );
+        upstream.push_to_bare(&root, "repo.git")
+    };
+    let bare = publish("1");
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(
+        apps.join("pushed.yaml"),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: pushed\n  namespace: wardn\n\
+             spec:\n  source:\n    type: Git\n    git:\n      repoURL: {}\n      branch: main\n\
+             \x20     path: deploy\n      interval: 1h\n\
+             \x20 destination:\n    cluster: target\n    namespace: team-a\n\
+             \x20 syncPolicy:\n    automated: true\n",
+            bare.display()
+        ),
+    )
+    .unwrap();
+    let (runner, _, stop) = start_operator(
+        &server.base,
+        INTERNAL_TOKEN,
+        &apps,
+        &work.path().join("data"),
+        None,
+    )
+    .await;
+    let deployed = |version: &'static str| {
+        let sim = &sim;
+        move |_: &wardn::app::AppStatus| {
+            sim.cluster
+                .get_object("v1", "ConfigMap", Some("team-a"), "pushed")
+                .is_some_and(|cm| cm["data"]["version"] == version)
+        }
+    };
+    assert!(
+        wait_for_app(&runner, "wardn/pushed", deployed("1")).await,
+        "{:?}",
+        runner.status("wardn/pushed")
+    );
+
+    let http = reqwest::Client::new();
+    let body = serde_json::json!({"repoURL": bare.to_str().unwrap()}).to_string();
+    let deliver = |secret: &'static str| {
+        http.post(server.url("/api/v1/webhooks/git"))
+            .header("content-type", "application/json")
+            .header(
+                "x-wardn-signature",
+                sign(secret.as_bytes(), body.as_bytes()),
+            )
+            .body(body.clone())
+            .send()
+    };
+    let recorded = || async {
+        let answer = http
+            .get(server.url("/internal/pushes"))
+            .bearer_auth(INTERNAL_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        answer.json::<serde_json::Value>().await.unwrap()["pushes"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+
+    // Hostile: a wrongly signed delivery is refused and records nothing.
+    publish("2");
+    let refused = deliver("not-the-secret").await.unwrap();
+    assert_eq!(refused.status(), 401);
+    assert!(recorded().await.is_empty());
+    // Signed: recorded (200), and the operator follows within seconds.
+    let answer = deliver(WEBHOOK_SECRET).await.unwrap();
+    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    assert!(
+        wait_for_app(&runner, "wardn/pushed", deployed("2")).await,
+        "{:?}",
+        runner.status("wardn/pushed")
+    );
+
+    // The internal route: the internal token only; a bad since_ms is named.
+    let user = server.token().await;
+    for bearer in [user.as_str(), "", "internal-token-for-tests-012345678"] {
+        let answer = http
+            .get(server.url("/internal/pushes"))
+            .bearer_auth(bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 401, "bearer {bearer:?}");
+    }
+    for query in ["since_ms=-1", "since_ms=ten", "since_ms=1.5", "after=0"] {
+        let answer = http
+            .get(server.url(&format!("/internal/pushes?{query}")))
+            .bearer_auth(INTERNAL_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 400, "{query}");
+        let text = answer.text().await.unwrap();
+        assert!(
+            text.contains(query.split('=').next().unwrap()),
+            "{query}: {text}"
+        );
+    }
+
+    // Long run: two hundred deliveries keep one row; the next push is still followed.
+    for _ in 0..200 {
+        assert_eq!(deliver(WEBHOOK_SECRET).await.unwrap().status(), 200);
+    }
+    let rows = recorded().await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["repository"], format!("file://{}", bare.display()));
+    publish("3");
+    assert_eq!(deliver(WEBHOOK_SECRET).await.unwrap().status(), 200);
+    assert!(
+        wait_for_app(&runner, "wardn/pushed", deployed("3")).await,
+        "{:?}",
+        runner.status("wardn/pushed")
+    );
     let _ = stop.send(());
 }
 

@@ -1201,6 +1201,81 @@ async fn suite(backend: Backend<'_>) {
     statuses_since(backend.database("statuses_since_case")).await;
     statuses_streamed(backend.database("statuses_streamed_case")).await;
     cluster_probes(backend.database("cluster_probes_case")).await;
+    git_pushes(backend.database("git_pushes_case")).await;
+}
+
+/// Pushes recorded for the operators: one row per repository (its latest push, with a new
+/// id), read oldest first from a time on, by any store of the database; a careless caller's
+/// over-long key is refused and changes nothing; a long run of eleven thousand repositories
+/// keeps at most `MAX_ROWS` (the newest), and pushes older than ten minutes go.
+async fn git_pushes(db: TestDb) {
+    use wardn::store::pushes::{KEEP_MS, MAX_REPOSITORY_BYTES, MAX_ROWS};
+    let store = Store::connect(&db.url).await.unwrap();
+    let other = Store::connect(&db.url).await.unwrap();
+    let first = store
+        .record_push("https://git.example/a", 1_000_000)
+        .await
+        .unwrap();
+    other
+        .record_push("https://git.example/b", 1_000_500)
+        .await
+        .unwrap();
+    let again = other
+        .record_push("https://git.example/a", 1_001_000)
+        .await
+        .unwrap();
+    assert_ne!(first, again, "each push has its own id");
+    assert_eq!(again.len(), 16);
+    let rows = store.pushes_since(0, 1000).await.unwrap();
+    let seen: Vec<(&str, i64)> = rows
+        .iter()
+        .map(|r| (r.repository.as_str(), r.pushed_ms))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("https://git.example/b", 1_000_500),
+            ("https://git.example/a", 1_001_000)
+        ]
+    );
+    assert_eq!(rows[1].push_id, again);
+    assert_eq!(store.pushes_since(1_000_600, 1000).await.unwrap().len(), 1);
+    assert_eq!(store.pushes_since(0, 1).await.unwrap().len(), 1);
+    // Hostile: an over-long key is refused, and nothing changes.
+    let refused = store
+        .record_push(&"x".repeat(MAX_REPOSITORY_BYTES + 1), 1_002_000)
+        .await;
+    assert!(
+        refused
+            .unwrap_err()
+            .to_string()
+            .contains("git_pushes.repository")
+    );
+    assert_eq!(store.pushes_since(0, 1000).await.unwrap(), rows);
+    // Ten minutes later, the old pushes are gone with the next one.
+    store
+        .record_push("https://git.example/c", 1_001_000 + KEEP_MS + 1)
+        .await
+        .unwrap();
+    let left = store.pushes_since(0, 1000).await.unwrap();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // Long run: more repositories than the table keeps; the newest stay.
+    let base = 10_000_000;
+    for i in 0..(MAX_ROWS + 1000) {
+        store
+            .record_push(&format!("https://git.example/r{i}"), base + i)
+            .await
+            .unwrap();
+    }
+    let kept = store.pushes_since(0, 3 * MAX_ROWS).await.unwrap();
+    assert_eq!(kept.len() as i64, MAX_ROWS);
+    assert_eq!(kept[0].pushed_ms, base + 1000);
+    assert_eq!(
+        kept.last().unwrap().repository,
+        format!("https://git.example/r{}", MAX_ROWS + 999)
+    );
+    store.close().await;
+    other.close().await;
 }
 
 #[tokio::test]

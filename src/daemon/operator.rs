@@ -2,8 +2,9 @@
 //! resolving registered clusters through a wardn server's
 //! `GET /internal/clusters/{name}/kubeconfig` and fetching private repositories with the
 //! credentials registered there (`GET /internal/repositories/{id}/credentials`), both with
-//! `WARDN_INTERNAL_TOKEN`. No store: its statuses live in memory and in the App resources'
-//! status. Its listener (health only) is served by the `server` module.
+//! `WARDN_INTERNAL_TOKEN`, and polling at once the repositories the server's webhook received
+//! pushes for (`GET /internal/pushes`). No store: its statuses live in memory and in the App
+//! resources' status. Its listener (health only) is served by the `server` module.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ use crate::reconcile::upkeep::Scheduling;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
 use crate::sources::server_credentials::ServerCredentials;
+use crate::sources::server_pushes::{PushFollower, ServerPushes};
 
 /// Settings of `wardn serve --role operator`. Not `Debug`: it holds the internal token.
 #[derive(Clone)]
@@ -58,6 +60,8 @@ pub struct OperatorOptions {
 pub struct Operator {
     runner: Arc<Runner>,
     membership: Option<Arc<crate::shard::Membership>>,
+    // Held so the server's pushes are followed as long as the operator lives.
+    _pushes: PushFollower,
     // Held so the poller's update channel lives as long as the operator.
     _poller: Poller,
 }
@@ -122,9 +126,13 @@ impl Operator {
             runner.watch_apps_dir(dir).await?;
         }
         runner.start(updates);
+        // Pushes the server's webhook recorded: each repository polled here is polled at once.
+        let pushes = ServerPushes::new(&options.server, &options.internal_token, options.timeout)
+            .follow(poller.clone());
         Ok(Operator {
             runner,
             membership,
+            _pushes: pushes,
             _poller: poller,
         })
     }

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod passwords;
 pub mod promotions;
+pub mod recorded_pushes;
 pub mod repositories;
 pub mod shards;
 pub mod shell;
@@ -44,10 +45,12 @@ use crate::daemon::runner::{Pushes, Runner};
 use crate::daemon::{Daemon, DaemonError, ServeOptions};
 use crate::seal::Sealer;
 use crate::sources::repositories::Repositories;
+use crate::sources::webhook::PushTargets;
 use crate::sources::webhook::WebhookSecrets;
 use crate::store::users::Role;
 use crate::store::{Store, StoreError};
 use crate::time::now_rfc3339;
+use recorded_pushes::RecordedPushes;
 use webhook::WebhookState;
 
 /// Largest request body accepted (bigger bodies get 413).
@@ -501,6 +504,12 @@ pub fn route_table() -> Vec<RouteSpec> {
             Internal,
             get(repositories::internal_credentials),
         ),
+        route(
+            Method::GET,
+            crate::sources::server_pushes::ROUTE,
+            Internal,
+            get(recorded_pushes::internal_pushes),
+        ),
         route(Method::GET, openapi::ROUTE, Public, get(openapi::serve)),
     ]
 }
@@ -616,6 +625,15 @@ pub async fn ensure_admin(
     Ok(Some(generated))
 }
 
+/// Where the webhook's pushes go: the runner (its poller and, sharded, the owning replicas),
+/// or, on a `--role server` process, the store, for the operators to read.
+fn push_targets(options: &ServeOptions, daemon: &Daemon) -> Arc<dyn PushTargets> {
+    match options.reconcile_apps {
+        true => Arc::new(Pushes::new(Arc::clone(daemon.runner()))),
+        false => Arc::new(RecordedPushes::new(daemon.store().clone())),
+    }
+}
+
 impl Server {
     /// Binds the listener, starts the daemon ([`Daemon::start`]) and sets up the admin user.
     pub async fn bind(options: ServeOptions, sealer: Sealer) -> Result<Server, ServeError> {
@@ -641,7 +659,7 @@ impl Server {
                     .with_provider(daemon.repositories().clone()),
             ),
         )
-        .with_targets(Arc::new(Pushes::new(Arc::clone(daemon.runner()))));
+        .with_targets(push_targets(&options, &daemon));
         let state = AppState::new(
             Arc::clone(daemon.registry()),
             options.internal_token.as_deref(),

@@ -160,6 +160,7 @@ pub fn route_docs() -> Vec<RouteDoc> {
     use super::audit::VerifyQuery;
     use super::auth::LoginRequest;
     use super::promotions::{PromoteQuery, RollbackQuery};
+    use super::recorded_pushes::PushesQuery;
     use super::shell::{CommandOutput, CommandRequest, OpenedSession};
     use super::tokens::TokenRequest;
     use super::users::{CreateUser, UpdateUser};
@@ -289,6 +290,8 @@ pub fn route_docs() -> Vec<RouteDoc> {
             .raw_body("The forge's push event as it sent it (JSON), signed with the repository's webhook secret."),
         doc(M::GET, "/internal/clusters/{name}/kubeconfig", "The unsealed kubeconfig and allowlist of a cluster, for the operator", "`{\"name\", \"kubeconfig\", \"namespaces\", ...}`."),
         doc(M::GET, crate::sources::server_credentials::ROUTE, "The registered credentials of a repository in the clear, for the operator", "`{\"url\", \"auth\", \"username\", \"secret\"}`; 404 when the repository is not registered."),
+        doc(M::GET, crate::sources::server_pushes::ROUTE, "The pushes recorded by the webhook of a `--role server` process, for the operators", "`{\"pushes\": [{\"repository\", \"id\", \"pushed_ms\"}]}`: each repository pushed to since `since_ms`, with its latest push, oldest first (at most 1,000).")
+            .query::<PushesQuery>(),
         doc(M::GET, ROUTE, "This OpenAPI document", "The OpenAPI 3.0 document of the API."),
     ]
 }

@@ -29,6 +29,7 @@ pub mod poller;
 pub mod render_cache;
 pub mod repositories;
 pub mod server_credentials;
+pub mod server_pushes;
 pub mod snapshot;
 pub mod spec;
 pub mod status;

@@ -13,8 +13,9 @@
 //! repository is matched by any of the payload's clone, HTML or SSH URLs
 //! (GitHub `repository.*`, GitLab `project.*`/`repository.*`, or a top-level `repoURL`), in
 //! any spelling (see [`super::url`]). Outcomes: valid signature and a polled repository →
-//! 200 and an immediate poll; missing or bad signature → 401, nothing happens; valid signature
-//! for a repository no App uses → 202, nothing happens.
+//! 200 and an immediate poll (on a `--role server` process, whose [`PushTargets`] use every
+//! repository: the push recorded for the operators); missing or bad signature → 401, nothing
+//! happens; valid signature for a repository no App uses → 202, nothing happens.
 //!
 //! The secret checked is the one of the repository that would be polled (its own, else the
 //! server's), chosen before the signature is checked: a payload that also names another
@@ -51,8 +52,27 @@ pub trait PushTargets: Send + Sync {
     /// Whether an App uses the repository `key`.
     fn uses(&self, key: &SourceKey) -> bool;
 
-    /// Polls the repository `key` now wherever it is polled; `false` when no App uses it.
-    fn trigger(&self, key: &SourceKey) -> bool;
+    /// Polls the repository `key` now wherever it is polled (or records the push for the
+    /// processes that poll it); `false` when no App uses it. `covered` are the repositories
+    /// of the payload the delivery's secret vouches for (`key` among them): every one it
+    /// names under the server secret (the other spellings of one repository: a forge sends
+    /// its https, ssh and git URLs), `key` alone under a repository's own secret.
+    fn trigger<'a>(
+        &'a self,
+        key: &'a SourceKey,
+        covered: &'a [SourceKey],
+    ) -> BoxFuture<'a, Result<bool, PushError>>;
+}
+
+/// Why a push could not be passed on to where the repository is polled (the webhook answers
+/// 503, so the forge delivers it again).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot pass on the push of {repository}: {reason}")]
+pub struct PushError {
+    /// The repository pushed to.
+    pub repository: SourceKey,
+    /// What failed.
+    pub reason: String,
 }
 
 impl PushTargets for Poller {
@@ -60,8 +80,12 @@ impl PushTargets for Poller {
         self.polls(key)
     }
 
-    fn trigger(&self, key: &SourceKey) -> bool {
-        Poller::trigger(self, key)
+    fn trigger<'a>(
+        &'a self,
+        key: &'a SourceKey,
+        _covered: &'a [SourceKey],
+    ) -> BoxFuture<'a, Result<bool, PushError>> {
+        Box::pin(std::future::ready(Ok(Poller::trigger(self, key))))
     }
 }
 
@@ -137,42 +161,49 @@ impl WebhookSecrets {
         Ok(self)
     }
 
-    /// The secret that authenticates payloads for the repository `key`: its own secret
-    /// (configured, then registered with the provider), else the server secret (never another
-    /// repository's).
-    pub async fn resolve_key(&self, key: &SourceKey) -> Result<Option<Vec<u8>>, LookupError> {
-        if let Some(secret) = self.per_repository.get(key) {
-            return Ok(Some(secret.clone()));
-        }
-        if let Some(provider) = &self.provider
-            && let Some(secret) = provider.webhook_secret(key).await?
-        {
-            return Ok(Some(secret));
-        }
-        Ok(self.server.clone())
-    }
-
-    /// The secret for a payload naming `urls`, including secrets registered with the
-    /// provider: the first named repository's own secret (configured, then registered), else
-    /// the server secret.
-    pub async fn resolve(&self, urls: &[String]) -> Result<Option<Vec<u8>>, LookupError> {
-        let keys: Vec<SourceKey> = urls
-            .iter()
-            .filter_map(|u| parse_repo_url(u).ok())
-            .map(|u| u.key)
-            .collect();
-        for key in &keys {
+    /// The first of `keys` with a secret of its own (configured, then registered with the
+    /// provider) and that secret; `None` when none of them has one (the server secret applies).
+    pub async fn own_secret<'k>(
+        &self,
+        keys: &'k [SourceKey],
+    ) -> Result<Option<(&'k SourceKey, Vec<u8>)>, LookupError> {
+        for key in keys {
             if let Some(secret) = self.per_repository.get(key) {
-                return Ok(Some(secret.clone()));
+                return Ok(Some((key, secret.clone())));
             }
             if let Some(provider) = &self.provider
                 && let Some(secret) = provider.webhook_secret(key).await?
             {
-                return Ok(Some(secret));
+                return Ok(Some((key, secret)));
             }
         }
-        Ok(self.server.clone())
+        Ok(None)
     }
+
+    /// The secret for a payload naming `urls`: the first named repository's own secret,
+    /// else the server secret.
+    pub async fn resolve(&self, urls: &[String]) -> Result<Option<Vec<u8>>, LookupError> {
+        let keys = repository_keys(urls);
+        Ok(match self.own_secret(&keys).await? {
+            Some((_, secret)) => Some(secret),
+            None => self.server.clone(),
+        })
+    }
+}
+
+/// The distinct repositories `urls` name, in their order (URLs that do not parse name none).
+fn repository_keys(urls: &[String]) -> Vec<SourceKey> {
+    let mut keys: Vec<SourceKey> = Vec::new();
+    for key in urls
+        .iter()
+        .filter_map(|url| parse_repo_url(url).ok())
+        .map(|url| url.key)
+    {
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys
 }
 
 /// Which forge convention authenticated a request.
@@ -653,6 +684,9 @@ pub enum WebhookError {
     /// The spooled body could not be read back.
     #[error(transparent)]
     Body(#[from] BodyError),
+    /// The push could not be passed on.
+    #[error(transparent)]
+    Push(#[from] PushError),
 }
 
 /// The first steps of every delivery, on the raw body: a signature header must be present;
@@ -707,15 +741,22 @@ pub async fn handle_request<B: RawBody + ?Sized>(
         Err(outcome) => return Ok(outcome),
     };
     // The repository to poll is chosen first; only its own secret (or, without one, the
-    // server's) may authenticate the delivery.
-    let target = urls
+    // server's) may authenticate the delivery: the first of the used repositories the payload
+    // names with a secret of its own, else the first used one under the server secret.
+    let keys = repository_keys(&urls);
+    let used: Vec<SourceKey> = keys
         .iter()
-        .filter_map(|url| parse_repo_url(url).ok())
-        .map(|url| url.key)
-        .find(|key| targets.uses(key));
-    let secret = match &target {
-        Some(key) => secrets.resolve_key(key).await?,
-        None => secrets.resolve(&urls).await?,
+        .filter(|key| targets.uses(key))
+        .cloned()
+        .collect();
+    let candidates = if used.is_empty() { &keys } else { &used };
+    let (target, secret, covered) = match secrets.own_secret(candidates).await? {
+        Some((key, secret)) => (
+            used.contains(key).then(|| key.clone()),
+            Some(secret),
+            vec![key.clone()],
+        ),
+        None => (used.first().cloned(), secrets.server.clone(), keys),
     };
     let provider = match provider {
         Some(provider) if secret.as_deref() == secrets.server.as_deref() => provider,
@@ -724,23 +765,26 @@ pub async fn handle_request<B: RawBody + ?Sized>(
             Err(e) => return Ok(WebhookOutcome::Unauthorized(e)),
         },
     };
-    Ok(trigger(targets, provider, target))
+    trigger(targets, provider, target, &covered).await
 }
 
 /// Triggers `target` (the polled repository the payload names), once the request is
-/// authenticated.
-fn trigger(
+/// authenticated; `covered` are the repositories the authenticating secret vouches for.
+async fn trigger(
     targets: &dyn PushTargets,
     provider: Provider,
     target: Option<SourceKey>,
-) -> WebhookOutcome {
-    match target {
-        Some(repository) if targets.trigger(&repository) => WebhookOutcome::Triggered {
-            repository,
-            provider,
-        },
+    covered: &[SourceKey],
+) -> Result<WebhookOutcome, WebhookError> {
+    Ok(match target {
+        Some(repository) if targets.trigger(&repository, covered).await? => {
+            WebhookOutcome::Triggered {
+                repository,
+                provider,
+            }
+        }
         _ => WebhookOutcome::UnknownRepository,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -906,5 +950,79 @@ mod tests {
                 .is_err(),
             "without the registered secret nothing is accepted"
         );
+    }
+
+    /// Targets that use every repository and record what they are asked to trigger (as a
+    /// `--role server` process records pushes for its operators).
+    #[derive(Default)]
+    struct Recording(parking_lot::Mutex<Vec<(String, Vec<String>)>>);
+
+    impl PushTargets for Recording {
+        fn uses(&self, _key: &SourceKey) -> bool {
+            true
+        }
+
+        fn trigger<'a>(
+            &'a self,
+            key: &'a SourceKey,
+            covered: &'a [SourceKey],
+        ) -> BoxFuture<'a, Result<bool, PushError>> {
+            let covered = covered.iter().map(|k| k.to_string()).collect();
+            self.0.lock().push((key.to_string(), covered));
+            Box::pin(std::future::ready(Ok(true)))
+        }
+    }
+
+    /// Hostile: what a delivery's secret vouches for. Under the server secret, every
+    /// repository the payload names (a forge's spellings of one repository); under a
+    /// repository's own secret, that repository alone, although the payload names another
+    /// first; and a payload signed with the server secret for a repository with its own is
+    /// refused, recording nothing.
+    #[tokio::test]
+    async fn a_delivery_covers_only_what_its_secret_vouches_for() {
+        let body = serde_json::json!({
+            "repository": {"clone_url": "https://h/o/a.git", "ssh_url": "git@h:o/a.git"},
+            "repoURL": "https://h/o/a",
+        })
+        .to_string();
+        let targets = Recording::default();
+        let server_only = WebhookSecrets::new(Some("server"));
+        let signed = |secret: &[u8]| headers("x-wardn-signature", &sign(secret, body.as_bytes()));
+        let outcome = handle_request(&targets, &server_only, &signed(b"server"), body.as_bytes())
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome, WebhookOutcome::Triggered { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            targets.0.lock().pop().unwrap(),
+            (
+                "https://h/o/a".to_string(),
+                vec!["https://h/o/a".to_string(), "ssh://h/o/a".to_string()]
+            )
+        );
+
+        let own = WebhookSecrets::new(Some("server"))
+            .with_provider(Arc::new(Registered(Some(("git@h:o/a.git", "own")))));
+        let outcome = handle_request(&targets, &own, &signed(b"own"), body.as_bytes())
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome, WebhookOutcome::Triggered { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            targets.0.lock().pop().unwrap(),
+            ("ssh://h/o/a".to_string(), vec!["ssh://h/o/a".to_string()])
+        );
+        let refused = handle_request(&targets, &own, &signed(b"server"), body.as_bytes())
+            .await
+            .unwrap();
+        assert!(
+            matches!(refused, WebhookOutcome::Unauthorized(_)),
+            "{refused:?}"
+        );
+        assert!(targets.0.lock().is_empty());
     }
 }

@@ -37,12 +37,7 @@ pub struct ApiToken {
 
 /// A new random API token id: [`TOKEN_ID_BYTES`] random bytes in lowercase hex.
 pub fn new_token_id() -> Result<String, StoreError> {
-    let mut bytes = [0u8; TOKEN_ID_BYTES];
-    getrandom::fill(&mut bytes).map_err(|err| StoreError::Random {
-        what: "an API token id",
-        reason: err.to_string(),
-    })?;
-    Ok(hex::encode(bytes))
+    super::random_hex::<TOKEN_ID_BYTES>("an API token id")
 }
 
 /// Whether `id` has the shape of an API token id (so anything else is refused before a query).

@@ -76,7 +76,7 @@ impl Store {
         }
         let mut rows = Vec::with_capacity(limits.subjects.len());
         for (subject, _) in &limits.subjects {
-            let id = random_id()?;
+            let id = super::random_hex::<8>("a login attempt id")?;
             sqlx::query("INSERT INTO login_attempts (id, subject, at_ms) VALUES ($1, $2, $3)")
                 .bind(&id)
                 .bind(subject)
@@ -124,14 +124,4 @@ impl Store {
                 .await?;
         Ok((rows, longest.unwrap_or(0)))
     }
-}
-
-/// A random row id (16 hex digits).
-fn random_id() -> Result<String, StoreError> {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).map_err(|e| StoreError::Random {
-        what: "a login attempt id",
-        reason: e.to_string(),
-    })?;
-    Ok(hex::encode(bytes))
 }

@@ -57,6 +57,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0011_cluster_probes.sql",
         include_str!("../../migrations/0011_cluster_probes.sql"),
     ),
+    (
+        12,
+        "0012_git_pushes.sql",
+        include_str!("../../migrations/0012_git_pushes.sql"),
+    ),
 ];
 
 /// The PostgreSQL advisory lock key held while migrating ("wardn mi" in ASCII): replicas

@@ -14,6 +14,7 @@ pub mod login_attempts;
 mod migrate;
 pub mod probes;
 pub mod promotions;
+pub mod pushes;
 pub mod repositories;
 pub mod requests;
 pub mod users;
@@ -239,4 +240,14 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// `N` random bytes in lowercase hex: a row id; `what` names it in the error.
+fn random_hex<const N: usize>(what: &'static str) -> Result<String, StoreError> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|e| StoreError::Random {
+        what,
+        reason: e.to_string(),
+    })?;
+    Ok(hex::encode(bytes))
 }

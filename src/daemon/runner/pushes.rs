@@ -14,11 +14,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use parking_lot::Mutex;
 
 use super::{Operation, Runner};
 use crate::sources::url::SourceKey;
-use crate::sources::webhook::PushTargets;
+use crate::sources::webhook::{PushError, PushTargets};
 
 /// The webhook's targets: this runner's poller and its fleet's other replicas.
 pub struct Pushes {
@@ -100,13 +101,17 @@ impl PushTargets for Pushes {
             .any(|record| record.source_key == *key)
     }
 
-    fn trigger(&self, key: &SourceKey) -> bool {
+    fn trigger<'a>(
+        &'a self,
+        key: &'a SourceKey,
+        _covered: &'a [SourceKey],
+    ) -> BoxFuture<'a, Result<bool, PushError>> {
         let here = self.runner.poller.trigger(key);
         let elsewhere = self.owners_elsewhere(key);
         let reached = here || !elsewhere.is_empty();
         for (owner, app) in elsewhere {
             self.hand_over(owner, app, key);
         }
-        reached
+        Box::pin(std::future::ready(Ok(reached)))
     }
 }
