@@ -264,7 +264,8 @@ async fn an_operator_fetches_a_private_repository_with_credentials_registered_on
 /// records it (200) and the operator polls the repository at once, although its App polls
 /// hourly. Hostile: a wrongly signed delivery (401) records nothing; the internal route
 /// answers only the internal token and names a bad `since_ms`. Long run: two hundred
-/// deliveries of one push keep one row, and the operator still follows the next push.
+/// deliveries of one push keep one row, and the operator still follows the next push. A push
+/// the store cannot take is a 503.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_delivered_to_the_server_reaches_the_operators() {
     use support::Upstream;
@@ -407,6 +408,18 @@ async fn a_push_delivered_to_the_server_reaches_the_operators() {
         runner.status("wardn/pushed")
     );
     let _ = stop.send(());
+
+    // A push that cannot be recorded (its table is gone) is a 503 naming the repository, so
+    // the forge delivers it again.
+    let database = format!(
+        "sqlite://{}",
+        server.data.path().join(wardn::store::SQLITE_FILE).display()
+    );
+    support::execute(&database, "DROP TABLE git_pushes").await;
+    let failed = deliver(WEBHOOK_SECRET).await.unwrap();
+    assert_eq!(failed.status(), 503);
+    let text = failed.text().await.unwrap();
+    assert!(text.contains("cannot pass on the push of file://"), "{text}");
 }
 
 #[tokio::test]
