@@ -9,52 +9,15 @@ mod support;
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
-use parking_lot::Mutex;
 use serde_json::Value;
+use support::receiver::receiver;
 use support::running::{PASSWORD, Running, eventually};
 use wardn::app::Phase;
 use wardn::daemon::ServeOptions;
 use wardn::daemon::runner::{Completed, Operation};
-use wardn::notify::{Format, SIGNATURE_HEADER, Target, signature};
+use wardn::notify::{Format, Target, signature};
 
 const SECRET: &str = "notify-secret-for-tests";
-
-/// What the receiver got: `(path, signature header, body)`.
-type Received = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
-
-/// A receiver on 127.0.0.1 that records every POST and answers 500 to the first one on
-/// `/flaky`.
-async fn receiver() -> (String, Received) {
-    let received: Received = Arc::default();
-    let failed_once = Arc::new(Mutex::new(false));
-    let record = |path: &'static str| {
-        let received = Arc::clone(&received);
-        let failed_once = Arc::clone(&failed_once);
-        post(move |headers: HeaderMap, body: String| async move {
-            if path == "/flaky" && !std::mem::replace(&mut *failed_once.lock(), true) {
-                return StatusCode::INTERNAL_SERVER_ERROR;
-            }
-            let signature = headers
-                .get(SIGNATURE_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            let value = serde_json::from_str(&body).unwrap_or(Value::String(body));
-            received.lock().push((path.to_string(), signature, value));
-            StatusCode::OK
-        })
-    };
-    let app = Router::new()
-        .route("/flaky", record("/flaky"))
-        .route("/slack", record("/slack"))
-        .route("/app", record("/app"));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (base, received)
-}
 
 fn app_yaml(name: &str, dir: &std::path::Path, cluster: &str, extra: &str) -> String {
     format!(

@@ -42,17 +42,17 @@ fn write_app(root: &Path) -> std::path::PathBuf {
     apps
 }
 
-async fn start_operator(
+/// The options of an operator of `server` reconciling `apps`, its mirrors in `data`.
+fn operator_options(
     server: &str,
     token: &str,
-    apps: &Path,
+    apps: Option<&Path>,
     data: &Path,
-    git_ca_file: Option<std::path::PathBuf>,
-) -> (Arc<Runner>, String, tokio::sync::oneshot::Sender<()>) {
-    let operator = OperatorServer::bind(OperatorOptions {
+) -> OperatorOptions {
+    OperatorOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: data.to_path_buf(),
-        apps_dir: Some(apps.to_path_buf()),
+        apps_dir: apps.map(Path::to_path_buf),
         server: server.to_string(),
         internal_token: token.to_string(),
         management_kubeconfig: None,
@@ -62,11 +62,32 @@ async fn start_operator(
         scheduling: Default::default(),
         pipeline: Default::default(),
         shards: None,
-        git_ca_file,
+        git_ca_file: None,
         git_timeout: Duration::from_secs(60),
+        notify: Vec::new(),
+        notify_secret: None,
+    }
+}
+
+async fn start_operator(
+    server: &str,
+    token: &str,
+    apps: &Path,
+    data: &Path,
+    git_ca_file: Option<std::path::PathBuf>,
+) -> (Arc<Runner>, String, tokio::sync::oneshot::Sender<()>) {
+    start_operator_with(OperatorOptions {
+        git_ca_file,
+        ..operator_options(server, token, Some(apps), data)
     })
     .await
-    .unwrap();
+}
+
+/// Starts an operator with `options`: its runner, its base URL and what stops it.
+async fn start_operator_with(
+    options: OperatorOptions,
+) -> (Arc<Runner>, String, tokio::sync::oneshot::Sender<()>) {
+    let operator = OperatorServer::bind(options).await.unwrap();
     let runner = Arc::clone(operator.runner());
     let base = format!("http://{}", operator.addr);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -419,28 +440,101 @@ async fn a_push_delivered_to_the_server_reaches_the_operators() {
     let failed = deliver(WEBHOOK_SECRET).await.unwrap();
     assert_eq!(failed.status(), 503);
     let text = failed.text().await.unwrap();
-    assert!(text.contains("cannot pass on the push of file://"), "{text}");
+    assert!(
+        text.contains("cannot pass on the push of file://"),
+        "{text}"
+    );
+}
+
+/// An operator sends notifications as a `--role all` process does: every App's to
+/// `--notify-url` (JSON, signed with `WARDN_NOTIFY_SECRET`, retried after a 500) and each
+/// App's to its own `spec.notify`; a Held plan's carries no approve link (approvals through
+/// the server do not reach operators).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_notifies_every_apps_events_and_each_apps_own_targets() {
+    use support::receiver::receiver;
+    use wardn::notify::{Format, Target, signature};
+
+    const SECRET: &str = "operator-notify-secret";
+    let sim = common::start(&["team-a"]).await;
+    let server = server_with_target(&sim).await;
+    let (hooks, received) = receiver().await;
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gated\ndata:\n  k: v\n",
+    )
+    .unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let app = |name: &str, cluster: &str, extra: &str| {
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n  namespace: wardn\n\
+             spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
+             \x20 destination:\n    cluster: {cluster}\n    namespace: team-a\n\
+             \x20 syncPolicy:\n    automated: true\n    requiresApproval: true\n{extra}",
+            source.display()
+        )
+    };
+    let own = format!("  notify:\n  - url: {hooks}/app\n");
+    std::fs::write(apps.join("gated.yaml"), app("gated", "target", &own)).unwrap();
+    std::fs::write(apps.join("lost.yaml"), app("lost", "nowhere", "")).unwrap();
+
+    let (runner, _, stop) = start_operator_with(OperatorOptions {
+        notify: vec![Target {
+            url: format!("{hooks}/flaky"),
+            format: Format::Json,
+        }],
+        notify_secret: Some(SECRET.into()),
+        ..operator_options(
+            &server.base,
+            INTERNAL_TOKEN,
+            Some(&apps),
+            &work.path().join("data"),
+        )
+    })
+    .await;
+    let events = |path: &str, event: &str, app: &str| -> Vec<(Option<String>, serde_json::Value)> {
+        received
+            .lock()
+            .iter()
+            .filter(|(p, _, v)| p == path && v["event"] == event && v["app"] == app)
+            .map(|(_, signed, v)| (signed.clone(), v.clone()))
+            .collect()
+    };
+    assert!(
+        wait_for_app(&runner, "wardn/gated", |_| {
+            !events("/flaky", "Held", "wardn/gated").is_empty()
+                && !events("/app", "Held", "wardn/gated").is_empty()
+                && !events("/flaky", "Failed", "wardn/lost").is_empty()
+        })
+        .await,
+        "notifications: {:?}; statuses {:?} {:?}",
+        received.lock(),
+        runner.status("wardn/gated"),
+        runner.status("wardn/lost")
+    );
+    let held = runner.status("wardn/gated").unwrap();
+    assert_eq!(held.phase, Some(Phase::Held));
+    let (signed, body) = events("/flaky", "Held", "wardn/gated").remove(0);
+    assert_eq!(body["planHash"], held.plan_hash.clone().unwrap().as_str());
+    assert_eq!(body["address"], "target/gated");
+    assert!(body["approveUrl"].is_null(), "{body}");
+    assert_eq!(
+        signed.as_deref(),
+        Some(signature(SECRET.as_bytes(), body.to_string().as_bytes()).as_str())
+    );
+    // Each App's own targets get its events only.
+    assert!(events("/app", "Failed", "wardn/lost").is_empty());
+    let _ = stop.send(());
 }
 
 #[tokio::test]
 async fn operator_settings_are_checked() {
     let work = tempfile::tempdir().unwrap();
-    let options = OperatorOptions {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        data_dir: work.path().to_path_buf(),
-        apps_dir: None,
-        server: String::new(),
-        internal_token: INTERNAL_TOKEN.into(),
-        management_kubeconfig: None,
-        app_namespaces: Vec::new(),
-        cache_ttl: Duration::from_secs(60),
-        timeout: Duration::from_secs(5),
-        scheduling: Default::default(),
-        pipeline: Default::default(),
-        shards: None,
-        git_ca_file: None,
-        git_timeout: Duration::from_secs(60),
-    };
+    let options = operator_options("", INTERNAL_TOKEN, None, work.path());
     let err = OperatorServer::bind(options.clone()).await.err().unwrap();
     assert!(err.to_string().contains("--server URL"), "{err}");
     let err = OperatorServer::bind(OperatorOptions {

@@ -191,6 +191,13 @@ fn notify_url(text: &str) -> Result<String, String> {
     Ok(url)
 }
 
+/// `WARDN_NOTIFY_SECRET`, the key JSON notifications are signed with (unset or empty: none).
+fn notify_secret() -> Option<String> {
+    std::env::var("WARDN_NOTIFY_SECRET")
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
 /// The global notification targets: `json` URLs, then `slack` ones.
 fn notify_targets(json: &[String], slack: &[String]) -> Vec<Target> {
     let target = |format| {
@@ -280,9 +287,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         internal_token: std::env::var("WARDN_INTERNAL_TOKEN").ok(),
         webhook_secret: std::env::var(crate::sources::webhook::SECRET_ENV).ok(),
         notify,
-        notify_secret: std::env::var("WARDN_NOTIFY_SECRET")
-            .ok()
-            .filter(|s| !s.is_empty()),
+        notify_secret: notify_secret(),
         apps_dir: args.apps,
         management_kubeconfig: args.kubeconfig,
         clusters_file: args.clusters_file,
@@ -346,6 +351,8 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         shards,
         git_ca_file: args.git_ca_file,
         git_timeout: Duration::from_secs(args.git_timeout),
+        notify: notify_targets(&args.notify_url, &args.notify_slack_url),
+        notify_secret: notify_secret(),
     };
     let operator = OperatorServer::bind(options).await?;
     println!("wardn operator: health on http://{}", operator.addr);

@@ -16,6 +16,7 @@ use super::management;
 use super::runner::Runner;
 use crate::clusters::resolve::Resolver;
 use crate::clusters::throttle::Throttles;
+use crate::notify::Notifier;
 use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::sources::git::GitSettings;
@@ -54,6 +55,11 @@ pub struct OperatorOptions {
     pub git_ca_file: Option<PathBuf>,
     /// How long a Git remote may stay silent before a fetch gives up (`--git-timeout`).
     pub git_timeout: Duration,
+    /// Where every App's notifications go (`--notify-url`, `--notify-slack-url`), beside each
+    /// App's own `spec.notify`.
+    pub notify: Vec<crate::notify::Target>,
+    /// The key JSON notifications are signed with (`WARDN_NOTIFY_SECRET`); unsigned without.
+    pub notify_secret: Option<String>,
 }
 
 /// A running operator: the App runner and the Git poller feeding it.
@@ -119,6 +125,11 @@ impl Operator {
         );
         let membership =
             super::join_fleet(&runner, options.shards.as_ref(), management.as_ref()).await?;
+        // No approve link: approvals through the server do not reach operators.
+        runner.set_notifier(
+            Notifier::start(options.notify.clone(), options.notify_secret.clone()),
+            None,
+        );
         if let Some(found) = management {
             runner.watch_resources(found.client, options.app_namespaces.clone());
         }

@@ -6,6 +6,7 @@ mod git_repo;
 pub mod https_git;
 pub mod postgres;
 pub mod proxy;
+pub mod receiver;
 pub mod replica;
 pub mod rss;
 pub mod running;
