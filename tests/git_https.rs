@@ -228,3 +228,86 @@ async fn the_poller_asks_the_provider_at_every_fetch_so_rotations_apply_at_the_n
     assert_eq!(fetched.status.reason, Reason::Fetched, "{fetched:?}");
     assert_eq!(fetched.snapshot.unwrap().revision, up.head());
 }
+
+/// The commands that render Apps offline reach a private Git server as `serve` does:
+/// `wardn generate rbac` of an App whose source is served over HTTPS under a private CA fails
+/// naming the untrusted certificate without `--git-ca-file`, and writes the App's RBAC with
+/// it. Hostile: a CA file that cannot be read and a `--git-timeout` out of range are refused
+/// naming the file or the flag, without a backtrace, before anything is fetched.
+#[test]
+fn offline_commands_trust_the_git_ca_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("srv");
+    std::fs::create_dir_all(&root).unwrap();
+    served_repo(&root, &tmp.path().join("work"));
+    let up = Upstream {
+        dir: tmp.path().join("work"),
+    };
+    up.commit(
+        &[(
+            "app/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: offline\ndata:\n  k: v\n",
+        )],
+        "a real ConfigMap",
+    );
+    up.git(&[
+        "push",
+        "-q",
+        root.join("repo.git").to_str().unwrap(),
+        "main",
+    ]);
+    let server = HttpsGitServer::start(root, Auth::None);
+    let ca = tmp.path().join("git-ca.pem");
+    std::fs::write(&ca, &server.ca_pem).unwrap();
+    let apps = tmp.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(
+        apps.join("app.yaml"),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: private-ca\n  namespace: wardn\n\
+             spec:\n  source:\n    type: Git\n    git:\n      repoURL: {}\n      branch: main\n      path: app\n\
+             \x20 destination:\n    namespace: team-a\n",
+            server.url("repo.git")
+        ),
+    )
+    .unwrap();
+    let generate = |extra: &[&str], out: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+            .args(["generate", "rbac", "--apps"])
+            .arg(&apps)
+            .arg("--out")
+            .arg(tmp.path().join(out))
+            .args(extra)
+            .env_remove("WARDN_GIT_CA_FILE")
+            .output()
+            .unwrap()
+    };
+    let untrusted = generate(&[], "untrusted");
+    let stderr = String::from_utf8_lossy(&untrusted.stderr);
+    assert!(!untrusted.status.success(), "{stderr}");
+    assert!(stderr.contains("invalid peer certificate"), "{stderr}");
+
+    let trusted = generate(&["--git-ca-file", ca.to_str().unwrap()], "trusted");
+    let stderr = String::from_utf8_lossy(&trusted.stderr);
+    assert!(trusted.status.success(), "{stderr}");
+    let written: String = std::fs::read_dir(tmp.path().join("trusted"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
+    assert!(written.contains("configmaps"), "{written}");
+
+    for (extra, named) in [
+        (
+            vec!["--git-ca-file", "/nonexistent/ca.pem"],
+            "/nonexistent/ca.pem",
+        ),
+        (vec!["--git-timeout", "0"], "--git-timeout"),
+    ] {
+        let refused = generate(&extra, "refused");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "{extra:?}: {stderr}");
+        assert!(stderr.contains(named), "{extra:?}: {stderr}");
+        assert!(!stderr.contains("stack backtrace"), "{extra:?}: {stderr}");
+        assert!(!tmp.path().join("refused").exists(), "{extra:?}");
+    }
+}

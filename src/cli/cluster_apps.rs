@@ -9,6 +9,7 @@ use reqwest::Method;
 use serde_json::Value;
 
 use super::client::{ApiClient, CliError};
+use super::git_args::GitArgs;
 use crate::cli::offline::targets::{self, ClusterNeeds, RenderedApp, ServedKind, ServedKinds};
 use crate::cli::offline::validate;
 use crate::clusters::access::{CheckReport, CheckRequest, KindCheck, KindResult, ResourceCheck};
@@ -16,13 +17,14 @@ use crate::clusters::connect::Connectivity;
 use crate::clusters::rbac::VERBS;
 use crate::clusters::registry::ClusterView;
 
-/// Loads and renders the Apps of `dir` off the async runtime; Git sources are fetched into a
-/// temporary directory removed afterwards.
-pub async fn rendered_apps(dir: &Path) -> Result<Vec<RenderedApp>, CliError> {
+/// Loads and renders the Apps of `dir` off the async runtime; Git sources are fetched as
+/// `git` says into a temporary directory removed afterwards.
+pub async fn rendered_apps(dir: &Path, git: &GitArgs) -> Result<Vec<RenderedApp>, CliError> {
     let dir = dir.to_path_buf();
+    let work = std::env::temp_dir().join(format!("wardn-apps-{}", std::process::id()));
+    let settings = git.settings(&work)?;
     tokio::task::spawn_blocking(move || {
-        let work = std::env::temp_dir().join(format!("wardn-apps-{}", std::process::id()));
-        let result = targets::load_and_render(&dir, &work);
+        let result = targets::load_and_render(&dir, &settings);
         // Best effort: the directory only holds throw-away Git mirrors.
         let _ = std::fs::remove_dir_all(&work);
         result
@@ -42,8 +44,8 @@ pub async fn registered(client: &ApiClient) -> Result<Vec<ClusterView>, CliError
 }
 
 /// `wardn clusters validate --apps DIR`: prints every violation, fails if there is any.
-pub async fn validate(client: &ApiClient, apps_dir: &Path) -> Result<(), CliError> {
-    let apps = rendered_apps(apps_dir).await?;
+pub async fn validate(client: &ApiClient, apps_dir: &Path, git: &GitArgs) -> Result<(), CliError> {
+    let apps = rendered_apps(apps_dir, git).await?;
     let clusters = registered(client).await?;
     let violations = validate::validate(&apps, &clusters);
     for violation in &violations {
@@ -96,9 +98,10 @@ pub async fn check(
     client: &ApiClient,
     only: &[String],
     apps_dir: Option<&Path>,
+    git: &GitArgs,
 ) -> Result<(), CliError> {
     let apps = match apps_dir {
-        Some(dir) => rendered_apps(dir).await?,
+        Some(dir) => rendered_apps(dir, git).await?,
         None => Vec::new(),
     };
     let mut names: Vec<String> = if only.is_empty() {

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::client::{
     ApiClient, CliError, ConnectionArgs, SavedCredentials, save_credentials, send,
 };
+use super::git_args::GitArgs;
 use super::{cluster_apps, generate};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -240,6 +241,9 @@ pub enum ClustersCommand {
         /// Directory of App YAML files.
         #[arg(long, env = "WARDN_APPS_DIR")]
         apps: PathBuf,
+        /// How the Apps' Git sources are fetched.
+        #[command(flatten)]
+        git: GitArgs,
     },
     /// Connect to clusters through the server and review (SelfSubjectAccessReview) what the
     /// stored credentials may do for the kinds the Apps routed there render. Fails on a denied
@@ -251,6 +255,9 @@ pub enum ClustersCommand {
         /// Directory of App YAML files whose kinds to review (default: connectivity only).
         #[arg(long, env = "WARDN_APPS_DIR")]
         apps: Option<PathBuf>,
+        /// How the Apps' Git sources are fetched.
+        #[command(flatten)]
+        git: GitArgs,
     },
     /// Create a least-privilege ServiceAccount on a cluster of your kubeconfig (RBAC for the
     /// given kinds only, Roles in the allowed namespaces), then register the cluster with it.
@@ -279,6 +286,9 @@ pub enum ClustersCommand {
         /// Kubeconfig file (default: KUBECONFIG, else ~/.kube/config).
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
+        /// How the Apps' Git sources are fetched.
+        #[command(flatten)]
+        git: GitArgs,
     },
 }
 
@@ -361,10 +371,11 @@ pub async fn clusters(
             apps,
             mut namespaces,
             kubeconfig,
+            git,
         } => {
             let mut grants = Vec::new();
             if let Some(dir) = apps {
-                let needs = generate::bootstrap_needs(&dir, &name).await?;
+                let needs = generate::bootstrap_needs(&dir, &name, &git).await?;
                 if let Some(error) = needs.errors.first() {
                     return Err(CliError::Failed(error.clone()));
                 }
@@ -382,10 +393,14 @@ pub async fn clusters(
             };
             run_bootstrap(&client, &context, kubeconfig.as_deref(), plan).await?;
         }
-        ClustersCommand::Validate { apps } => cluster_apps::validate(&client, &apps).await?,
-        ClustersCommand::Check { clusters, apps } => {
-            cluster_apps::check(&client, &clusters, apps.as_deref()).await?
+        ClustersCommand::Validate { apps, git } => {
+            cluster_apps::validate(&client, &apps, &git).await?
         }
+        ClustersCommand::Check {
+            clusters,
+            apps,
+            git,
+        } => cluster_apps::check(&client, &clusters, apps.as_deref(), &git).await?,
         ClustersCommand::Reseal => {
             let result: Value = client
                 .call(Method::POST, "/api/v1/clusters/reseal", None)

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::client::CliError;
 use super::cluster_apps::rendered_apps;
+use super::git_args::GitArgs;
 use crate::app::LOCAL_CLUSTER;
 use crate::cli::offline::targets::{self, ClusterNeeds, RenderedApp};
 use crate::clusters::declared;
@@ -50,6 +51,9 @@ pub struct RbacArgs {
     /// routes to them yet, and the printed instructions name their servers.
     #[arg(long)]
     clusters: Option<PathBuf>,
+    /// How the Apps' Git sources are fetched.
+    #[command(flatten)]
+    git: GitArgs,
 }
 
 /// The `deploy/` variants `generate bundle` can render.
@@ -158,7 +162,7 @@ async fn generate_rbac(args: &RbacArgs) -> Result<(), CliError> {
         .iter()
         .map(|d| (d.name.clone(), d.spec.server.clone()))
         .collect();
-    let apps = rendered_apps(&args.apps).await?;
+    let apps = rendered_apps(&args.apps, &args.git).await?;
     let known: Vec<String> = servers.keys().cloned().collect();
     let (needs, templated) = targets::rbac_needs(&apps, &known);
     refuse_unplaceable(&needs)?;
@@ -257,8 +261,12 @@ fn file_error(path: &Path) -> impl FnOnce(std::io::Error) -> CliError {
 
 /// The Apps' needs as `clusters bootstrap --apps` grants them on `cluster`: the Apps routed
 /// there and every template-routed App (with the warning), as in the generated files.
-pub async fn bootstrap_needs(apps_dir: &Path, cluster: &str) -> Result<ClusterNeeds, CliError> {
-    let apps: Vec<RenderedApp> = rendered_apps(apps_dir).await?;
+pub async fn bootstrap_needs(
+    apps_dir: &Path,
+    cluster: &str,
+    git: &GitArgs,
+) -> Result<ClusterNeeds, CliError> {
+    let apps: Vec<RenderedApp> = rendered_apps(apps_dir, git).await?;
     let (mut needs, templated) = targets::rbac_needs(&apps, &[cluster.to_string()]);
     let routed = apps.iter().any(|app| app.cluster() == cluster) || !templated.is_empty();
     if !routed {

@@ -6,6 +6,7 @@ pub mod client;
 pub mod cluster_apps;
 pub mod commands;
 pub mod generate;
+pub mod git_args;
 pub mod offline;
 pub mod promotions;
 pub mod repos;

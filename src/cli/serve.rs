@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::git_args::GitArgs;
 use crate::daemon::operator::OperatorOptions;
 use crate::daemon::{DaemonError, ServeOptions};
 use crate::notify::{Format, Target};
@@ -92,17 +93,9 @@ pub struct ServeArgs {
     /// when it runs in the cluster). Nothing is read while the Cluster CRD is not installed.
     #[arg(long, env = "WARDN_CLUSTER_RESOURCES_NAMESPACE")]
     pub cluster_resources_namespace: Option<String>,
-    /// PEM file of extra CA certificates trusted for https:// Git remotes (private Git servers).
-    #[arg(long, env = "WARDN_GIT_CA_FILE")]
-    pub git_ca_file: Option<PathBuf>,
-    /// Seconds a Git remote may stay silent (connecting, or in the middle of a fetch) before
-    /// the fetch gives up and the poll backs off.
-    #[arg(
-        long,
-        default_value_t = crate::sources::transport::DEFAULT_TIMEOUT.as_secs(),
-        value_parser = clap::value_parser!(u64).range(1..=3600)
-    )]
-    pub git_timeout: u64,
+    /// How Git remotes are reached.
+    #[command(flatten)]
+    pub git: GitArgs,
     /// Only reconcile App resources in these namespaces (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
     pub namespaces: Vec<String>,
@@ -292,8 +285,8 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         management_kubeconfig: args.kubeconfig,
         clusters_file: args.clusters_file,
         cluster_resources_namespace: args.cluster_resources_namespace,
-        git_ca_file: args.git_ca_file,
-        git_timeout: Duration::from_secs(args.git_timeout),
+        git_timeout: args.git.timeout(),
+        git_ca_file: args.git.git_ca_file,
         app_namespaces: args.namespaces,
         reconcile_apps: args.role == Role::All,
         probe_interval: Duration::from_secs(args.probe_interval.max(1)),
@@ -349,8 +342,8 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         scheduling,
         pipeline,
         shards,
-        git_ca_file: args.git_ca_file,
-        git_timeout: Duration::from_secs(args.git_timeout),
+        git_timeout: args.git.timeout(),
+        git_ca_file: args.git.git_ca_file,
         notify: notify_targets(&args.notify_url, &args.notify_slack_url),
         notify_secret: notify_secret(),
     };

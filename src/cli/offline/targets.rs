@@ -91,25 +91,24 @@ impl RenderedApp {
     }
 }
 
-/// Renders the Apps' source (blocking: Git sources are fetched into `work_dir`).
-pub fn render_app(app: &App, work_dir: &Path) -> Result<Vec<Value>, String> {
+/// Renders the Apps' source (blocking: Git sources are fetched with `git`, into its data
+/// directory).
+pub fn render_app(app: &App, git: &GitSettings) -> Result<Vec<Value>, String> {
     let source = app.spec.source.validate().map_err(|e| e.to_string())?;
     let rendered = match source {
         Source::Directory(path) => {
             let snapshot = snapshot_directory(&path).map_err(|e| e.to_string())?;
             render::render(snapshot.tree.as_ref(), "")
         }
-        Source::Git(git) => {
-            let settings = GitSettings {
-                data_dir: work_dir.to_path_buf(),
-                ..GitSettings::default()
-            };
-            let mirror = Mirror::open(&settings, git.url.clone(), Credentials::Anonymous)
+        Source::Git(source) => {
+            let mirror = Mirror::open(git, source.url.clone(), Credentials::Anonymous)
                 .map_err(|e| e.to_string())?;
             mirror.fetch().map_err(|e| e.to_string())?;
-            let commit = mirror.resolve(&git.reference).map_err(|e| e.to_string())?;
+            let commit = mirror
+                .resolve(&source.reference)
+                .map_err(|e| e.to_string())?;
             let snapshot = mirror.snapshot(commit).map_err(|e| e.to_string())?;
-            render::render(snapshot.tree.as_ref(), &git.path)
+            render::render(snapshot.tree.as_ref(), &source.path)
         }
     };
     rendered
@@ -152,8 +151,8 @@ pub fn refused_crds(objects: &[Value]) -> Vec<String> {
 }
 
 /// Loads every App of `dir` (one per target of an App with `spec.targets`) and renders each
-/// (blocking; an App's targets share one render). `work_dir` holds Git mirrors.
-pub fn load_and_render(dir: &Path, work_dir: &Path) -> Result<Vec<RenderedApp>, AppsDirError> {
+/// (blocking; an App's targets share one render). Git sources are fetched with `git`.
+pub fn load_and_render(dir: &Path, git: &GitSettings) -> Result<Vec<RenderedApp>, AppsDirError> {
     let mut renders: BTreeMap<String, Result<Vec<Value>, String>> = BTreeMap::new();
     Ok(load_dir_with_files(dir)?
         .into_iter()
@@ -161,7 +160,7 @@ pub fn load_and_render(dir: &Path, work_dir: &Path) -> Result<Vec<RenderedApp>, 
             let base = crate::app::key::base_key(&app_key(&app)).to_string();
             let rendered = renders
                 .entry(base)
-                .or_insert_with(|| render_app(&app, work_dir))
+                .or_insert_with(|| render_app(&app, git))
                 .clone();
             let refused_crds = rendered.as_deref().map(refused_crds).unwrap_or_default();
             let placed = rendered
