@@ -16,6 +16,7 @@ pub mod redact;
 pub mod render;
 pub mod seal;
 pub mod server;
+pub mod server_link;
 pub mod shard;
 pub mod shell;
 pub mod sources;

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use support::server::{INTERNAL_TOKEN, TestServer};
 use wardn::clusters::connect::Connectivity;
 use wardn::clusters::resolve::{ClusterSource, ResolveError, Resolver};
+use wardn::server_link::ServerLink;
 
 async fn kubesim(name: &str) -> Cluster {
     kubesim::install_crypto_provider();
@@ -246,9 +247,10 @@ async fn operator_resolution_goes_through_the_internal_endpoint() {
     let token = server.token().await;
     register(&server, &token, "production", &cluster, &["staging"]).await;
 
+    let link =
+        |token: &str| ServerLink::new(&server.base, token, None, Duration::from_secs(5)).unwrap();
     let operator = Resolver::remote(
-        &server.base,
-        INTERNAL_TOKEN,
+        link(INTERNAL_TOKEN),
         Duration::from_secs(60),
         Duration::from_secs(5),
     )
@@ -299,8 +301,7 @@ async fn operator_resolution_goes_through_the_internal_endpoint() {
     );
 
     let intruder = Resolver::remote(
-        &server.base,
-        "wrong",
+        link("wrong"),
         Duration::from_secs(60),
         Duration::from_secs(5),
     );

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use reqwest::{Client, Method};
 use serde_json::{Value, json};
 use support::server::TestServer;
+use wardn::server_link::ServerLink;
 use wardn::sources::credentials::{Credentials, CredentialsProvider};
 use wardn::sources::repositories::{Repositories, repository_id};
 use wardn::sources::url::parse_repo_url;
@@ -376,11 +377,10 @@ async fn the_internal_route_answers_registered_credentials_to_the_internal_token
 
     // The operator's provider reads them, follows a rotation to a token, and answers
     // nothing for a repository that is not registered.
-    let provider = ServerCredentials::new(
-        &server.base,
-        INTERNAL_TOKEN,
-        std::time::Duration::from_secs(5),
-    );
+    let link = |token: &str| {
+        ServerLink::new(&server.base, token, None, std::time::Duration::from_secs(5)).unwrap()
+    };
+    let provider = ServerCredentials::new(link(INTERNAL_TOKEN));
     let key = parse_repo_url("https://git.example.com/org/private.git")
         .unwrap()
         .key;
@@ -440,7 +440,7 @@ async fn the_internal_route_answers_registered_credentials_to_the_internal_token
     }
 
     // A wrong internal token: the lookup fails, naming the repository and the 401.
-    let wrong = ServerCredentials::new(&server.base, "wrong", std::time::Duration::from_secs(5));
+    let wrong = ServerCredentials::new(link("wrong"));
     let err = wrong.credentials(&key).await.unwrap_err().to_string();
     assert!(
         err.contains("git.example.com/org/private") && err.contains("401"),

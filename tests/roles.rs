@@ -54,6 +54,7 @@ fn operator_options(
         data_dir: data.to_path_buf(),
         apps_dir: apps.map(Path::to_path_buf),
         server: server.to_string(),
+        server_ca_file: None,
         internal_token: token.to_string(),
         management_kubeconfig: None,
         app_namespaces: Vec::new(),
@@ -529,6 +530,78 @@ async fn an_operator_notifies_every_apps_events_and_each_apps_own_targets() {
     // Each App's own targets get its events only.
     assert!(events("/app", "Failed", "wardn/lost").is_empty());
     let _ = stop.send(());
+}
+
+/// An operator reaches a server serving `https://` under a private CA when given
+/// `--server-ca-file`: without it every request to the server fails on the certificate (the
+/// App's status says so); with it the App deploys. Hostile: a CA file that is missing or holds
+/// no certificate, and a server URL that is not http(s), stop the operator naming the flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_trusts_the_server_ca_file() {
+    let sim = common::start(&["team-a"]).await;
+    let certs = tempfile::tempdir().unwrap();
+    let server = TestServer::start_https(certs.path()).await;
+    assert!(server.base.starts_with("https://"), "{}", server.base);
+    register_target(&server, &sim).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = write_app(work.path());
+
+    let (runner, _, stop) = start_operator(
+        &server.base,
+        INTERNAL_TOKEN,
+        &apps,
+        &work.path().join("untrusted"),
+        None,
+    )
+    .await;
+    let failed = wait_for(&runner, |s| {
+        s.phase == Some(Phase::Failed)
+            && s.message
+                .as_deref()
+                .is_some_and(|m| m.contains("certificate"))
+    })
+    .await;
+    assert!(failed, "{:?}", runner.status("wardn/remote"));
+    let _ = stop.send(());
+
+    let ca = certs.path().join("ca.pem");
+    let (runner, _, stop) = start_operator_with(OperatorOptions {
+        server_ca_file: Some(ca.clone()),
+        ..operator_options(
+            &server.base,
+            INTERNAL_TOKEN,
+            Some(&apps),
+            &work.path().join("trusted"),
+        )
+    })
+    .await;
+    let synced = wait_for(&runner, |s| s.phase == Some(Phase::Synced)).await;
+    assert!(synced, "{:?}", runner.status("wardn/remote"));
+    let _ = stop.send(());
+
+    let not_pem = work.path().join("not.pem");
+    std::fs::write(&not_pem, "not a certificate").unwrap();
+    for (base, ca_file, named) in [
+        (
+            server.base.as_str(),
+            Some(work.path().join("missing.pem")),
+            "--server-ca-file",
+        ),
+        (server.base.as_str(), Some(not_pem), "--server-ca-file"),
+        ("wardn.wardn.svc", None, "--server"),
+    ] {
+        let options = OperatorOptions {
+            server_ca_file: ca_file,
+            ..operator_options(
+                base,
+                INTERNAL_TOKEN,
+                Some(&apps),
+                &work.path().join("refused"),
+            )
+        };
+        let err = OperatorServer::bind(options).await.err().unwrap();
+        assert!(err.to_string().contains(named), "{named}: {err}");
+    }
 }
 
 #[tokio::test]

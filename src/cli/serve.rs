@@ -113,6 +113,10 @@ pub struct ServeArgs {
     /// With `--role operator`: the wardn server's URL, e.g. http://wardn:8080.
     #[arg(long = "server", env = "WARDN_SERVER")]
     pub server_url: Option<String>,
+    /// With `--role operator`: PEM file of CA certificates trusted for an https:// server
+    /// besides the system's (a server serving `--tls-cert` under a private CA).
+    #[arg(long, env = "WARDN_SERVER_CA_FILE")]
+    pub server_ca_file: Option<PathBuf>,
     /// With `--role operator`: seconds a fetched cluster kubeconfig is reused before it is
     /// fetched again (so updates and removals on the server are seen).
     #[arg(long, default_value_t = 60)]
@@ -334,6 +338,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         data_dir: args.data_dir,
         apps_dir: args.apps,
         server: args.server_url.unwrap_or_default(),
+        server_ca_file: args.server_ca_file,
         internal_token: std::env::var("WARDN_INTERNAL_TOKEN").unwrap_or_default(),
         management_kubeconfig: args.kubeconfig,
         app_namespaces: args.namespaces.clone(),

@@ -11,6 +11,7 @@ use super::cache::{CachedCluster, ClientCache};
 use super::connect::{self, ConnectError};
 use super::registry::{Registry, RegistryError, ResolveFailure, ResolvedCluster};
 use super::throttle::Throttles;
+use crate::server_link::ServerLink;
 
 /// Why a destination cannot be resolved.
 #[derive(Debug, thiserror::Error)]
@@ -86,12 +87,8 @@ pub enum ClusterSource {
     Local(Arc<Registry>),
     /// A wardn server's `GET /internal/clusters/{name}/kubeconfig` (role `operator`).
     Remote {
-        /// Base URL of the server, e.g. `http://wardn:8080`.
-        server: String,
-        /// `WARDN_INTERNAL_TOKEN`.
-        internal_token: String,
-        /// HTTP client.
-        http: reqwest::Client,
+        /// The server, reached with the internal token.
+        server: ServerLink,
         /// Clients built from fetched kubeconfigs; entries expire so updates are seen.
         cache: ClientCache,
     },
@@ -137,18 +134,12 @@ impl Resolver {
         Resolver { management, ..self }
     }
 
-    /// A resolver fetching kubeconfigs from a wardn server, caching clients for `ttl`.
-    pub fn remote(
-        server: &str,
-        internal_token: &str,
-        ttl: Duration,
-        timeout: Duration,
-    ) -> Resolver {
+    /// A resolver fetching kubeconfigs from a wardn server through `server`, caching clients
+    /// for `ttl`; `timeout` bounds connecting to each cluster.
+    pub fn remote(server: ServerLink, ttl: Duration, timeout: Duration) -> Resolver {
         Resolver::new(
             ClusterSource::Remote {
-                server: server.trim_end_matches('/').to_string(),
-                internal_token: internal_token.to_string(),
-                http: reqwest::Client::new(),
+                server,
                 cache: ClientCache::with_ttl(ttl),
             },
             timeout,
@@ -216,16 +207,11 @@ impl Resolver {
                         },
                     })
             }
-            ClusterSource::Remote {
-                server,
-                internal_token,
-                http,
-                cache,
-            } => {
+            ClusterSource::Remote { server, cache } => {
                 if let Some(entry) = cache.get(cluster) {
                     return Ok(entry);
                 }
-                let resolved = fetch(self.timeout, http, server, internal_token, cluster).await?;
+                let resolved = fetch(server, cluster).await?;
                 let client = connect::throttled_client_from_kubeconfig(
                     &resolved.kubeconfig,
                     self.timeout,
@@ -267,22 +253,13 @@ impl Resolver {
     }
 }
 
-async fn fetch(
-    timeout: Duration,
-    http: &reqwest::Client,
-    server: &str,
-    internal_token: &str,
-    cluster: &str,
-) -> Result<ResolvedCluster, ResolveError> {
+async fn fetch(server: &ServerLink, cluster: &str) -> Result<ResolvedCluster, ResolveError> {
     let lookup = |reason: String| ResolveError::Lookup {
         cluster: cluster.to_string(),
         reason,
     };
-    let response = http
-        .get(format!("{server}/internal/clusters/{cluster}/kubeconfig"))
-        .bearer_auth(internal_token)
-        .timeout(timeout)
-        .send()
+    let response = server
+        .get(&format!("/internal/clusters/{cluster}/kubeconfig"))
         .await
         .map_err(|err| lookup(err.to_string()))?;
     match response.status() {

@@ -142,6 +142,17 @@ pub enum DaemonError {
     /// The Apps directory cannot be read or watched.
     #[error(transparent)]
     Apps(#[from] AppsDirError),
+    /// The server CA file of an operator cannot be read.
+    #[error("--server-ca-file {path}: {source}")]
+    ServerCa {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// An operator's link to its server cannot be set up.
+    #[error(transparent)]
+    ServerLink(#[from] crate::server_link::ServerLinkError),
     /// The Git CA file cannot be read.
     #[error("--git-ca-file {path}: {source}")]
     GitCa {

@@ -19,6 +19,7 @@ use crate::clusters::throttle::Throttles;
 use crate::notify::Notifier;
 use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
+use crate::server_link::ServerLink;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
 use crate::sources::server_credentials::ServerCredentials;
@@ -35,6 +36,9 @@ pub struct OperatorOptions {
     pub apps_dir: Option<PathBuf>,
     /// Base URL of the wardn server, e.g. `http://wardn:8080`.
     pub server: String,
+    /// PEM file of CA certificates trusted for an `https://` server besides the system's
+    /// (`--server-ca-file`).
+    pub server_ca_file: Option<PathBuf>,
     /// `WARDN_INTERNAL_TOKEN`, shared with the server.
     pub internal_token: String,
     /// Kubeconfig of the management cluster.
@@ -60,6 +64,26 @@ pub struct OperatorOptions {
     pub notify: Vec<crate::notify::Target>,
     /// The key JSON notifications are signed with (`WARDN_NOTIFY_SECRET`); unsigned without.
     pub notify_secret: Option<String>,
+}
+
+/// The link to the server of `options`, trusting `--server-ca-file`.
+fn server_link(options: &OperatorOptions) -> Result<ServerLink, DaemonError> {
+    let ca = options
+        .server_ca_file
+        .as_ref()
+        .map(|path| {
+            std::fs::read(path).map_err(|source| DaemonError::ServerCa {
+                path: path.clone(),
+                source,
+            })
+        })
+        .transpose()?;
+    Ok(ServerLink::new(
+        &options.server,
+        &options.internal_token,
+        ca.as_deref(),
+        options.timeout,
+    )?)
 }
 
 /// A running operator: the App runner and the Git poller feeding it.
@@ -89,13 +113,9 @@ impl Operator {
             options.scheduling.cluster_qps,
             options.scheduling.cluster_burst,
         ));
-        let mut resolver = Resolver::remote(
-            &options.server,
-            &options.internal_token,
-            options.cache_ttl,
-            options.timeout,
-        )
-        .with_throttles(throttles);
+        let server = server_link(options)?;
+        let mut resolver = Resolver::remote(server.clone(), options.cache_ttl, options.timeout)
+            .with_throttles(throttles);
         let management =
             management::infer_logged(options.management_kubeconfig.as_deref(), options.timeout)
                 .await?;
@@ -109,11 +129,7 @@ impl Operator {
                 extra_roots_pem: super::git_ca(options.git_ca_file.as_ref())?,
                 timeout: options.git_timeout,
             }),
-            Arc::new(ServerCredentials::new(
-                &options.server,
-                &options.internal_token,
-                options.timeout,
-            )),
+            Arc::new(ServerCredentials::new(server.clone())),
         );
         // No store: an operator's statuses live in memory (and in App resources' status).
         let runner = Runner::new(
@@ -138,8 +154,7 @@ impl Operator {
         }
         runner.start(updates);
         // Pushes the server's webhook recorded: each repository polled here is polled at once.
-        let pushes = ServerPushes::new(&options.server, &options.internal_token, options.timeout)
-            .follow(poller.clone());
+        let pushes = ServerPushes::new(server).follow(poller.clone());
         Ok(Operator {
             runner,
             membership,

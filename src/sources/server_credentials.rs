@@ -6,7 +6,6 @@
 //! reach every operator at its next poll, and are held in the clear only for that fetch.
 
 use std::fmt;
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -14,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::credentials::{Credentials, CredentialsProvider, LookupError};
 use super::url::SourceKey;
 use crate::redact::hidden;
+use crate::server_link::ServerLink;
 
 /// The server's route; `{id}` is the repository's API id (the digest of its normalised URL).
 pub const ROUTE: &str = "/internal/repositories/{id}/credentials";
@@ -91,32 +91,15 @@ impl InternalCredentials {
 
 /// The [`CredentialsProvider`] of an operator-role process: the wardn server's registry, read
 /// through [`ROUTE`] with the internal token.
+#[derive(Debug)]
 pub struct ServerCredentials {
-    http: reqwest::Client,
-    /// The server's base URL, without a trailing `/`.
-    server: String,
-    internal_token: String,
-    timeout: Duration,
-}
-
-impl fmt::Debug for ServerCredentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServerCredentials")
-            .field("server", &self.server)
-            .finish_non_exhaustive()
-    }
+    server: ServerLink,
 }
 
 impl ServerCredentials {
-    /// Reads credentials from the server at `server` (e.g. `http://wardn:8080`), each lookup
-    /// giving up after `timeout`.
-    pub fn new(server: &str, internal_token: &str, timeout: Duration) -> Self {
-        Self {
-            http: reqwest::Client::new(),
-            server: server.trim_end_matches('/').to_string(),
-            internal_token: internal_token.to_string(),
-            timeout,
-        }
+    /// Reads credentials from `server`.
+    pub fn new(server: ServerLink) -> Self {
+        Self { server }
     }
 
     async fn lookup(&self, key: &SourceKey) -> Result<Option<Credentials>, LookupError> {
@@ -124,13 +107,9 @@ impl ServerCredentials {
             repository: key.to_string(),
             reason,
         };
-        let url = format!("{}{}", self.server, ROUTE.replace("{id}", &key.digest()));
         let response = self
-            .http
-            .get(url)
-            .bearer_auth(&self.internal_token)
-            .timeout(self.timeout)
-            .send()
+            .server
+            .get(&ROUTE.replace("{id}", &key.digest()))
             .await
             .map_err(|e| failed(format!("the server could not be asked: {e}")))?;
         match response.status() {

@@ -13,7 +13,6 @@
 //! restarts polls what was pushed while it was away.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use super::poller::Poller;
 use super::url::parse_repo_url;
+use crate::server_link::ServerLink;
 
 /// The server's route.
 pub const ROUTE: &str = "/internal/pushes";
@@ -101,20 +101,9 @@ impl PushCursor {
 }
 
 /// Reads the pushes a wardn server recorded, through [`ROUTE`] with the internal token.
+#[derive(Debug)]
 pub struct ServerPushes {
-    http: reqwest::Client,
-    /// The server's base URL, without a trailing `/`.
-    server: String,
-    internal_token: String,
-    timeout: Duration,
-}
-
-impl fmt::Debug for ServerPushes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServerPushes")
-            .field("server", &self.server)
-            .finish_non_exhaustive()
-    }
+    server: ServerLink,
 }
 
 /// The task following a server's pushes; dropping it stops following.
@@ -129,25 +118,16 @@ impl Drop for PushFollower {
 }
 
 impl ServerPushes {
-    /// Reads pushes from the server at `server` (e.g. `http://wardn:8080`), each reading
-    /// giving up after `timeout`.
-    pub fn new(server: &str, internal_token: &str, timeout: Duration) -> Self {
-        Self {
-            http: reqwest::Client::new(),
-            server: server.trim_end_matches('/').to_string(),
-            internal_token: internal_token.to_string(),
-            timeout,
-        }
+    /// Reads pushes from `server`.
+    pub fn new(server: ServerLink) -> Self {
+        Self { server }
     }
 
     /// One reading: the pushes received since `since_ms`.
     pub async fn read(&self, since_ms: i64) -> Result<InternalPushes, String> {
         let response = self
-            .http
-            .get(format!("{}{ROUTE}?since_ms={since_ms}", self.server))
-            .bearer_auth(&self.internal_token)
-            .timeout(self.timeout)
-            .send()
+            .server
+            .get(&format!("{ROUTE}?since_ms={since_ms}"))
             .await
             .map_err(|e| format!("the server could not be asked: {e}"))?;
         let status = response.status();
@@ -175,14 +155,14 @@ impl ServerPushes {
                     Ok(answer) => answer,
                     Err(error) => {
                         if !failing {
-                            tracing::warn!(server = %self.server, %error, "cannot read the server's pushes; Apps wait for their next poll");
+                            tracing::warn!(server = %self.server.base(), %error, "cannot read the server's pushes; Apps wait for their next poll");
                         }
                         failing = true;
                         continue;
                     }
                 };
                 if failing {
-                    tracing::info!(server = %self.server, "reading the server's pushes again");
+                    tracing::info!(server = %self.server.base(), "reading the server's pushes again");
                     failing = false;
                 }
                 for repository in cursor.take(answer) {
