@@ -447,6 +447,108 @@ async fn a_push_delivered_to_the_server_reaches_the_operators() {
     );
 }
 
+/// Differential against the forges' documented push payloads: a `--role server` process
+/// records every spelling of the pushed repository that GitHub's and GitLab's push events
+/// carry (https, ssh, git), so an operator's App following the repository by any of them
+/// polls it; a delivery signed with another secret records nothing.
+#[tokio::test]
+async fn the_server_records_every_spelling_a_forge_sends() {
+    use support::server::WEBHOOK_SECRET;
+    use wardn::sources::url::parse_repo_url;
+    use wardn::sources::webhook::sign;
+
+    let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
+    // Abridged from GitHub's "push" event and GitLab's "Push events" documentation.
+    let github = serde_json::json!({
+        "ref": "refs/heads/main",
+        "repository": {
+            "full_name": "Codertocat/Hello-World",
+            "html_url": "https://github.com/Codertocat/Hello-World",
+            "url": "https://github.com/Codertocat/Hello-World",
+            "git_url": "git://github.com/Codertocat/Hello-World.git",
+            "ssh_url": "git@github.com:Codertocat/Hello-World.git",
+            "clone_url": "https://github.com/Codertocat/Hello-World.git",
+            "homepage": null
+        }
+    });
+    let gitlab = serde_json::json!({
+        "object_kind": "push",
+        "project": {
+            "web_url": "http://example.com/mike/diaspora",
+            "git_ssh_url": "git@example.com:mike/diaspora.git",
+            "git_http_url": "http://example.com/mike/diaspora.git"
+        },
+        "repository": {
+            "url": "git@example.com:mike/diaspora.git",
+            "homepage": "http://example.com/mike/diaspora",
+            "git_http_url": "http://example.com/mike/diaspora.git",
+            "git_ssh_url": "git@example.com:mike/diaspora.git"
+        }
+    });
+    let http = reqwest::Client::new();
+    let recorded = || async {
+        let answer: serde_json::Value = http
+            .get(server.url("/internal/pushes"))
+            .bearer_auth(INTERNAL_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answer["pushes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["repository"].as_str().unwrap().to_string())
+            .collect::<std::collections::BTreeSet<String>>()
+    };
+    for payload in [&github, &gitlab] {
+        let body = payload.to_string();
+        let refused = http
+            .post(server.url("/api/v1/webhooks/git"))
+            .header(
+                "x-hub-signature-256",
+                sign(b"another secret", body.as_bytes()),
+            )
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 401);
+        assert!(recorded().await.is_empty());
+    }
+    for (payload, header) in [
+        (&github, "x-hub-signature-256"),
+        (&gitlab, "x-gitlab-token"),
+    ] {
+        let body = payload.to_string();
+        let signature = match header {
+            "x-gitlab-token" => WEBHOOK_SECRET.to_string(),
+            _ => sign(WEBHOOK_SECRET.as_bytes(), body.as_bytes()),
+        };
+        let answer = http
+            .post(server.url("/api/v1/webhooks/git"))
+            .header(header, signature)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    }
+    let keys = recorded().await;
+    for spelling in [
+        "https://github.com/Codertocat/Hello-World",
+        "git@github.com:Codertocat/Hello-World.git",
+        "git://github.com/Codertocat/Hello-World",
+        "http://example.com/mike/diaspora.git",
+        "git@example.com:mike/diaspora.git",
+    ] {
+        let key = parse_repo_url(spelling).unwrap().key;
+        assert!(keys.contains(key.as_str()), "{spelling}: {keys:?}");
+    }
+}
+
 /// An operator sends notifications as a `--role all` process does: every App's to
 /// `--notify-url` (JSON, signed with `WARDN_NOTIFY_SECRET`, retried after a 500) and each
 /// App's to its own `spec.notify`; a Held plan's carries no approve link (approvals through
