@@ -784,4 +784,31 @@ fn the_binary_refuses_inconsistent_roles() {
         operator.contains("--role operator needs --server URL"),
         "{operator}"
     );
+    // A careless operator: settings only the server uses are refused, named, not ignored.
+    for (flags, named) in [
+        (
+            &["--database-url", "postgres://db/wardn"][..],
+            "drop --database-url",
+        ),
+        (
+            &["--tls-cert", "cert.pem", "--tls-key", "key.pem"],
+            "drop --tls-cert",
+        ),
+        (
+            &["--public-url", "https://wardn.example"],
+            "drop --public-url",
+        ),
+    ] {
+        let mut args = vec![
+            "serve",
+            "--role",
+            "operator",
+            "--server",
+            "http://127.0.0.1:1",
+        ];
+        args.extend_from_slice(flags);
+        let refused = run(&args);
+        assert!(refused.contains(named), "{flags:?}: {refused}");
+        assert!(!refused.contains("stack backtrace"), "{flags:?}: {refused}");
+    }
 }

@@ -249,7 +249,12 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
                 "--clusters and --cluster-resources-namespace declare clusters in the registry, which the server holds: give them to the --role server process".into(),
             )));
         }
-        Role::Operator => return run_operator(args).await,
+        Role::Operator => {
+            if let Some(refused) = unused_by_operator(&args) {
+                return Err(ServeError::Daemon(DaemonError::Role(refused.into())));
+            }
+            return run_operator(args).await;
+        }
         Role::Server if args.apps.is_some() => {
             return Err(ServeError::Daemon(DaemonError::Role(
                 "--role server reconciles no Apps: drop --apps, or run --role all or operator"
@@ -325,6 +330,26 @@ fn scheduling(args: &ServeArgs) -> Scheduling {
         cluster_qps: args.cluster_qps,
         cluster_burst: args.cluster_burst,
         ..Scheduling::default()
+    }
+}
+
+/// Why `args` give an operator a setting only the server uses, if they do: a careless
+/// `--tls-cert` on an operator would otherwise leave its listener on plain HTTP unnoticed.
+fn unused_by_operator(args: &ServeArgs) -> Option<&'static str> {
+    if args.database_url.is_some() {
+        Some(
+            "--role operator holds no store: drop --database-url (WARDN_DATABASE_URL); the --role server process holds it",
+        )
+    } else if args.tls_cert.is_some() || args.tls_key.is_some() {
+        Some(
+            "--role operator serves only health and metrics, over http: drop --tls-cert and --tls-key (the --role server process serves the API over https)",
+        )
+    } else if args.public_url.is_some() {
+        Some(
+            "--role operator serves no API: drop --public-url (WARDN_PUBLIC_URL); the --role server process's approve links use it",
+        )
+    } else {
+        None
     }
 }
 
