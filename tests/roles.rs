@@ -286,8 +286,8 @@ async fn an_operator_fetches_a_private_repository_with_credentials_registered_on
 /// records it (200) and the operator polls the repository at once, although its App polls
 /// hourly. Hostile: a wrongly signed delivery (401) records nothing; the internal route
 /// answers only the internal token and names a bad `since_ms`. Long run: two hundred
-/// deliveries of one push keep one row, and the operator still follows the next push. A push
-/// the store cannot take is a 503.
+/// deliveries of one push keep one row, and the operator still follows the next ten
+/// pushes, each deployed in turn. A push the store cannot take is a 503.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_delivered_to_the_server_reaches_the_operators() {
     use support::Upstream;
@@ -335,12 +335,12 @@ async fn a_push_delivered_to_the_server_reaches_the_operators() {
         None,
     )
     .await;
-    let deployed = |version: &'static str| {
-        let sim = &sim;
+    let deployed = |version: &str| {
+        let (sim, version) = (&sim, version.to_string());
         move |_: &wardn::app::AppStatus| {
             sim.cluster
                 .get_object("v1", "ConfigMap", Some("team-a"), "pushed")
-                .is_some_and(|cm| cm["data"]["version"] == version)
+                .is_some_and(|cm| cm["data"]["version"] == version.as_str())
         }
     };
     assert!(
@@ -422,13 +422,17 @@ async fn a_push_delivered_to_the_server_reaches_the_operators() {
     let rows = recorded().await;
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["repository"], format!("file://{}", bare.display()));
-    publish("3");
-    assert_eq!(deliver(WEBHOOK_SECRET).await.unwrap().status(), 200);
-    assert!(
-        wait_for_app(&runner, "wardn/pushed", deployed("3")).await,
-        "{:?}",
-        runner.status("wardn/pushed")
-    );
+    // And ten pushes in a row are each deployed in turn, by push alone.
+    for version in 3..13 {
+        let version = version.to_string();
+        publish(&version);
+        assert_eq!(deliver(WEBHOOK_SECRET).await.unwrap().status(), 200);
+        assert!(
+            wait_for_app(&runner, "wardn/pushed", deployed(&version)).await,
+            "version {version}: {:?}",
+            runner.status("wardn/pushed")
+        );
+    }
     let _ = stop.send(());
 
     // A push that cannot be recorded (its table is gone) is a 503 naming the repository, so
