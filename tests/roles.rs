@@ -327,7 +327,7 @@ async fn a_push_delivered_to_the_server_reaches_the_operators() {
         ),
     )
     .unwrap();
-    let (runner, _, stop) = start_operator(
+    let (runner, operator, stop) = start_operator(
         &server.base,
         INTERNAL_TOKEN,
         &apps,
@@ -433,6 +433,35 @@ async fn a_push_delivered_to_the_server_reaches_the_operators() {
             runner.status("wardn/pushed")
         );
     }
+    // Seen in the metrics: the server answered 211 deliveries 200 and one 401; the operator
+    // polled for at least the eleven versions it deployed, and never failed a reading.
+    let metrics = |base: String| {
+        let http = http.clone();
+        async move {
+            let text = http.get(format!("{base}/metrics")).send().await.unwrap();
+            text.text().await.unwrap()
+        }
+    };
+    let served = metrics(server.base.clone()).await;
+    assert!(
+        served.contains("wardn_webhook_deliveries_total{code=\"200\"} 211"),
+        "{served}"
+    );
+    assert!(
+        served.contains("wardn_webhook_deliveries_total{code=\"401\"} 1"),
+        "{served}"
+    );
+    let followed = metrics(operator).await;
+    let polled: u64 = followed
+        .lines()
+        .find_map(|line| line.strip_prefix("wardn_server_pushes_polled_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{followed}"));
+    assert!((11..=211).contains(&polled), "{polled}: {followed}");
+    assert!(
+        followed.contains("wardn_server_push_reads_failed_total 0"),
+        "{followed}"
+    );
     let _ = stop.send(());
 
     // A push that cannot be recorded (its table is gone) is a 503 naming the repository, so

@@ -90,8 +90,8 @@ fn server_link(options: &OperatorOptions) -> Result<ServerLink, DaemonError> {
 pub struct Operator {
     runner: Arc<Runner>,
     membership: Option<Arc<crate::shard::Membership>>,
-    // Held so the server's pushes are followed as long as the operator lives.
-    _pushes: PushFollower,
+    // Followed as long as the operator lives.
+    pushes: PushFollower,
     // Held so the poller's update channel lives as long as the operator.
     _poller: Poller,
 }
@@ -158,7 +158,7 @@ impl Operator {
         Ok(Operator {
             runner,
             membership,
-            _pushes: pushes,
+            pushes,
             _poller: poller,
         })
     }
@@ -166,6 +166,14 @@ impl Operator {
     /// The App runner (statuses of the reconciled Apps).
     pub fn runner(&self) -> &Arc<Runner> {
         &self.runner
+    }
+
+    /// This operator's metrics: its passes (and, sharded, its share) and the pushes it
+    /// followed, in the Prometheus text format.
+    pub fn metrics_text(&self) -> String {
+        let mut text = self.runner.metrics_text();
+        text.push_str(&self.pushes.metrics_text());
+        text
     }
 
     /// Stops reconciling and waits until every status change is published.

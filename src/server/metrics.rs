@@ -25,10 +25,11 @@ struct MacLabel {
     mac: String,
 }
 
-/// Renders the runner's metrics and the audit head.
+/// Renders the runner's metrics, the audit head and the webhook's deliveries.
 pub async fn scrape(State(state): State<AppState>) -> impl IntoResponse {
     let mut text = state.runner().metrics_text();
     text.push_str(&audit_metrics(state.store().audit_head().as_ref()));
+    text.push_str(&state.webhook().metrics_text());
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], text)
 }
 

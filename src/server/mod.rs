@@ -147,6 +147,11 @@ impl AppState {
         &self.webhook.poller
     }
 
+    /// The Git webhook's state (its delivery counts, for `/metrics`).
+    pub fn webhook(&self) -> &WebhookState {
+        &self.webhook
+    }
+
     /// The open cluster shell sessions.
     pub fn shell_sessions(&self) -> &Arc<crate::shell::sessions::Sessions> {
         &self.shell_sessions
@@ -730,7 +735,7 @@ impl Server {
 /// `/api/v1/health` and `/metrics` (this replica's passes and, sharded, its share).
 pub struct OperatorServer {
     listener: tokio::net::TcpListener,
-    operator: Operator,
+    operator: Arc<Operator>,
     /// The address actually bound.
     pub addr: SocketAddr,
 }
@@ -739,7 +744,7 @@ impl OperatorServer {
     /// Binds the health listener and starts the operator ([`Operator::start`]).
     pub async fn bind(options: OperatorOptions) -> Result<OperatorServer, ServeError> {
         let (listener, addr) = listen(options.listen).await?;
-        let operator = Operator::start(&options).await?;
+        let operator = Arc::new(Operator::start(&options).await?);
         Ok(OperatorServer {
             listener,
             operator,
@@ -759,9 +764,9 @@ impl OperatorServer {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         tracing::info!(addr = %self.addr, "wardn operator listening (health and metrics)");
-        let runner = Arc::clone(self.operator.runner());
+        let operator = Arc::clone(&self.operator);
         let scrape = move || {
-            let text = runner.metrics_text();
+            let text = operator.metrics_text();
             async move {
                 (
                     [(

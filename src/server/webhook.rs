@@ -19,6 +19,10 @@ use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::{EncodeLabelSet, prometheus_text};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 use tokio::sync::Semaphore;
 
 use super::spool::{self, ReceiveError};
@@ -46,6 +50,14 @@ pub struct WebhookState {
     /// The secrets.
     pub secrets: Arc<WebhookSecrets>,
     bodies: Arc<Semaphore>,
+    /// Deliveries answered, by status code.
+    deliveries: Family<CodeLabel, Counter>,
+}
+
+/// The `code` label of `wardn_webhook_deliveries_total`: the answer's HTTP status.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabel {
+    code: u16,
 }
 
 impl WebhookState {
@@ -56,7 +68,24 @@ impl WebhookState {
             poller,
             secrets,
             bodies: Arc::new(Semaphore::new(MAX_BODIES_IN_FLIGHT)),
+            deliveries: Family::default(),
         }
+    }
+
+    /// `wardn_webhook_deliveries_total{code}`: the deliveries this process answered, by HTTP
+    /// status (200 polled or recorded, 202 no App uses the repository, 401 not signed, 503
+    /// not passed on, …), in the Prometheus text format.
+    pub fn metrics_text(&self) -> String {
+        let mut registry = Registry::default();
+        registry.register(
+            "wardn_webhook_deliveries",
+            "Git push webhook deliveries answered by this process, by HTTP status",
+            self.deliveries.clone(),
+        );
+        let mut out = String::new();
+        // Writing to a `String` cannot fail.
+        let _ = prometheus_text::encode(&mut out, &registry);
+        out
     }
 
     /// Sends pushes to `targets` instead of the poller alone.
@@ -74,12 +103,24 @@ fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
         .into_response()
 }
 
-/// The axum handler for `POST /api/v1/webhooks/git`.
+/// The axum handler for `POST /api/v1/webhooks/git`: [`answer`], counted by status code.
 pub async fn git_webhook(
     State(state): State<WebhookState>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let response = answer(&state, headers, body).await;
+    state
+        .deliveries
+        .get_or_create(&CodeLabel {
+            code: response.status().as_u16(),
+        })
+        .inc();
+    response
+}
+
+/// The answer to one delivery.
+async fn answer(state: &WebhookState, headers: HeaderMap, body: Body) -> Response {
     if let Some(refused) = refuse_unread(&headers, &state.secrets) {
         tracing::warn!(error = %refused, "webhook: rejected before reading the body");
         return error(StatusCode::UNAUTHORIZED, refused);

@@ -15,6 +15,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
@@ -109,6 +112,38 @@ pub struct ServerPushes {
 /// The task following a server's pushes; dropping it stops following.
 pub struct PushFollower {
     task: JoinHandle<()>,
+    counts: FollowCounts,
+}
+
+/// What a follower did, for `/metrics` (the counters share their values with the task's).
+#[derive(Debug, Clone, Default)]
+struct FollowCounts {
+    /// Pushes that made this operator poll a repository.
+    polled: Counter,
+    /// Readings the server did not answer.
+    failed_reads: Counter,
+}
+
+impl PushFollower {
+    /// `wardn_server_pushes_polled_total` and `wardn_server_push_reads_failed_total`, in the
+    /// Prometheus text format.
+    pub fn metrics_text(&self) -> String {
+        let mut registry = Registry::default();
+        registry.register(
+            "wardn_server_pushes_polled",
+            "Pushes recorded by the server that made this operator poll a repository",
+            self.counts.polled.clone(),
+        );
+        registry.register(
+            "wardn_server_push_reads_failed",
+            "Readings of the server's recorded pushes that failed",
+            self.counts.failed_reads.clone(),
+        );
+        let mut out = String::new();
+        // Writing to a `String` cannot fail.
+        let _ = prometheus_text::encode(&mut out, &registry);
+        out
+    }
 }
 
 impl Drop for PushFollower {
@@ -144,6 +179,8 @@ impl ServerPushes {
     /// polls. A failed reading is logged when it starts failing and when it recovers, and the
     /// next one starts where the last good one left off.
     pub fn follow(self, poller: Poller) -> PushFollower {
+        let counts = FollowCounts::default();
+        let counted = counts.clone();
         let task = tokio::spawn(async move {
             let mut cursor = PushCursor::default();
             let mut failing = false;
@@ -154,6 +191,7 @@ impl ServerPushes {
                 let answer = match self.read(cursor.since_ms()).await {
                     Ok(answer) => answer,
                     Err(error) => {
+                        counted.failed_reads.inc();
                         if !failing {
                             tracing::warn!(server = %self.server.base(), %error, "cannot read the server's pushes; Apps wait for their next poll");
                         }
@@ -170,12 +208,13 @@ impl ServerPushes {
                         continue;
                     };
                     if poller.trigger(&url.key) {
+                        counted.polled.inc();
                         tracing::debug!(%repository, "push recorded on the server: poll triggered");
                     }
                 }
             }
         });
-        PushFollower { task }
+        PushFollower { task, counts }
     }
 }
 
