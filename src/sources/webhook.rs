@@ -179,16 +179,6 @@ impl WebhookSecrets {
         }
         Ok(None)
     }
-
-    /// The secret for a payload naming `urls`: the first named repository's own secret,
-    /// else the server secret.
-    pub async fn resolve(&self, urls: &[String]) -> Result<Option<Vec<u8>>, LookupError> {
-        let keys = repository_keys(urls);
-        Ok(match self.own_secret(&keys).await? {
-            Some((_, secret)) => Some(secret),
-            None => self.server.clone(),
-        })
-    }
 }
 
 /// The distinct repositories `urls` name, in their order (URLs that do not parse name none).
@@ -923,19 +913,20 @@ mod tests {
 
     #[tokio::test]
     async fn registered_secrets_replace_the_server_secret_and_lookup_failures_fail_closed() {
-        let urls = |u: &str| vec![u.to_string()];
         let provider = Arc::new(Registered(Some(("https://h/o/reg", "registered"))));
         let secrets = WebhookSecrets::new(Some("server"))
             .with_repository("https://h/o/static", "static")
             .unwrap()
             .with_provider(provider);
         for (url, want) in [
-            ("https://h/o/reg.git", "registered"),
-            ("https://h/o/static", "static"),
-            ("https://h/o/other", "server"),
+            ("https://h/o/reg.git", Some("registered")),
+            ("https://h/o/static", Some("static")),
+            ("https://h/o/other", None),
         ] {
-            let got = secrets.resolve(&urls(url)).await.unwrap();
-            assert_eq!(got, Some(want.as_bytes().to_vec()), "{url}");
+            let keys = repository_keys(&[url.to_string()]);
+            let got = secrets.own_secret(&keys).await.unwrap();
+            let want = want.map(|secret| (&keys[0], secret.as_bytes().to_vec()));
+            assert_eq!(got, want, "{url}");
         }
 
         let failing = WebhookSecrets::new(Some("server")).with_provider(Arc::new(Registered(None)));
