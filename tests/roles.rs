@@ -582,6 +582,50 @@ async fn the_server_records_every_spelling_a_forge_sends() {
     }
 }
 
+/// A `--role server` process says that it reconciles no Apps, so its empty App list does not
+/// read as an empty fleet: the API's `reconciles_apps` is false (true on `--role all`), and
+/// `wardn apps list` notes it on stderr and still succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_role_says_it_reconciles_no_apps() {
+    let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
+    let all = TestServer::start(None).await;
+    for (process, reconciles) in [(&server, false), (&all, true)] {
+        let token = process.token().await;
+        let list: serde_json::Value = process
+            .http()
+            .get(process.url("/api/v1/apps"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(list["reconciles_apps"], reconciles, "{list}");
+        assert_eq!(list["apps"], serde_json::json!([]), "{list}");
+        let token = token.clone();
+        let base = process.base.clone();
+        let output = tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+                .args(["apps", "list"])
+                .env("WARDN_SERVER", &base)
+                .env("WARDN_TOKEN", &token)
+                .env("WARDN_CONFIG_DIR", "/nonexistent-wardn-config")
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert_eq!(
+            stderr.contains("reconciles no Apps (--role server)"),
+            !reconciles,
+            "{stderr}"
+        );
+    }
+}
+
 /// An operator sends notifications as a `--role all` process does: every App's to
 /// `--notify-url` (JSON, signed with `WARDN_NOTIFY_SECRET`, retried after a 500) and each
 /// App's to its own `spec.notify`; a Held plan's carries no approve link (approvals through

@@ -658,6 +658,30 @@ async fn turn_page(browser: &Browser, button: &str, from: &[i64]) -> Vec<i64> {
     panic!("{button} did not turn the page");
 }
 
+/// The Apps page of a `--role server` process says that it reconciles no Apps, rather than
+/// showing an empty fleet; a `--role all` process without Apps says it has none (the page drew
+/// nothing at all for an empty list before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_roles_apps_page_says_its_operators_reconcile_the_apps() {
+    let server =
+        support::server::TestServer::start_with_options(|options| options.reconcile_apps = false)
+            .await;
+    let browser = Browser::start(WIDTH, HEIGHT).await;
+    log_in(&browser, &server.base).await;
+    browser.goto(&server.url("/ui/apps")).await;
+    let text = browser
+        .wait_text("#apps-elsewhere", "reconciles no Apps (--role server)")
+        .await;
+    assert!(!text.contains("No App yet"), "{text}");
+    server.stop().await;
+    let all = support::server::TestServer::start(None).await;
+    log_in(&browser, &all.base).await;
+    browser.goto(&all.url("/ui/apps")).await;
+    browser.wait_text("#app-groups", "No App yet.").await;
+    browser.close().await;
+    all.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_pages_back_and_forth_under_a_filter() {
     let server = support::server::TestServer::start(None).await;

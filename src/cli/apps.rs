@@ -460,6 +460,12 @@ async fn list(
         path = format!("{path}?{}", query.join("&"));
     }
     let value: Value = client.call(Method::GET, &path, None).await?;
+    if value["reconciles_apps"] == false {
+        eprintln!(
+            "note: {} reconciles no Apps (--role server): its operators' Apps are not listed here",
+            client.server()
+        );
+    }
     match output {
         Output::Table => {
             let views: Vec<AppView> = decode("App list", value["apps"].clone())?;

@@ -86,7 +86,8 @@ pub(super) fn completed(done: Completed) -> Value {
 }
 
 /// `GET /api/v1/apps[?cluster=&phase=]`; `errors` lists the problems of the `--apps`
-/// directory (invalid files keep their previous Apps running). The body is written App by App:
+/// directory (invalid files keep their previous Apps running); `reconciles_apps` is false on a
+/// `--role server` process, whose operators' Apps are not listed. The body is written App by App:
 /// each App is copied, its status parsed and its entry built only when the filters keep it.
 /// A fleet's statuses parsed and turned into JSON values at once raised the server's RSS by
 /// 305 MiB per request at 10,000 Apps (a 17 MiB body); now the statuses' text and the body
@@ -124,7 +125,10 @@ pub async fn list(
     }
     body.extend_from_slice(b"],\"errors\":");
     serde_json::to_writer(&mut body, &runner.file_errors()).map_err(|e| ApiError::internal(&e))?;
-    body.push(b'}');
+    body.extend_from_slice(match state.reconciles_apps() {
+        true => b",\"reconciles_apps\":true}",
+        false => b",\"reconciles_apps\":false}",
+    });
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 

@@ -70,6 +70,8 @@ pub struct AppState {
     failed_logins: Arc<login_audit::FailedLogins>,
     /// Whether session cookies carry `Secure` (the API is reached over https).
     secure_cookies: bool,
+    /// Whether this process reconciles Apps (`false` on `--role server`).
+    reconciles_apps: bool,
     /// The open cluster shell sessions.
     shell_sessions: Arc<crate::shell::sessions::Sessions>,
 }
@@ -99,6 +101,7 @@ impl AppState {
             password_workers: Arc::default(),
             failed_logins: Arc::default(),
             secure_cookies: false,
+            reconciles_apps: true,
             shell_sessions: Arc::default(),
         }
     }
@@ -110,6 +113,20 @@ impl AppState {
             secure_cookies: secure,
             ..self
         }
+    }
+
+    /// Notes that this process reconciles no Apps when `reconciles` is false (`--role
+    /// server`): the Apps API then says so, rather than looking like an empty fleet.
+    pub fn with_reconciled_apps(self, reconciles: bool) -> AppState {
+        AppState {
+            reconciles_apps: reconciles,
+            ..self
+        }
+    }
+
+    /// Whether this process reconciles Apps.
+    pub fn reconciles_apps(&self) -> bool {
+        self.reconciles_apps
     }
 
     /// Whether session cookies carry `Secure`.
@@ -672,6 +689,7 @@ impl Server {
             Arc::clone(daemon.runner()),
             Arc::clone(daemon.repositories()),
         )
+        .with_reconciled_apps(options.reconcile_apps)
         .with_secure_cookies(
             tls.is_some()
                 || options

@@ -257,7 +257,7 @@ pub fn route_docs() -> Vec<RouteDoc> {
             .body::<UpdateUser>()
             .answers::<User>(),
         doc(M::DELETE, "/api/v1/users/{name}", "Delete a user, its sessions and API tokens", "Nothing.").empty(),
-        doc(M::GET, "/api/v1/apps", "Every App (one entry per target of an App with targets) with its phase and status", "`{\"apps\": [...], \"errors\": [...]}`: the Apps and the problems of the `--apps` directory.")
+        doc(M::GET, "/api/v1/apps", "Every App (one entry per target of an App with targets) with its phase and status", "`{\"apps\": [...], \"errors\": [...], \"reconciles_apps\"}`: the Apps, the problems of the `--apps` directory, and whether this process reconciles Apps (false on `--role server`: its operators' Apps are not listed).")
             .query::<ListQuery>(),
         doc(M::GET, APP, "One App (or one target, `{name}` being `NAME:TARGET`) with its status", "The App: name, target, namespaces, cluster, phase and status.")
             .query::<AppAt>(),

@@ -59,7 +59,7 @@ start(async (page) => {
   const problems = h('div', { id: 'app-errors' });
   const groups = h('div', { id: 'app-groups' });
   const rows = new Map();
-  let shape = '';
+  let shape = null; // null: nothing drawn yet, so an empty list still draws its panel
 
   const knownClusters = new Set();
   const addClusterOption = (name) => {
@@ -108,9 +108,14 @@ start(async (page) => {
           h('h2', { id }, cluster === 'local' ? 'local (management cluster)' : cluster, h('span', { class: 'count' }, String(list.length))),
           t.el);
       });
-      fill(groups, sections.length ? sections : h('div', { class: 'panel' },
-        h('p', {}, clusterFilter.value || phaseFilter.value ? 'No App matches these filters.' : 'No App yet.'),
-        h('p', { class: 'muted' }, 'Apps come from App resources in the management cluster or from files in the --apps directory.')));
+      const empty = data.reconciles_apps === false
+        ? h('div', { class: 'panel', id: 'apps-elsewhere' },
+          h('p', {}, 'This wardn server reconciles no Apps (--role server).'),
+          h('p', { class: 'muted' }, 'Its operators reconcile the Apps; they are not listed here yet.'))
+        : h('div', { class: 'panel' },
+          h('p', {}, clusterFilter.value || phaseFilter.value ? 'No App matches these filters.' : 'No App yet.'),
+          h('p', { class: 'muted' }, 'Apps come from App resources in the management cluster or from files in the --apps directory.'));
+      fill(groups, sections.length ? sections : empty);
     } else {
       for (const app of apps) rows.get(key(app))?.update(app);
     }
@@ -123,6 +128,7 @@ start(async (page) => {
     if (phaseFilter.value) query.set('phase', phaseFilter.value);
     const q = query.toString();
     history.replaceState(null, '', `/ui/apps${q ? `?${q}` : ''}`);
+    shape = null; // the empty panel's words depend on the filters
     refresh().then(() => announce(`${rows.size} App(s) shown`));
   };
   clusterFilter.addEventListener('change', changed);
