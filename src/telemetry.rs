@@ -1,5 +1,7 @@
-//! Logging set-up: human-readable text for terminals, JSON lines for log collectors.
+//! Logging set-up: human-readable text for terminals, JSON lines for log collectors; and the
+//! Prometheus text of metrics registries, which `/metrics` concatenates.
 
+use prometheus_client::registry::Registry;
 use tracing_subscriber::EnvFilter;
 
 /// How log lines are written to stderr.
@@ -21,4 +23,14 @@ pub fn init(format: LogFormat) {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
+}
+
+/// The metrics of `registries`, one after the other, in the Prometheus text format.
+pub fn prometheus_text(registries: &[&Registry]) -> String {
+    let mut out = String::new();
+    for registry in registries {
+        // Writing to a `String` cannot fail.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, registry);
+    }
+    out
 }

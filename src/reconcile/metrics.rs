@@ -174,11 +174,7 @@ impl Metrics {
             "Requests that waited for the cluster's rate limit",
             throttled,
         );
-        let mut out = String::new();
-        // Writing to a `String` cannot fail.
-        let _ = prometheus_text::encode(&mut out, &self.registry);
-        let _ = prometheus_text::encode(&mut out, &scrape);
-        out
+        crate::telemetry::prometheus_text(&[&self.registry, &scrape])
     }
 }
 

@@ -9,7 +9,7 @@
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
-use prometheus_client::encoding::{EncodeLabelSet, prometheus_text};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -56,10 +56,7 @@ fn audit_metrics(head: Option<&Head>) -> String {
         "The newest audit entry's sequence number and HMAC-SHA256 (hex) as labels",
         info,
     );
-    let mut out = String::new();
-    // Writing to a `String` cannot fail.
-    let _ = prometheus_text::encode(&mut out, &registry);
-    out
+    crate::telemetry::prometheus_text(&[&registry])
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use prometheus_client::encoding::{EncodeLabelSet, prometheus_text};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
@@ -82,10 +82,7 @@ impl WebhookState {
             "Git push webhook deliveries answered by this process, by HTTP status",
             self.deliveries.clone(),
         );
-        let mut out = String::new();
-        // Writing to a `String` cannot fail.
-        let _ = prometheus_text::encode(&mut out, &registry);
-        out
+        crate::telemetry::prometheus_text(&[&registry])
     }
 
     /// Sends pushes to `targets` instead of the poller alone.

@@ -15,7 +15,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
@@ -139,10 +138,7 @@ impl PushFollower {
             "Readings of the server's recorded pushes that failed",
             self.counts.failed_reads.clone(),
         );
-        let mut out = String::new();
-        // Writing to a `String` cannot fail.
-        let _ = prometheus_text::encode(&mut out, &registry);
-        out
+        crate::telemetry::prometheus_text(&[&registry])
     }
 }
 
