@@ -4,7 +4,7 @@
 //! credentials registered there (`GET /internal/repositories/{id}/credentials`), both with
 //! `WARDN_INTERNAL_TOKEN`, and polling at once the repositories the server's webhook received
 //! pushes for (`GET /internal/pushes`). No store: its statuses live in memory and in the App
-//! resources' status. Its listener (health only) is served by the `server` module.
+//! resources' status. Its listener (health and metrics) is served by the `server` module.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
