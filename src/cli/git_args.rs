@@ -3,7 +3,6 @@
 //! `generate rbac`), so a private Git server is reached the same way by both.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::client::CliError;
@@ -34,22 +33,11 @@ impl GitArgs {
     /// Git settings with mirrors under `data_dir`, the CA file read now (an unreadable one is
     /// an error naming it).
     pub fn settings(&self, data_dir: &Path) -> Result<GitSettings, CliError> {
-        let extra_roots_pem = self
-            .git_ca_file
-            .as_ref()
-            .map(|path| {
-                std::fs::read(path)
-                    .map(Arc::new)
-                    .map_err(|source| CliError::File {
-                        path: path.clone(),
-                        source,
-                    })
-            })
-            .transpose()?;
-        Ok(GitSettings {
-            data_dir: data_dir.to_path_buf(),
-            extra_roots_pem,
-            timeout: self.timeout(),
+        GitSettings::read(data_dir, self.git_ca_file.as_deref(), self.timeout()).map_err(|e| {
+            CliError::File {
+                path: e.path,
+                source: e.source,
+            }
         })
     }
 }

@@ -154,13 +154,8 @@ pub enum DaemonError {
     #[error(transparent)]
     ServerLink(#[from] crate::server_link::ServerLinkError),
     /// The Git CA file cannot be read.
-    #[error("--git-ca-file {path}: {source}")]
-    GitCa {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    GitCa(#[from] crate::sources::git::GitCaError),
     /// The management cluster's kubeconfig is unusable.
     #[error("management kubeconfig {path}: {message}")]
     Kubeconfig {
@@ -252,20 +247,6 @@ pub struct Daemon {
     membership: Option<Arc<crate::shard::Membership>>,
 }
 
-/// The extra Git CA roots of `--git-ca-file`, read once at start.
-fn git_ca(git_ca_file: Option<&PathBuf>) -> Result<Option<Arc<Vec<u8>>>, DaemonError> {
-    git_ca_file
-        .map(|path| {
-            std::fs::read(path)
-                .map(Arc::new)
-                .map_err(|source| DaemonError::GitCa {
-                    path: path.clone(),
-                    source,
-                })
-        })
-        .transpose()
-}
-
 /// Gives the store the audit keys derived from the sealing keys and reports the chain's
 /// state: intact, under the previous key (re-chained by a reseal), migrated from a legacy
 /// SHA-256 chain, or broken (logged as an error; the daemon still starts, and verification
@@ -320,11 +301,11 @@ impl Daemon {
         );
         // Git mirrors live under the data directory; fetches use the registered credentials.
         let (poller, updates) = Poller::with_provider(
-            PollerConfig::new(GitSettings {
-                data_dir: options.data_dir.clone(),
-                extra_roots_pem: git_ca(options.git_ca_file.as_ref())?,
-                timeout: options.git_timeout,
-            }),
+            PollerConfig::new(GitSettings::read(
+                &options.data_dir,
+                options.git_ca_file.as_deref(),
+                options.git_timeout,
+            )?),
             repositories.clone(),
         );
         let mut resolver = Resolver::new(

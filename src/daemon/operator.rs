@@ -124,11 +124,11 @@ impl Operator {
         }
         // Registered repository credentials are read from the server before each fetch.
         let (poller, updates) = Poller::with_provider(
-            PollerConfig::new(GitSettings {
-                data_dir: options.data_dir.clone(),
-                extra_roots_pem: super::git_ca(options.git_ca_file.as_ref())?,
-                timeout: options.git_timeout,
-            }),
+            PollerConfig::new(GitSettings::read(
+                &options.data_dir,
+                options.git_ca_file.as_deref(),
+                options.git_timeout,
+            )?),
             Arc::new(ServerCredentials::new(server.clone())),
         );
         // No store: an operator's statuses live in memory (and in App resources' status).

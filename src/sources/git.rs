@@ -79,6 +79,42 @@ pub struct GitSettings {
     pub timeout: Duration,
 }
 
+/// The `--git-ca-file` could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("--git-ca-file {path}: {source}")]
+pub struct GitCaError {
+    /// The file.
+    pub path: PathBuf,
+    /// The I/O error.
+    pub source: std::io::Error,
+}
+
+impl GitSettings {
+    /// Settings with mirrors under `data_dir`, giving up after `timeout` of silence, trusting
+    /// the CA certificates of `ca_file` (`--git-ca-file`) too: the file is read now, once.
+    pub fn read(
+        data_dir: &Path,
+        ca_file: Option<&Path>,
+        timeout: Duration,
+    ) -> Result<GitSettings, GitCaError> {
+        let extra_roots_pem = ca_file
+            .map(|path| {
+                std::fs::read(path)
+                    .map(Arc::new)
+                    .map_err(|source| GitCaError {
+                        path: path.to_path_buf(),
+                        source,
+                    })
+            })
+            .transpose()?;
+        Ok(GitSettings {
+            data_dir: data_dir.to_path_buf(),
+            extra_roots_pem,
+            timeout,
+        })
+    }
+}
+
 impl Default for GitSettings {
     fn default() -> Self {
         Self {
