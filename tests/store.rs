@@ -1213,17 +1213,19 @@ async fn git_pushes(db: TestDb) {
     let store = Store::connect(&db.url).await.unwrap();
     let other = Store::connect(&db.url).await.unwrap();
     let first = store
-        .record_push("https://git.example/a", 1_000_000)
+        .record_push(&["https://git.example/a"], 1_000_000)
         .await
-        .unwrap();
+        .unwrap()
+        .remove(0);
     other
-        .record_push("https://git.example/b", 1_000_500)
+        .record_push(&["https://git.example/b"], 1_000_500)
         .await
         .unwrap();
     let again = other
-        .record_push("https://git.example/a", 1_001_000)
+        .record_push(&["https://git.example/a"], 1_001_000)
         .await
-        .unwrap();
+        .unwrap()
+        .remove(0);
     assert_ne!(first, again, "each push has its own id");
     assert_eq!(again.len(), 16);
     let rows = store.pushes_since(0, 1000).await.unwrap();
@@ -1241,9 +1243,11 @@ async fn git_pushes(db: TestDb) {
     assert_eq!(rows[1].push_id, again);
     assert_eq!(store.pushes_since(1_000_600, 1000).await.unwrap().len(), 1);
     assert_eq!(store.pushes_since(0, 1).await.unwrap().len(), 1);
-    // Hostile: an over-long key is refused, and nothing changes.
+    // Hostile: an over-long key is refused, and nothing changes (not even the well-formed
+    // spelling recorded beside it).
+    let long = "x".repeat(MAX_REPOSITORY_BYTES + 1);
     let refused = store
-        .record_push(&"x".repeat(MAX_REPOSITORY_BYTES + 1), 1_002_000)
+        .record_push(&["https://git.example/d", &long], 1_002_000)
         .await;
     assert!(
         refused
@@ -1253,17 +1257,21 @@ async fn git_pushes(db: TestDb) {
     );
     assert_eq!(store.pushes_since(0, 1000).await.unwrap(), rows);
     // Ten minutes later, the old pushes are gone with the next one.
-    store
-        .record_push("https://git.example/c", 1_001_000 + KEEP_MS + 1)
+    let spellings = store
+        .record_push(
+            &["https://git.example/c", "ssh://git.example/c"],
+            1_001_000 + KEEP_MS + 1,
+        )
         .await
         .unwrap();
+    assert_ne!(spellings[0], spellings[1], "each spelling has its own id");
     let left = store.pushes_since(0, 1000).await.unwrap();
-    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left.len(), 2, "{left:?}");
     // Long run: more repositories than the table keeps; the newest stay.
     let base = 10_000_000;
     for i in 0..(MAX_ROWS + 1000) {
         store
-            .record_push(&format!("https://git.example/r{i}"), base + i)
+            .record_push(&[&format!("https://git.example/r{i}")], base + i)
             .await
             .unwrap();
     }

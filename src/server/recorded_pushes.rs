@@ -43,17 +43,17 @@ impl PushTargets for RecordedPushes {
         key: &'a SourceKey,
         covered: &'a [SourceKey],
     ) -> BoxFuture<'a, Result<bool, PushError>> {
+        // `covered` holds `key` and the other spellings its secret vouches for.
+        let repositories: Vec<&str> = covered.iter().map(SourceKey::as_str).collect();
         Box::pin(async move {
             let now_ms = Timestamp::now().as_millisecond();
-            for repository in std::iter::once(key).chain(covered.iter().filter(|k| *k != key)) {
-                self.store
-                    .record_push(repository.as_str(), now_ms)
-                    .await
-                    .map_err(|e| PushError {
-                        repository: repository.clone(),
-                        reason: format!("cannot record it for the operators: {e}"),
-                    })?;
-            }
+            self.store
+                .record_push(&repositories, now_ms)
+                .await
+                .map_err(|e| PushError {
+                    repository: key.clone(),
+                    reason: format!("cannot record it for the operators: {e}"),
+                })?;
             Ok(true)
         })
     }

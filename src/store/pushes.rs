@@ -29,34 +29,40 @@ pub struct PushRow {
 }
 
 impl Store {
-    /// Records a push of `repository` received at `pushed_ms`, replacing the repository's
-    /// previous push, and deletes the pushes older than [`KEEP_MS`] (and the oldest beyond
-    /// [`MAX_ROWS`]). Returns the push's id.
+    /// Records one push of `repositories` (the spellings a delivery names) received at
+    /// `pushed_ms`, each replacing that repository's previous push, then deletes the pushes
+    /// older than [`KEEP_MS`] (and the oldest beyond [`MAX_ROWS`]), once. Returns each
+    /// repository's push id, in order. An over-long key refuses the whole push before
+    /// anything is written.
     pub async fn record_push(
         &self,
-        repository: &str,
+        repositories: &[&str],
         pushed_ms: i64,
-    ) -> Result<String, StoreError> {
-        if repository.len() > MAX_REPOSITORY_BYTES {
+    ) -> Result<Vec<String>, StoreError> {
+        if let Some(long) = repositories.iter().find(|r| r.len() > MAX_REPOSITORY_BYTES) {
             return Err(StoreError::Corrupt {
                 field: "git_pushes.repository",
                 reason: format!(
                     "a repository key of {} bytes exceeds {MAX_REPOSITORY_BYTES}",
-                    repository.len()
+                    long.len()
                 ),
             });
         }
-        let push_id = super::random_hex::<8>("a push id")?;
-        sqlx::query(
-            "INSERT INTO git_pushes (repository, push_id, pushed_ms) VALUES ($1, $2, $3) \
-             ON CONFLICT (repository) DO UPDATE SET push_id = excluded.push_id, \
-             pushed_ms = excluded.pushed_ms",
-        )
-        .bind(repository)
-        .bind(&push_id)
-        .bind(pushed_ms)
-        .execute(&self.pool)
-        .await?;
+        let mut ids = Vec::with_capacity(repositories.len());
+        for repository in repositories {
+            let push_id = super::random_hex::<8>("a push id")?;
+            sqlx::query(
+                "INSERT INTO git_pushes (repository, push_id, pushed_ms) VALUES ($1, $2, $3) \
+                 ON CONFLICT (repository) DO UPDATE SET push_id = excluded.push_id, \
+                 pushed_ms = excluded.pushed_ms",
+            )
+            .bind(repository)
+            .bind(&push_id)
+            .bind(pushed_ms)
+            .execute(&self.pool)
+            .await?;
+            ids.push(push_id);
+        }
         sqlx::query("DELETE FROM git_pushes WHERE pushed_ms < $1")
             .bind(pushed_ms - KEEP_MS)
             .execute(&self.pool)
@@ -68,7 +74,7 @@ impl Store {
         .bind(MAX_ROWS - 1)
         .execute(&self.pool)
         .await?;
-        Ok(push_id)
+        Ok(ids)
     }
 
     /// The pushes received at or after `since_ms`, oldest first, at most `limit` of them.
