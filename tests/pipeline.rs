@@ -192,6 +192,31 @@ async fn create_update_noop_prune() {
         live(&sim, "ConfigMap", "a").unwrap()["metadata"]["resourceVersion"],
         rv
     );
+    // A no-op pass after the status was lost (a new store, a restarted operator): the
+    // inventory lists the App's objects again, so a later removal from the source is pruned.
+    let lost = pass(&app, &AppStatus::default(), &t, &m1, Trigger::Automatic)
+        .await
+        .unwrap();
+    assert!(lost.plan.is_noop(), "{}", lost.plan.text());
+    assert_eq!(lost.status.inventory, o1.status.inventory);
+    let without_c = manifests(
+        "r1b",
+        vec![cm("a", "1"), cm("b", "1"), deploy.clone(), secret.clone()],
+    );
+    let pruned = pass(&app, &lost.status, &t, &without_c, Trigger::Automatic)
+        .await
+        .unwrap();
+    assert_eq!(
+        pruned.status.plan.unwrap().prunes,
+        1,
+        "{}",
+        pruned.plan.text()
+    );
+    assert!(live(&sim, "ConfigMap", "c").is_none());
+    // Back as it was for the steps below.
+    let o2 = pass(&app, &pruned.status, &t, &m1, Trigger::Automatic)
+        .await
+        .unwrap();
 
     // Update.
     let m3 = manifests(

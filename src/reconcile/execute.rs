@@ -26,12 +26,12 @@ pub(super) async fn execute(
     options: &Options,
     progress: &mut (dyn FnMut(&AppStatus) + Send),
 ) -> Result<Outcome, ReconcileError> {
+    let inventory = planned.inventory();
     let Planned {
         plan,
         placed,
         digests,
         mut verified,
-        kept,
         shared,
         adopted,
         owner,
@@ -82,13 +82,6 @@ pub(super) async fn execute(
         .into_iter()
         .filter(|(id, _)| !shared.iter().any(|c| &c.object == id))
         .collect();
-    let mut inventory: Vec<ObjectRef> = placed
-        .iter()
-        .map(|(id, _)| id.clone())
-        .chain(kept)
-        .collect();
-    inventory.sort();
-    inventory.dedup();
     progress(&status::applied(
         previous,
         &plan,

@@ -146,3 +146,23 @@ pub(super) struct Planned {
     /// The App's `namespace/name`.
     pub(super) owner: String,
 }
+
+impl Planned {
+    /// The App's inventory once its plan is carried out: every placed object but those another
+    /// App owns and this one leaves untouched, and the entries kept although not rendered. A
+    /// no-op plan's too, so an App whose status was lost (a new store, a restarted operator)
+    /// lists again the objects it manages and later prunes them.
+    pub(super) fn inventory(&self) -> Vec<ObjectRef> {
+        let mut inventory: Vec<ObjectRef> = self
+            .placed
+            .iter()
+            .map(|(id, _)| id)
+            .filter(|id| !self.shared.iter().any(|c| &c.object == *id))
+            .cloned()
+            .chain(self.kept.iter().cloned())
+            .collect();
+        inventory.sort();
+        inventory.dedup();
+        inventory
+    }
+}

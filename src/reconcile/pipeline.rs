@@ -242,6 +242,10 @@ pub async fn reconcile(
         Decision::OutOfSync(m) => (Phase::OutOfSync, m),
     };
     let mut status = status::planned(previous, &planned.plan, phase, &message, now);
+    if phase == Phase::Synced {
+        // A no-op: what the cluster holds is what this App manages.
+        status.inventory = planned.inventory();
+    }
     status::mark_shared(&mut status, &shared, now);
     Ok(Outcome {
         status,
@@ -278,6 +282,7 @@ pub async fn approve(
     if planned.plan.is_noop() {
         // The cluster already matches (e.g. someone applied the change): nothing to approve.
         let mut status = status::planned(previous, &planned.plan, Phase::Synced, "", now);
+        status.inventory = planned.inventory();
         status::mark_shared(&mut status, &shared, now);
         return Ok(Outcome {
             status,
