@@ -1202,6 +1202,134 @@ async fn suite(backend: Backend<'_>) {
     statuses_streamed(backend.database("statuses_streamed_case")).await;
     cluster_probes(backend.database("cluster_probes_case")).await;
     git_pushes(backend.database("git_pushes_case")).await;
+    operator_apps(backend.database("operator_apps_case")).await;
+}
+
+/// Apps the operators report: each operator's report replaces its rows (an App it stopped
+/// reporting goes, one another operator took over moves), the version changes with every
+/// change and not with a report that changes nothing, an operator that stops reporting has
+/// its Apps expire, and a long run of reports keeps one row per App.
+async fn operator_apps(db: TestDb) {
+    use wardn::store::operator_apps::REPORTED_FOR_MS;
+    let store = Store::connect(&db.url).await.unwrap();
+    let other = Store::connect(&db.url).await.unwrap();
+    let app = |key: &str, rev: u32| (key.to_string(), format!(r#"{{"key":"{key}","rev":{rev}}}"#));
+    let t0 = 5_000_000;
+    store
+        .report_operator_apps("op-a", &[app("fleet/a", 1), app("fleet/b", 1)], t0)
+        .await
+        .unwrap();
+    other
+        .report_operator_apps("op-b", &[app("fleet/c", 1)], t0 + 10)
+        .await
+        .unwrap();
+    let rows = store.operator_apps(0).await.unwrap();
+    let seen: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.app_key.as_str(), r.operator.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("fleet/a", "op-a"),
+            ("fleet/b", "op-a"),
+            ("fleet/c", "op-b")
+        ]
+    );
+    assert_eq!(rows[0].app, r#"{"key":"fleet/a","rev":1}"#);
+    let v1 = store.operator_apps_version(0).await.unwrap();
+    assert_eq!(v1.reported, 3);
+    // The same report later: nothing changed, the version stays.
+    store
+        .report_operator_apps("op-a", &[app("fleet/a", 1), app("fleet/b", 1)], t0 + 1000)
+        .await
+        .unwrap();
+    assert_eq!(other.operator_apps_version(0).await.unwrap(), v1);
+    // A changed App changes it; so does one that moved to another operator.
+    store
+        .report_operator_apps("op-a", &[app("fleet/a", 2), app("fleet/b", 1)], t0 + 2000)
+        .await
+        .unwrap();
+    let v2 = store.operator_apps_version(0).await.unwrap();
+    assert_ne!(v2, v1);
+    other
+        .report_operator_apps("op-b", &[app("fleet/b", 1), app("fleet/c", 1)], t0 + 2500)
+        .await
+        .unwrap();
+    let v3 = store.operator_apps_version(0).await.unwrap();
+    assert_ne!(v3, v2);
+    // op-a no longer reports fleet/b: its report deletes only its own rows.
+    store
+        .report_operator_apps("op-a", &[app("fleet/a", 2)], t0 + 3000)
+        .await
+        .unwrap();
+    let owners: Vec<(String, String)> = store
+        .operator_apps(0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.app_key, r.operator))
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            ("fleet/a".to_string(), "op-a".to_string()),
+            ("fleet/b".into(), "op-b".into()),
+            ("fleet/c".into(), "op-b".into())
+        ]
+    );
+    // An empty report drops all of an operator's Apps.
+    other
+        .report_operator_apps("op-b", &[], t0 + 3500)
+        .await
+        .unwrap();
+    assert_eq!(store.operator_apps(0).await.unwrap().len(), 1);
+    // Read from a time on: an operator not heard from is not listed, and its rows go with
+    // the next report of any operator after they expire.
+    assert!(store.operator_apps(t0 + 3001).await.unwrap().is_empty());
+    assert_eq!(
+        store
+            .operator_apps_version(t0 + 3001)
+            .await
+            .unwrap()
+            .reported,
+        0
+    );
+    other
+        .report_operator_apps(
+            "op-b",
+            &[app("fleet/c", 1)],
+            t0 + 3000 + REPORTED_FOR_MS + 1,
+        )
+        .await
+        .unwrap();
+    let left = store.operator_apps(0).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].app_key, "fleet/c");
+    // Long run: a thousand reports of a hundred Apps, one changing each time, keep a hundred
+    // rows and change the version every time.
+    let mut last = store.operator_apps_version(0).await.unwrap();
+    let base = t0 + 10 * REPORTED_FOR_MS;
+    for round in 0..1000u32 {
+        let apps: Vec<(String, String)> = (0..100u32)
+            .map(|i| {
+                app(
+                    &format!("fleet/app-{i:03}"),
+                    if i == round % 100 { round } else { 0 },
+                )
+            })
+            .collect();
+        store
+            .report_operator_apps("op-long", &apps, base + i64::from(round))
+            .await
+            .unwrap();
+        let now = store.operator_apps_version(0).await.unwrap();
+        assert_ne!(now, last, "round {round}");
+        last = now;
+    }
+    assert_eq!(store.operator_apps(0).await.unwrap().len(), 100);
+    store.close().await;
+    other.close().await;
 }
 
 /// Pushes recorded for the operators: one row per repository (its latest push, with a new

@@ -111,6 +111,34 @@ impl Store {
         Ok(records)
     }
 
+    /// At most `limit` stored statuses with keys after `after` (`""`: from the first), in key
+    /// order, of the Apps deploying to `cluster` when given: one page of a reader that reads
+    /// them all a page at a time (an operator restoring its statuses from its server).
+    pub async fn app_statuses_page<S: DeserializeOwned>(
+        &self,
+        cluster: Option<&str>,
+        after: &str,
+        limit: i64,
+    ) -> Result<Vec<AppStatusRecord<S>>, StoreError> {
+        const ALL: &str = select_app_status!("WHERE app_key > $1 ORDER BY app_key LIMIT $2");
+        const CLUSTER: &str =
+            select_app_status!("WHERE app_key > $1 AND cluster = $3 ORDER BY app_key LIMIT $2");
+        let query =
+            sqlx::query_as::<_, AppStatusRow>(if cluster.is_some() { CLUSTER } else { ALL })
+                .bind(after)
+                .bind(limit);
+        let query = match cluster {
+            Some(cluster) => query.bind(cluster),
+            None => query,
+        };
+        query
+            .fetch_all(&self.pool)
+            .await?
+            .into_iter()
+            .map(AppStatusRow::parse)
+            .collect()
+    }
+
     /// Hands `each` every stored App status (written at or after `since`, when given: RFC 3339
     /// as [`crate::time::rfc3339`] writes it, which orders as text), in key order, one row at a
     /// time as the database sends them: a replica reloading the statuses of a whole fleet holds

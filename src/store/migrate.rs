@@ -62,6 +62,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0012_git_pushes.sql",
         include_str!("../../migrations/0012_git_pushes.sql"),
     ),
+    (
+        13,
+        "0013_operator_apps.sql",
+        include_str!("../../migrations/0013_operator_apps.sql"),
+    ),
 ];
 
 /// The PostgreSQL advisory lock key held while migrating ("wardn mi" in ASCII): replicas

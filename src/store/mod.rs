@@ -12,6 +12,7 @@ pub mod auth;
 pub mod clusters;
 pub mod login_attempts;
 mod migrate;
+pub mod operator_apps;
 pub mod probes;
 pub mod promotions;
 pub mod pushes;
