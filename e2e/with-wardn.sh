@@ -2,6 +2,8 @@
 # Starts `wardn serve --apps` for the e2e scenarios against the clusters the caller provides
 # (E2E_TARGET_KUBECONFIG; optionally E2E_WARDN_KUBECONFIG, the management cluster wardn
 # serve gets as --kubeconfig), logs in, creates an API token and runs e2e/run-scenarios.sh.
+# E2E_ROLES=split runs the split install instead: a `--role server` process, which the
+# scenarios talk to, and a `--role operator` process reconciling the Apps through it.
 # Binaries from E2E_BIN. The work directory is removed on exit unless E2E_KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,8 +11,10 @@ bin=${E2E_BIN:?set E2E_BIN to the directory of the wardn binary}
 : "${E2E_TARGET_KUBECONFIG:?set E2E_TARGET_KUBECONFIG}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/wardn-e2e.XXXXXX")
 pid=""
+operator_pid=""
 cleanup() {
   if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi
+  if [ -n "$operator_pid" ]; then kill "$operator_pid" 2>/dev/null || true; fi
   wait 2>/dev/null || true
   if [ "${E2E_KEEP:-0}" = 1 ]; then echo "e2e work directory kept: $work" >&2; else rm -rf "$work"; fi
 }
@@ -31,7 +35,17 @@ management=()
 [ -n "${E2E_WARDN_KUBECONFIG:-}" ] && management=(--kubeconfig "$E2E_WARDN_KUBECONFIG")
 # Created here, not by the background job's redirection, which may run after the first read.
 : > "$work/wardn.log"
-"$WARDN" serve --listen 127.0.0.1:0 --data-dir "$work/data" --apps "$E2E_APPS_DIR" \
+roles=${E2E_ROLES:-all}
+case "$roles" in
+  all) serving=(--apps "$E2E_APPS_DIR") ;;
+  split)
+    WARDN_INTERNAL_TOKEN=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+    export WARDN_INTERNAL_TOKEN
+    serving=(--role server)
+    ;;
+  *) echo "E2E_ROLES=$roles: expected all or split" >&2; exit 2 ;;
+esac
+"$WARDN" serve --listen 127.0.0.1:0 --data-dir "$work/data" "${serving[@]}" \
   "${management[@]}" > "$work/wardn.log" 2>&1 &
 pid=$!
 addr=""
@@ -42,6 +56,14 @@ for _ in $(seq 300); do
 done
 [ -n "$addr" ] || { echo "wardn serve did not start:" >&2; cat "$work/wardn.log" >&2; exit 1; }
 export WARDN_SERVER="http://$addr"
+if [ "$roles" = split ]; then
+  # Clusters registered or changed by a scenario reach the operator within a second.
+  : > "$work/operator.log"
+  "$WARDN" serve --role operator --server "$WARDN_SERVER" --listen 127.0.0.1:0 \
+    --data-dir "$work/operator" --apps "$E2E_APPS_DIR" --cluster-cache-ttl 1 \
+    "${management[@]}" > "$work/operator.log" 2>&1 &
+  operator_pid=$!
+fi
 WARDN_PASSWORD="$WARDN_ADMIN_PASSWORD" "$WARDN" login --server "$WARDN_SERVER" >/dev/null
 WARDN_TOKEN=$("$WARDN" tokens create e2e)
 export WARDN_TOKEN
@@ -49,5 +71,9 @@ export WARDN_TOKEN
 if ! bash "$root/e2e/run-scenarios.sh"; then
   echo "--- wardn log (tail)" >&2
   tail -n 40 "$work/wardn.log" >&2
+  if [ "$roles" = split ]; then
+    echo "--- operator log (tail)" >&2
+    tail -n 40 "$work/operator.log" >&2
+  fi
   exit 1
 fi

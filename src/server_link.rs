@@ -2,8 +2,9 @@
 //! token, and one HTTP client that also trusts the CA certificates of `--server-ca-file` (a
 //! server serving `https://` under a private CA). Every request an operator sends to the
 //! server's `/internal` routes goes through it: cluster kubeconfigs, repository credentials and
-//! the recorded pushes. Kubeconfigs and credentials travel in the clear inside these answers,
-//! so a server outside the operator's own network should be reached over `https://`.
+//! the recorded pushes, and the Apps, statuses and operation outcomes it reports. Kubeconfigs
+//! and credentials travel in the clear inside these answers, so a server outside the
+//! operator's own network should be reached over `https://`.
 
 use std::fmt;
 use std::time::Duration;
@@ -80,14 +81,92 @@ impl ServerLink {
     /// Sends a GET of `path` (starting with `/`) to the server, with the internal token and
     /// the link's timeout; any answer is returned, whatever its status.
     pub async fn get(&self, path: &str) -> Result<reqwest::Response, SendError> {
-        self.http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(&self.internal_token)
-            .timeout(self.timeout)
+        self.request(reqwest::Method::GET, path)
             .send()
             .await
             .map_err(|err| SendError::of(&err))
     }
+
+    /// Sends `method` of `path`, with `body` as JSON when given, and reads the JSON answer as
+    /// `A` (a 204 reads as `null`; [`serde::de::IgnoredAny`] reads nothing): every report an
+    /// operator sends and every answer it reads but the two whose statuses mean something
+    /// (kubeconfigs, credentials: [`ServerLink::get`]). An answer other than 2xx is an error
+    /// naming the path and the status.
+    pub async fn exchange<B, A>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<A, ExchangeError>
+    where
+        B: serde::Serialize + ?Sized,
+        A: serde::de::DeserializeOwned,
+    {
+        let mut request = self.request(method, path);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|err| ExchangeError::NoAnswer(SendError::of(&err)))?;
+        let unreadable = |reason: String| ExchangeError::Unreadable {
+            path: path.to_string(),
+            reason,
+        };
+        match response.status() {
+            reqwest::StatusCode::NO_CONTENT => {
+                serde_json::from_str("null").map_err(|e| unreadable(e.to_string()))
+            }
+            status if status.is_success() => {
+                response.json().await.map_err(|e| unreadable(e.to_string()))
+            }
+            status => Err(ExchangeError::Status {
+                path: path.to_string(),
+                status,
+            }),
+        }
+    }
+
+    /// [`ServerLink::exchange`] of a `GET` of `path`.
+    pub async fn get_json<A: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+    ) -> Result<A, ExchangeError> {
+        self.exchange(reqwest::Method::GET, path, None::<&()>).await
+    }
+
+    /// A request of `method` on `path` with the token and the timeout.
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.internal_token)
+            .timeout(self.timeout)
+    }
+}
+
+/// Why an [`ServerLink::exchange`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// No answer came.
+    #[error("the server could not be asked: {0}")]
+    NoAnswer(SendError),
+    /// The server answered with a status other than 2xx.
+    #[error("{path}: server answered {status}")]
+    Status {
+        /// The path asked for.
+        path: String,
+        /// The status.
+        status: reqwest::StatusCode,
+    },
+    /// The answer was not the JSON expected.
+    #[error("{path}: unreadable answer from the server: {reason}")]
+    Unreadable {
+        /// The path asked for.
+        path: String,
+        /// What was wrong with it.
+        reason: String,
+    },
 }
 
 /// Why a request got no answer: the error and its causes on one line (reqwest's own message

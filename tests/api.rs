@@ -75,7 +75,7 @@ async fn every_route_but_login_and_health_requires_authentication() {
                 route.path
             ),
             // Webhooks carry no session: an unsigned request is refused by the handler.
-            Access::Role(_) | Access::Internal | Access::Webhook => {
+            Access::Role(_) | Access::Internal | Access::Operators | Access::Webhook => {
                 assert_eq!(
                     status,
                     StatusCode::UNAUTHORIZED,
@@ -96,7 +96,7 @@ async fn every_route_but_login_and_health_requires_authentication() {
                 );
             }
         }
-        if route.access == Access::Internal {
+        if matches!(route.access, Access::Internal | Access::Operators) {
             // A user's API token is not the internal token.
             let (status, _) =
                 send(http.request(route.method.clone(), &url).bearer_auth(&token)).await;

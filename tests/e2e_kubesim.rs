@@ -8,21 +8,36 @@ use std::process::Command;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_scenarios_pass_on_kubesim() {
+    scenarios_pass("all").await;
+}
+
+/// The same scenarios through the split install: a `--role server` process answers the CLI,
+/// curl and the approvals, a `--role operator` process reconciles the Apps through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_scenarios_pass_on_kubesim_through_a_split_install() {
+    scenarios_pass("split").await;
+}
+
+/// Runs every scenario with `E2E_ROLES=roles` against a kubesim cluster started here.
+async fn scenarios_pass(roles: &str) {
     let sim = common::start(&["e2e"]).await;
     let wardn = std::path::Path::new(env!("CARGO_BIN_EXE_wardn"));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/e2e/kubesim/run.sh");
     let kubeconfig = sim.kubeconfig.clone();
     let bin = wardn.parent().unwrap().to_path_buf();
+    let roles = roles.to_string();
     let output = tokio::task::spawn_blocking(move || {
         Command::new("bash")
             .arg(script)
             .env("E2E_BIN", bin)
             .env("E2E_TARGET_KUBECONFIG", kubeconfig)
             .env("E2E_NAMESPACE", "e2e")
+            .env("E2E_ROLES", &roles)
             .env("KUBECTL", common::KUBECTL)
             .env_remove("WARDN_SERVER")
             .env_remove("WARDN_TOKEN")
             .env_remove("WARDN_CREDENTIALS_KEY")
+            .env_remove("WARDN_INTERNAL_TOKEN")
             .output()
             .unwrap()
     })

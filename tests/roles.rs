@@ -67,6 +67,7 @@ fn operator_options(
         git_timeout: Duration::from_secs(60),
         notify: Vec::new(),
         notify_secret: None,
+        public_url: None,
     }
 }
 
@@ -181,6 +182,13 @@ async fn an_operator_deploys_to_a_cluster_registered_on_the_server() {
         .await
         .unwrap();
     assert_eq!(clusters.status(), 404);
+    // A `--role all` server refuses an operator's reports (409), and the operator counts them.
+    let refused = wardn_metric(
+        &format!("{base}/metrics"),
+        "wardn_server_reports_refused_total",
+    )
+    .await;
+    assert!(refused.is_some_and(|n| n >= 1.0), "{refused:?}");
     let _ = stop.send(());
 
     // A wrong internal token: the App fails and its status names the 401.
@@ -628,8 +636,8 @@ async fn a_server_role_says_it_reconciles_no_apps() {
 
 /// An operator sends notifications as a `--role all` process does: every App's to
 /// `--notify-url` (JSON, signed with `WARDN_NOTIFY_SECRET`, retried after a 500) and each
-/// App's to its own `spec.notify`; a Held plan's carries no approve link (approvals through
-/// the server do not reach operators).
+/// App's to its own `spec.notify`; a Held plan's links to the approve route of the server's
+/// `--public-url` (the server hands the approval to the operator).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_notifies_every_apps_events_and_each_apps_own_targets() {
     use support::receiver::receiver;
@@ -668,6 +676,7 @@ async fn an_operator_notifies_every_apps_events_and_each_apps_own_targets() {
             format: Format::Json,
         }],
         notify_secret: Some(SECRET.into()),
+        public_url: Some("https://wardn.example/".into()),
         ..operator_options(
             &server.base,
             INTERNAL_TOKEN,
@@ -701,7 +710,10 @@ async fn an_operator_notifies_every_apps_events_and_each_apps_own_targets() {
     let (signed, body) = events("/flaky", "Held", "wardn/gated").remove(0);
     assert_eq!(body["planHash"], held.plan_hash.clone().unwrap().as_str());
     assert_eq!(body["address"], "target/gated");
-    assert!(body["approveUrl"].is_null(), "{body}");
+    assert_eq!(
+        body["approveUrl"], "https://wardn.example/api/v1/apps/target/gated/approve",
+        "{body}"
+    );
     assert_eq!(
         signed.as_deref(),
         Some(signature(SECRET.as_bytes(), body.to_string().as_bytes()).as_str())
@@ -871,10 +883,6 @@ fn the_binary_refuses_inconsistent_roles() {
             &["--tls-cert", "cert.pem", "--tls-key", "key.pem"],
             "drop --tls-cert",
         ),
-        (
-            &["--public-url", "https://wardn.example"],
-            "drop --public-url",
-        ),
     ] {
         let mut args = vec![
             "serve",
@@ -888,4 +896,757 @@ fn the_binary_refuses_inconsistent_roles() {
         assert!(refused.contains(named), "{flags:?}: {refused}");
         assert!(!refused.contains("stack backtrace"), "{flags:?}: {refused}");
     }
+}
+
+/// The value of the unlabelled sample `name` on the metrics page at `url`.
+async fn wardn_metric(url: &str, name: &str) -> Option<f64> {
+    let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} ")))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+/// A `--role server` test server on which the kubesim cluster of `sim` is registered as
+/// `target`.
+async fn server_role_with_target(sim: &common::Sim) -> TestServer {
+    let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
+    register_target(&server, sim).await;
+    server
+}
+
+/// Waits (up to a minute) until `done` holds for what `read` answers; panics naming `what`.
+async fn until_value<F, Fut>(
+    what: &str,
+    read: F,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = serde_json::Value>,
+{
+    let mut last = serde_json::Value::Null;
+    for _ in 0..600 {
+        last = read().await;
+        if done(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: still {last}");
+}
+
+/// The split install's operations: the operator reports its Apps to the `--role server`
+/// process, which lists them with their statuses; a Held plan approved through the server is
+/// applied by the operator, once, and a stale plan hash is refused with nothing applied;
+/// syncs and diffs asked for there are the operator's too. Long run: eight source changes in
+/// a row, each Held and approved through the server, each applied once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_through_the_server_reach_the_operator() {
+    let sim = common::start(&["team-a"]).await;
+    let server = server_role_with_target(&sim).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    let source = write_app_with_extra(work.path(), &apps, ("wardn", "gated"), "target", true);
+    write_app_with_extra(work.path(), &apps, ("wardn", "plain"), "target", false);
+    let write_source =
+        |version: u32| write_config_map(&source, "main", "gated-wardn", &format!("v{version}"));
+    let (runner, operator, stop) = start_operator(
+        &server.base,
+        INTERNAL_TOKEN,
+        &apps,
+        &work.path().join("data"),
+        None,
+    )
+    .await;
+    let token = server.token().await;
+    let http = server.http();
+    let get = |path: &'static str| {
+        let request = http.get(server.url(path)).bearer_auth(&token);
+        async move {
+            let response = request.send().await.unwrap();
+            response.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let post = |path: &'static str, body: serde_json::Value| {
+        let request = http.post(server.url(path)).bearer_auth(&token).json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let data = |name: &str| {
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("team-a"), name)
+            .map(|cm| cm["data"]["k"].clone())
+    };
+    let writes = |name: &str| {
+        sim.cluster
+            .writes()
+            .into_iter()
+            .filter(|w| w.name == name && w.resource == "configmaps")
+            .count()
+    };
+
+    // The server lists the operator's Apps with the statuses the operator reports.
+    let list = until_value(
+        "both Apps listed",
+        || get("/api/v1/apps"),
+        |list| list["apps"].as_array().is_some_and(|apps| apps.len() == 2),
+    )
+    .await;
+    assert_eq!(list["reconciles_apps"], false, "{list}");
+    // Each names the operator that reconciles it (its replica id: host name and process id).
+    for app in list["apps"].as_array().unwrap() {
+        let operator = app["operator"].as_str().unwrap_or_default();
+        assert!(
+            operator.ends_with(&format!("-{}", std::process::id())),
+            "{app}"
+        );
+    }
+    until_value(
+        "plain Synced through the server",
+        || get("/api/v1/apps/target/plain"),
+        |app| app["phase"] == "Synced",
+    )
+    .await;
+    let held = until_value(
+        "gated Held through the server",
+        || get("/api/v1/apps/target/gated"),
+        |app| app["phase"] == "Held",
+    )
+    .await;
+    assert_eq!(data("gated-wardn"), None, "Held: not applied");
+
+    // Hostile: a stale plan hash is refused by the operator, and nothing is applied.
+    let (status, body) = post(
+        "/api/v1/apps/target/gated/approve",
+        serde_json::json!({"plan_hash": "0".repeat(64)}),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(
+        data("gated-wardn"),
+        None,
+        "a refused approval applies nothing"
+    );
+
+    // Long run: eight changes, each Held, approved through the server, applied once.
+    let mut hash = held["status"]["planHash"].as_str().unwrap().to_string();
+    for version in 0..8u32 {
+        if version > 0 {
+            write_source(version);
+            let before = hash.clone();
+            let held = until_value(
+                "a new plan Held through the server",
+                || get("/api/v1/apps/target/gated"),
+                |app| {
+                    app["phase"] == "Held"
+                        && app["status"]["planHash"]
+                            .as_str()
+                            .is_some_and(|h| h != before)
+                },
+            )
+            .await;
+            hash = held["status"]["planHash"].as_str().unwrap().to_string();
+        }
+        let (status, body) = post(
+            "/api/v1/apps/target/gated/approve",
+            serde_json::json!({"plan_hash": hash}),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["status"]["phase"], "Synced", "{body}");
+        assert_eq!(data("gated-wardn"), Some(format!("v{version}").into()));
+        assert_eq!(writes("gated-wardn"), version as usize + 1, "applied once");
+        // Approving the same plan again: nothing is Held any more.
+        let (again, body) = post(
+            "/api/v1/apps/target/gated/approve",
+            serde_json::json!({"plan_hash": hash}),
+        )
+        .await;
+        assert_eq!(again, 409, "{body}");
+    }
+    assert_eq!(
+        runner.status("wardn/gated").and_then(|s| s.phase),
+        Some(Phase::Synced)
+    );
+
+    // A sync and a diff asked for through the server are the operator's.
+    let (status, body) = post("/api/v1/apps/target/plain/sync", serde_json::json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"]["phase"], "Synced", "{body}");
+    let diff = get("/api/v1/apps/target/plain/diff").await;
+    assert!(
+        diff.get("plan").is_some() || diff.get("changes").is_some(),
+        "{diff}"
+    );
+    // The server took every report.
+    let refused = wardn_metric(
+        &format!("{operator}/metrics"),
+        "wardn_server_reports_refused_total",
+    )
+    .await;
+    assert_eq!(refused, Some(0.0));
+    let _ = stop.send(());
+}
+
+/// Hostile: the routes operators report to take only what an operator sends, with the
+/// internal token, on a `--role server` process; each refusal names the field. A long run of
+/// reports (the set of Apps changing each time) leaves the server listing the last one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
+    let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
+    let all = TestServer::start(None).await;
+    let http = server.http();
+    let app = |name: &str| {
+        serde_json::json!({"app": {
+            "apiVersion": "cd.wardn.space/v1alpha1", "kind": "App",
+            "metadata": {"name": name, "namespace": "wardn"},
+            "spec": {
+                "source": {"type": "Directory", "directory": {"path": "/srv/apps"}},
+                "destination": {"cluster": "target", "namespace": "team-a"}
+            }
+        }})
+    };
+    let send =
+        |process: &TestServer, method: reqwest::Method, path: &str, token: &str, body: String| {
+            let request = http
+                .request(method, process.url(path))
+                .bearer_auth(token)
+                .header("content-type", "application/json")
+                .body(body);
+            async move {
+                let response = request.send().await.unwrap();
+                (response.status().as_u16(), response.text().await.unwrap())
+            }
+        };
+    let put = reqwest::Method::PUT;
+    let report = |apps: serde_json::Value| serde_json::json!({ "apps": apps }).to_string();
+    let user = server.token().await;
+    let cases: Vec<(&str, &str, String, u16, &str)> = vec![
+        (
+            "/internal/operators/op-1/apps",
+            user.as_str(),
+            report(serde_json::json!([])),
+            401,
+            "",
+        ),
+        (
+            "/internal/operators/op%201/apps",
+            INTERNAL_TOKEN,
+            report(serde_json::json!([])),
+            400,
+            "operator",
+        ),
+        (
+            "/internal/operators/op-1/apps",
+            INTERNAL_TOKEN,
+            "not json".into(),
+            400,
+            "body",
+        ),
+        (
+            "/internal/operators/op-1/apps",
+            INTERNAL_TOKEN,
+            r#"{"apps":[],"extra":1}"#.into(),
+            400,
+            "extra",
+        ),
+        (
+            "/internal/operators/op-1/apps",
+            INTERNAL_TOKEN,
+            report(serde_json::json!([app("a"), app("a")])),
+            400,
+            "reported twice",
+        ),
+        (
+            "/internal/operators/op-1/apps",
+            INTERNAL_TOKEN,
+            report(serde_json::json!([app("")])),
+            400,
+            "apps[0].app.metadata.name",
+        ),
+        (
+            "/internal/operators/op-1/apps",
+            INTERNAL_TOKEN,
+            report(
+                serde_json::json!([{"app": {"apiVersion": "cd.wardn.space/v1alpha1", "kind": "App",
+            "metadata": {"name": "b", "namespace": "wardn"},
+            "spec": {"source": {"type": "Git", "git": {"repoURL": "ftp://x"}},
+                     "destination": {"cluster": "target", "namespace": "team-a"}}}}]),
+            ),
+            400,
+            "apps[0] (wardn/b)",
+        ),
+        (
+            "/internal/app-status",
+            INTERNAL_TOKEN,
+            r#"{"key":"wardn/a","cluster":"target","name":"a","status":{"phase":"Nope"}}"#.into(),
+            400,
+            "status",
+        ),
+        (
+            "/internal/app-status",
+            INTERNAL_TOKEN,
+            r#"{"key":"nokey","cluster":"target","name":"a","status":{}}"#.into(),
+            400,
+            "key",
+        ),
+        (
+            "/internal/app-requests/zz/outcome",
+            INTERNAL_TOKEN,
+            r#"{"outcome":"{}"}"#.into(),
+            404,
+            "no request",
+        ),
+        (
+            "/internal/app-requests/0123456789abcdef0123456789abcdef/outcome",
+            INTERNAL_TOKEN,
+            r#"{"outcome":"{}"}"#.into(),
+            404,
+            "no request",
+        ),
+    ];
+    for (path, token, body, code, says) in cases {
+        let (status, text) = send(&server, put.clone(), path, token, body.clone()).await;
+        assert_eq!(status, code, "{path} {body}: {text}");
+        assert!(text.contains(says), "{path} {body}: {text}");
+    }
+    let (status, text) = send(
+        &server,
+        reqwest::Method::POST,
+        "/internal/app-requests/../../etc/claim",
+        INTERNAL_TOKEN,
+        r#"{"replica":"op-1"}"#.into(),
+    )
+    .await;
+    assert_eq!(status, 404, "{text}");
+    // A process that reconciles Apps itself refuses operators' reports.
+    let (status, text) = send(
+        &all,
+        put.clone(),
+        "/internal/operators/op-1/apps",
+        INTERNAL_TOKEN,
+        report(serde_json::json!([app("a")])),
+    )
+    .await;
+    assert_eq!(status, 409, "{text}");
+    assert!(text.contains("--role server"), "{text}");
+
+    // Statuses read back a page at a time: a careless query is refused naming the parameter;
+    // 1,200 statuses of two clusters come back each once, in key order, whole or by cluster.
+    for (query, says) in [
+        ("limit=0", "limit"),
+        ("limit=501", "limit"),
+        ("limit=ten", "limit"),
+        ("since=1", "since"),
+    ] {
+        let response = http
+            .get(server.url(&format!("/internal/app-status?{query}")))
+            .bearer_auth(INTERNAL_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 400, "{query}: {text}");
+        assert!(text.contains(says), "{query}: {text}");
+    }
+    for i in 0..1200u32 {
+        let cluster = if i % 3 == 0 { "east" } else { "west" };
+        let body = serde_json::json!({
+            "key": format!("wardn/app-{i:04}"), "cluster": cluster, "name": format!("app-{i:04}"),
+            "status": {"phase": "Synced"}
+        });
+        let (status, text) = send(
+            &server,
+            put.clone(),
+            "/internal/app-status",
+            INTERNAL_TOKEN,
+            body.to_string(),
+        )
+        .await;
+        assert_eq!(status, 204, "{text}");
+    }
+    let read_all = |cluster: Option<&'static str>| {
+        let http = http.clone();
+        let server = &server;
+        async move {
+            let mut keys = Vec::new();
+            let mut after = String::new();
+            loop {
+                let encoded = percent_encoding::utf8_percent_encode(
+                    &after,
+                    percent_encoding::NON_ALPHANUMERIC,
+                );
+                let mut path = format!("/internal/app-status?after={encoded}&limit=200");
+                if let Some(cluster) = cluster {
+                    path.push_str(&format!("&cluster={cluster}"));
+                }
+                let page: serde_json::Value = http
+                    .get(server.url(&path))
+                    .bearer_auth(INTERNAL_TOKEN)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                for status in page["statuses"].as_array().unwrap() {
+                    assert_eq!(status["status"]["phase"], "Synced");
+                    keys.push(status["key"].as_str().unwrap().to_string());
+                }
+                match page["next"].as_str() {
+                    Some(next) => after = next.to_string(),
+                    None => return keys,
+                }
+            }
+        }
+    };
+    let every = read_all(None).await;
+    let expected: Vec<String> = (0..1200).map(|i| format!("wardn/app-{i:04}")).collect();
+    assert_eq!(every, expected);
+    let east = read_all(Some("east")).await;
+    assert_eq!(east.len(), 400);
+    assert!(
+        east.iter()
+            .all(|key| key[10..].parse::<u32>().unwrap() % 3 == 0)
+    );
+
+    // Long run: two hundred reports, each a different set of Apps; the server lists the last.
+    for round in 0..200u32 {
+        let names: Vec<serde_json::Value> = (0..(round % 7))
+            .map(|i| app(&format!("app-{round}-{i}")))
+            .collect();
+        let (status, text) = send(
+            &server,
+            put.clone(),
+            "/internal/operators/op-1/apps",
+            INTERNAL_TOKEN,
+            report(serde_json::Value::Array(names)),
+        )
+        .await;
+        assert_eq!(status, 204, "{text}");
+    }
+    let token = server.token().await;
+    let listed = until_value(
+        "the last report listed",
+        || {
+            let request = http.get(server.url("/api/v1/apps")).bearer_auth(&token);
+            async move { request.send().await.unwrap().json().await.unwrap() }
+        },
+        |list| {
+            let names: Vec<&str> = list["apps"]
+                .as_array()
+                .map(|apps| apps.iter().filter_map(|a| a["name"].as_str()).collect())
+                .unwrap_or_default();
+            names == ["app-199-0", "app-199-1", "app-199-2"]
+        },
+    )
+    .await;
+    assert_eq!(listed["reconciles_apps"], false);
+}
+
+/// Writes ConfigMap `name` (`k: value`) as `dir/file.yaml`.
+fn write_config_map(dir: &Path, file: &str, name: &str, value: &str) {
+    std::fs::write(
+        dir.join(format!("{file}.yaml")),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: {value}\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Writes App `namespace/name` deploying to `cluster` (namespace `team-a`; automated, with
+/// prune, requiring approval when `approval`) into `apps`. Its source, `work/namespace/name`
+/// (returned), holds ConfigMaps `name-namespace` (`main.yaml`, `k: v0`) and
+/// `extra-namespace-name` (`extra.yaml`).
+fn write_app_with_extra(
+    work: &Path,
+    apps: &Path,
+    (namespace, name): (&str, &str),
+    cluster: &str,
+    approval: bool,
+) -> std::path::PathBuf {
+    let source = work.join(namespace).join(name);
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::create_dir_all(apps).unwrap();
+    write_config_map(&source, "main", &format!("{name}-{namespace}"), "v0");
+    write_config_map(&source, "extra", &format!("extra-{namespace}-{name}"), "v");
+    std::fs::write(
+        apps.join(format!("{namespace}-{name}.yaml")),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n  namespace: {namespace}\n\
+             spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
+             \x20 destination:\n    cluster: {cluster}\n    namespace: team-a\n\
+             \x20 syncPolicy:\n    automated: true\n    prune: true\n    requiresApproval: {approval}\n",
+            source.display()
+        ),
+    )
+    .unwrap();
+    source
+}
+
+/// GETs `path` from `server` with `token` until `done` holds for the answer (see
+/// [`until_value`]).
+async fn until_app(
+    server: &TestServer,
+    token: &str,
+    path: &str,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let http = server.http();
+    until_value(
+        what,
+        || {
+            let request = http.get(server.url(path)).bearer_auth(token);
+            async move { request.send().await.unwrap().json().await.unwrap() }
+        },
+        done,
+    )
+    .await
+}
+
+/// Approves the plan `hash` of the App at `path` (`/api/v1/apps/CLUSTER/NAME`) through
+/// `server`: the answer's status code and body.
+async fn approve(
+    server: &TestServer,
+    token: &str,
+    path: &str,
+    hash: &str,
+) -> (u16, serde_json::Value) {
+    let response = server
+        .http()
+        .post(server.url(&format!("{path}/approve")))
+        .bearer_auth(token)
+        .json(&serde_json::json!({ "plan_hash": hash }))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// The plan hash of an App as the API shows it.
+fn plan_hash(app: &serde_json::Value) -> &str {
+    app["status"]["planHash"].as_str().unwrap()
+}
+
+/// Removes `extra.yaml` from the source `source` of App `CLUSTER/gated` (see
+/// [`write_app_with_extra`]), waits until the server shows the prune Held, stops its operator with
+/// `stop`, and checks that `next` (another operator) holds the same plan, read back from the
+/// server, and applies it once approved through the server.
+async fn held_prune_survives(
+    server: &TestServer,
+    token: &str,
+    source: &Path,
+    cluster: &str,
+    stop: tokio::sync::oneshot::Sender<()>,
+    next: &Runner,
+) {
+    std::fs::remove_file(source.join("extra.yaml")).unwrap();
+    let path = format!("/api/v1/apps/{cluster}/gated");
+    let held = until_app(server, token, &path, "the prune Held", |app| {
+        app["phase"] == "Held" && app["status"]["plan"]["prunes"] == 1
+    })
+    .await;
+    let hash = plan_hash(&held).to_string();
+    let _ = stop.send(());
+    let key = format!("{cluster}/gated");
+    let continued = wait_for_app(next, &key, |status| {
+        status.phase == Some(Phase::Held) && status.plan_hash.as_deref() == Some(hash.as_str())
+    })
+    .await;
+    assert!(continued, "the same plan Held: {:?}", next.status(&key));
+    let (status, body) = approve(server, token, &path, &hash).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"]["phase"], "Synced", "{body}");
+}
+
+/// A restarted (unsharded) operator reads its statuses back from the server before adding
+/// its Apps: a plan Held when it stopped is Held again with the same hash and, approved
+/// through the server, prunes what its predecessor's inventory names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_operator_keeps_its_held_plan_and_inventory() {
+    let sim = common::start(&["team-a"]).await;
+    let server = server_role_with_target(&sim).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    let source = write_app_with_extra(work.path(), &apps, ("team", "gated"), "target", true);
+    let (_, _, first) = start_operator(
+        &server.base,
+        INTERNAL_TOKEN,
+        &apps,
+        &work.path().join("first"),
+        None,
+    )
+    .await;
+    let token = server.token().await;
+    let path = "/api/v1/apps/target/gated";
+    let held = until_app(&server, &token, path, "Held", |app| app["phase"] == "Held").await;
+    let (status, body) = approve(&server, &token, path, plan_hash(&held)).await;
+    assert_eq!(status, 200, "{body}");
+    let extra = || {
+        sim.cluster
+            .get_object("v1", "ConfigMap", Some("team-a"), "extra-team-gated")
+    };
+    assert!(extra().is_some());
+    std::fs::remove_file(source.join("extra.yaml")).unwrap();
+    let held = until_app(&server, &token, path, "the prune Held", |app| {
+        app["phase"] == "Held" && app["status"]["plan"]["prunes"] == 1
+    })
+    .await;
+    let hash = plan_hash(&held).to_string();
+    // Restarted: the first stops, another starts (with a new data directory).
+    let _ = first.send(());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (second, _, second_stop) = start_operator(
+        &server.base,
+        INTERNAL_TOKEN,
+        &apps,
+        &work.path().join("second"),
+        None,
+    )
+    .await;
+    let continued = wait_for_app(&second, "team/gated", |status| {
+        status.phase == Some(Phase::Held) && status.plan_hash.as_deref() == Some(hash.as_str())
+    })
+    .await;
+    assert!(
+        continued,
+        "the same plan Held: {:?}",
+        second.status("team/gated")
+    );
+    let (status, body) = approve(&server, &token, path, &hash).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(extra().is_none(), "pruned by the restarted operator");
+    let _ = second_stop.send(());
+}
+
+/// `--role operator --shards auto` replicas behind one `--role server` process: each reports
+/// the Apps of the clusters it owns, the server lists them all, and an approval asked for
+/// there is performed by the replica that owns the App (the other holds no status for it),
+/// once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_operators_each_perform_the_approvals_of_their_own_apps() {
+    use wardn::shard::membership::ShardConfig;
+
+    let management = common::start(&["default"]).await;
+    let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
+    let mut sims = Vec::new();
+    for name in ["east-0", "east-1"] {
+        let sim = common::start(&["team-a"]).await;
+        server
+            .registry
+            .register(
+                "tests",
+                RegisterRequest {
+                    name: name.into(),
+                    server_url: sim.cluster.url(),
+                    kubeconfig: sim.cluster.kubeconfig(),
+                    namespaces: vec!["team-a".into()],
+                    allow_insecure_tls: false,
+                },
+            )
+            .await
+            .unwrap();
+        sims.push((name, sim));
+    }
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    for (cluster, _) in &sims {
+        write_app_with_extra(work.path(), &apps, (cluster, "gated"), cluster, true);
+    }
+    let mut operators = Vec::new();
+    for id in ["op-0", "op-1"] {
+        let options = OperatorOptions {
+            management_kubeconfig: Some(management.kubeconfig.clone()),
+            shards: Some(ShardConfig {
+                renew_every: Duration::from_millis(250),
+                ..ShardConfig::new(id, "default", Duration::from_secs(3)).unwrap()
+            }),
+            ..operator_options(
+                &server.base,
+                INTERNAL_TOKEN,
+                Some(&apps),
+                &work.path().join(id),
+            )
+        };
+        operators.push(start_operator_with(options).await);
+    }
+    let token = server.token().await;
+    for (cluster, sim) in &sims {
+        let path = format!("/api/v1/apps/{cluster}/gated");
+        let held = until_app(&server, &token, &path, "each App Held", |app| {
+            app["phase"] == "Held"
+        })
+        .await;
+        let (status, body) = approve(&server, &token, &path, plan_hash(&held)).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["status"]["phase"], "Synced", "{body}");
+        // The server names the owner as the App's operator.
+        let owner = operators
+            .iter()
+            .zip(["op-0", "op-1"])
+            .find(|((runner, _, _), _)| runner.sharding().is_some_and(|m| m.owns(cluster)))
+            .map(|(_, id)| id);
+        let shown = until_app(&server, &token, &path, "the owner named", |app| {
+            app["operator"].as_str() == owner
+        })
+        .await;
+        assert_eq!(shown["operator"].as_str(), owner);
+        let name = format!("gated-{cluster}");
+        let writes = sim
+            .cluster
+            .writes()
+            .into_iter()
+            .filter(|w| w.name == name && w.resource == "configmaps")
+            .count();
+        assert_eq!(writes, 1, "applied once");
+        // The owner performed it: it holds the App's status, the other replica none.
+        let key = format!("{cluster}/gated");
+        let phases: Vec<(bool, Option<Phase>)> = operators
+            .iter()
+            .map(|(runner, _, _)| {
+                let owns = runner.sharding().is_some_and(|m| m.owns(cluster));
+                (owns, runner.status(&key).and_then(|s| s.phase))
+            })
+            .collect();
+        assert!(
+            phases.contains(&(true, Some(Phase::Synced))) && phases.contains(&(false, None)),
+            "{cluster}: {phases:?}"
+        );
+    }
+
+    // Takeover: an object leaves east-0's source, its owner Holds the prune; the owner stops,
+    // and the other replica takes east-0 over with the status read back from the server: the
+    // same Held plan (its inventory still names the object), approved through the server and
+    // pruned by the new owner.
+    let owner = operators
+        .iter()
+        .position(|(runner, _, _)| runner.sharding().is_some_and(|m| m.owns("east-0")))
+        .unwrap();
+    let (_, _, stop) = operators.remove(owner);
+    let (survivor, _, survivor_stop) = operators.remove(0);
+    held_prune_survives(
+        &server,
+        &token,
+        &work.path().join("east-0").join("gated"),
+        "east-0",
+        stop,
+        &survivor,
+    )
+    .await;
+    assert!(
+        sims[0]
+            .1
+            .cluster
+            .get_object("v1", "ConfigMap", Some("team-a"), "extra-east-0-gated")
+            .is_none(),
+        "pruned by the new owner"
+    );
+    let _ = survivor_stop.send(());
 }

@@ -460,9 +460,12 @@ async fn list(
         path = format!("{path}?{}", query.join("&"));
     }
     let value: Value = client.call(Method::GET, &path, None).await?;
-    if value["reconciles_apps"] == false {
+    let listed = value["apps"]
+        .as_array()
+        .is_some_and(|apps| !apps.is_empty());
+    if value["reconciles_apps"] == false && !listed {
         eprintln!(
-            "note: {} reconciles no Apps (--role server): its operators' Apps are not listed here",
+            "note: {} reconciles no Apps (--role server) and none of its operators reported any (yet)",
             client.server()
         );
     }

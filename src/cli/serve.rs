@@ -58,7 +58,8 @@ pub struct ServeArgs {
     #[arg(long, env = "WARDN_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// The URL users reach the API at, e.g. `https://wardn.example.com` behind a
-    /// TLS-terminating proxy: an https URL makes session cookies `Secure`.
+    /// TLS-terminating proxy: an https URL makes session cookies `Secure`, and Held
+    /// notifications link to the approve route there (an operator's: its server's URL).
     #[arg(long, env = "WARDN_PUBLIC_URL")]
     pub public_url: Option<String>,
     /// Data directory; holds the embedded SQLite database.
@@ -344,10 +345,6 @@ fn unused_by_operator(args: &ServeArgs) -> Option<&'static str> {
         Some(
             "--role operator serves only health and metrics, over http: drop --tls-cert and --tls-key (the --role server process serves the API over https)",
         )
-    } else if args.public_url.is_some() {
-        Some(
-            "--role operator serves no API: drop --public-url (WARDN_PUBLIC_URL); the --role server process's approve links use it",
-        )
     } else {
         None
     }
@@ -376,6 +373,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         git_ca_file: args.git.git_ca_file,
         notify: notify_targets(&args.notify_url, &args.notify_slack_url),
         notify_secret: notify_secret(),
+        public_url: args.public_url,
     };
     let operator = OperatorServer::bind(options).await?;
     println!("wardn operator: health on http://{}", operator.addr);

@@ -361,8 +361,13 @@ impl Daemon {
             true => join_fleet(&runner, options.shards.as_ref(), management.as_ref()).await?,
             false => None,
         };
-        // After joining the fleet: a replica restores nothing here (see Runner::restore).
-        runner.restore().await?;
+        if options.reconcile_apps {
+            // After joining the fleet: a replica restores nothing here (see Runner::restore).
+            runner.restore().await?;
+        } else {
+            // A server lists the Apps its operators report, and hands them their operations.
+            runner.follow_operators(registry.store().clone());
+        }
         runner.set_notifier(
             Notifier::start(options.notify.clone(), options.notify_secret.clone()),
             options.public_url.clone(),

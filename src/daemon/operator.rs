@@ -4,7 +4,9 @@
 //! credentials registered there (`GET /internal/repositories/{id}/credentials`), both with
 //! `WARDN_INTERNAL_TOKEN`, and polling at once the repositories the server's webhook received
 //! pushes for (`GET /internal/pushes`). No store: its statuses live in memory and in the App
-//! resources' status. Its listener (health and metrics) is served by the `server` module.
+//! resources' status, and it reports its Apps and their statuses to the server, which lists
+//! them and hands it the operations (approvals, syncs, promotions, …) asked for there (see
+//! the runner's `report`). Its listener (health and metrics) is served by the `server` module.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -64,6 +66,9 @@ pub struct OperatorOptions {
     pub notify: Vec<crate::notify::Target>,
     /// The key JSON notifications are signed with (`WARDN_NOTIFY_SECRET`); unsigned without.
     pub notify_secret: Option<String>,
+    /// The URL people reach the server's API at (`--public-url`): a Held notification links
+    /// to its approve route there; none without.
+    pub public_url: Option<String>,
 }
 
 /// The link to the server of `options`, trusting `--server-ca-file`.
@@ -139,12 +144,22 @@ impl Operator {
             None,
             options.scheduling.clone(),
         );
+        // Statuses go to the server, and are read back from it (below, or as clusters are
+        // taken over when sharded).
+        runner.link_server(server.clone());
         let membership =
             super::join_fleet(&runner, options.shards.as_ref(), management.as_ref()).await?;
-        // No approve link: approvals through the server do not reach operators.
+        if membership.is_none() {
+            match runner.restore_from_server().await {
+                Ok(n) => tracing::info!(statuses = n, "App statuses read back from the server"),
+                Err(error) => tracing::warn!(%error,
+                    "cannot read App statuses back from the server; the Apps are planned afresh"),
+            }
+        }
+        // Approve links point at the server, which hands approvals to this operator.
         runner.set_notifier(
             Notifier::start(options.notify.clone(), options.notify_secret.clone()),
-            None,
+            options.public_url.clone(),
         );
         if let Some(found) = management {
             runner.watch_resources(found.client, options.app_namespaces.clone());
@@ -153,6 +168,12 @@ impl Operator {
             runner.watch_apps_dir(dir).await?;
         }
         runner.start(updates);
+        // The server lists this operator's Apps and hands it the operations asked for there.
+        let operator = match &membership {
+            Some(membership) => membership.replica_id().to_string(),
+            None => crate::shard::membership::default_replica_id(),
+        };
+        runner.report_to(operator);
         // Pushes the server's webhook recorded: each repository polled here is polled at once.
         let pushes = ServerPushes::new(server).follow(poller.clone());
         Ok(Operator {

@@ -17,6 +17,7 @@ pub mod login_audit;
 pub mod login_limit;
 pub mod metrics;
 pub mod openapi;
+pub mod operators;
 pub mod passwords;
 pub mod promotions;
 pub mod recorded_pushes;
@@ -33,6 +34,7 @@ pub mod webhook;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::daemon::runner::server_requests;
 use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
@@ -210,6 +212,10 @@ pub enum Access {
     Role(Role),
     /// Holders of `WARDN_INTERNAL_TOKEN`.
     Internal,
+    /// Holders of `WARDN_INTERNAL_TOKEN`, on a process that reconciles no Apps (`--role
+    /// server`): the routes operators report their Apps, statuses and outcomes to; a process
+    /// reconciling Apps itself answers 409 (see [`operators`]).
+    Operators,
     /// Forges: no session; the handler checks the request's signature against the webhook
     /// secret (see [`crate::sources::webhook`]).
     Webhook,
@@ -274,7 +280,7 @@ pub async fn health() -> Json<serde_json::Value> {
 
 /// Every API route the server answers (the web UI's HTML pages are in [`ui::router`]).
 pub fn route_table() -> Vec<RouteSpec> {
-    use Access::{Internal, Public, Webhook};
+    use Access::{Internal, Operators, Public, Webhook};
     const VIEWER: Access = Access::Role(Role::Viewer);
     const DEPLOYER: Access = Access::Role(Role::Deployer);
     const APPROVER: Access = Access::Role(Role::Approver);
@@ -532,6 +538,48 @@ pub fn route_table() -> Vec<RouteSpec> {
             Internal,
             get(recorded_pushes::internal_pushes),
         ),
+        route(
+            Method::PUT,
+            crate::daemon::runner::APPS_ROUTE,
+            Operators,
+            put(operators::report_apps).layer(DefaultBodyLimit::max(operators::MAX_BODY)),
+        ),
+        route(
+            Method::PUT,
+            crate::daemon::runner::STATUS_ROUTE,
+            Operators,
+            put(operators::put_status).layer(DefaultBodyLimit::max(operators::MAX_BODY)),
+        ),
+        route(
+            Method::DELETE,
+            crate::daemon::runner::STATUS_ROUTE,
+            Operators,
+            delete(operators::delete_status),
+        ),
+        route(
+            Method::GET,
+            crate::daemon::runner::STATUS_ROUTE,
+            Operators,
+            get(operators::statuses),
+        ),
+        route(
+            Method::GET,
+            server_requests::ROUTE,
+            Operators,
+            get(operators::requests),
+        ),
+        route(
+            Method::POST,
+            server_requests::CLAIM_ROUTE,
+            Operators,
+            post(operators::claim),
+        ),
+        route(
+            Method::PUT,
+            server_requests::OUTCOME_ROUTE,
+            Operators,
+            put(operators::finish).layer(DefaultBodyLimit::max(operators::MAX_BODY)),
+        ),
         route(Method::GET, openapi::ROUTE, Public, get(openapi::serve)),
     ]
 }
@@ -549,6 +597,14 @@ pub fn router(state: AppState) -> Router {
             )),
             Access::Internal => spec
                 .handler
+                .route_layer(from_fn_with_state(state.clone(), auth::require_internal)),
+            // The token first: without it, a 401 whatever the role.
+            Access::Operators => spec
+                .handler
+                .route_layer(from_fn_with_state(
+                    state.clone(),
+                    operators::require_server_role,
+                ))
                 .route_layer(from_fn_with_state(state.clone(), auth::require_internal)),
         };
         let handler = match spec.errors {

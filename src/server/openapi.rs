@@ -257,7 +257,7 @@ pub fn route_docs() -> Vec<RouteDoc> {
             .body::<UpdateUser>()
             .answers::<User>(),
         doc(M::DELETE, "/api/v1/users/{name}", "Delete a user, its sessions and API tokens", "Nothing.").empty(),
-        doc(M::GET, "/api/v1/apps", "Every App (one entry per target of an App with targets) with its phase and status", "`{\"apps\": [...], \"errors\": [...], \"reconciles_apps\"}`: the Apps, the problems of the `--apps` directory, and whether this process reconciles Apps (false on `--role server`: its operators' Apps are not listed).")
+        doc(M::GET, "/api/v1/apps", "Every App (one entry per target of an App with targets) with its phase and status", "`{\"apps\": [...], \"errors\": [...], \"reconciles_apps\"}`: the Apps, the problems of the `--apps` directory, and whether this process reconciles Apps (false on `--role server`: the Apps listed are those its operators report, each with its `operator`).")
             .query::<ListQuery>(),
         doc(M::GET, APP, "One App (or one target, `{name}` being `NAME:TARGET`) with its status", "The App: name, target, namespaces, cluster, phase and status.")
             .query::<AppAt>(),
@@ -292,6 +292,23 @@ pub fn route_docs() -> Vec<RouteDoc> {
         doc(M::GET, crate::sources::server_credentials::ROUTE, "The registered credentials of a repository in the clear, for the operator", "`{\"url\", \"auth\", \"username\", \"secret\"}`; 404 when the repository is not registered."),
         doc(M::GET, crate::sources::server_pushes::ROUTE, "The pushes recorded by the webhook of a `--role server` process, for the operators", "`{\"pushes\": [{\"repository\", \"id\", \"pushed_ms\"}]}`: each repository pushed to since `since_ms`, with its latest push, oldest first (at most 1,000).")
             .query::<PushesQuery>(),
+        doc(M::PUT, crate::daemon::runner::APPS_ROUTE, "The Apps an operator reconciles now, reported by the operator", "Empty; the Apps it no longer reports stop being listed.")
+            .raw_body("`{\"apps\": [{\"app\": App, \"cluster_template\", \"target\", \"primary\"}, ...]}`: every App (targets expanded) the operator reconciles, with what its expansion set.")
+            .empty(),
+        doc(M::PUT, crate::daemon::runner::STATUS_ROUTE, "An operator's App has a new status", "Empty.")
+            .raw_body("`{\"key\", \"cluster\", \"name\", \"status\"}`.")
+            .empty(),
+        doc(M::DELETE, crate::daemon::runner::STATUS_ROUTE, "An operator no longer manages an App: its status goes", "Empty.")
+            .raw_body("`{\"key\"}`.")
+            .empty(),
+        doc(M::GET, crate::daemon::runner::STATUS_ROUTE, "A page of the stored App statuses, for an operator taking clusters over or restarting", "`{\"statuses\": [{\"key\", \"status\"}], \"next\"}`: in key order, `next` the key to read the following page after (null on the last).")
+            .query::<crate::daemon::runner::StatusesQuery>(),
+        doc(M::GET, crate::daemon::runner::server_requests::ROUTE, "The operations handed to the operators that no operator claimed yet", "`{\"requests\": [{\"id\", \"app_key\", \"operation\", \"plan_hash\"}]}`, oldest first."),
+        doc(M::POST, crate::daemon::runner::server_requests::CLAIM_ROUTE, "Claim a handed-over operation for an operator (one claim wins)", "`{\"claimed\": bool}`; 404 for no such request.")
+            .raw_body("`{\"replica\"}`: the claiming operator."),
+        doc(M::PUT, crate::daemon::runner::server_requests::OUTCOME_ROUTE, "The outcome of a claimed operation", "Empty; 409 when the request is not claimed or already answered.")
+            .raw_body("`{\"outcome\"}`: the outcome as JSON text.")
+            .empty(),
         doc(M::GET, ROUTE, "This OpenAPI document", "The OpenAPI 3.0 document of the API."),
     ]
 }
@@ -400,6 +417,10 @@ fn security(access: Access) -> (Value, String) {
             json!([{ "internalToken": [] }]),
             "The internal token (`WARDN_INTERNAL_TOKEN`) only.".to_string(),
         ),
+        Access::Operators => (
+            json!([{ "internalToken": [] }]),
+            "The internal token (`WARDN_INTERNAL_TOKEN`) only, on a `--role server` process (409 on one that reconciles Apps itself).".to_string(),
+        ),
         Access::Webhook => (
             json!([{ "webhookSignature": [] }]),
             "No session: the body must be signed with the repository's webhook secret.".to_string(),
@@ -412,7 +433,7 @@ fn access_word(access: Access) -> String {
     match access {
         Access::Public => "public".to_string(),
         Access::Role(role) => role.to_string(),
-        Access::Internal => "internal".to_string(),
+        Access::Internal | Access::Operators => "internal".to_string(),
         Access::Webhook => "webhook".to_string(),
     }
 }

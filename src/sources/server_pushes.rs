@@ -156,19 +156,10 @@ impl ServerPushes {
 
     /// One reading: the pushes received since `since_ms`.
     pub async fn read(&self, since_ms: i64) -> Result<InternalPushes, String> {
-        let response = self
-            .server
-            .get(&format!("{ROUTE}?since_ms={since_ms}"))
+        self.server
+            .get_json(&format!("{ROUTE}?since_ms={since_ms}"))
             .await
-            .map_err(|e| format!("the server could not be asked: {e}"))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(format!("server answered {status}"));
-        }
-        response
-            .json::<InternalPushes>()
-            .await
-            .map_err(|e| format!("unreadable answer from the server: {e}"))
+            .map_err(|e| e.to_string())
     }
 
     /// Reads every [`READ_EVERY`] and triggers a poll of each pushed repository `poller`

@@ -18,6 +18,12 @@ impl SourceKey {
         &self.0
     }
 
+    /// The key of a directory source on another host (an operator's `spec.source.path`, as
+    /// a server lists it): it never matches a source this process follows.
+    pub fn elsewhere(path: &std::path::Path) -> SourceKey {
+        SourceKey(format!("elsewhere:{}", path.display()))
+    }
+
     /// Short stable hex digest of the key, used to name the repository's mirror on disk.
     pub fn digest(&self) -> String {
         use sha2::{Digest, Sha256};

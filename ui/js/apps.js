@@ -111,7 +111,7 @@ start(async (page) => {
       const empty = data.reconciles_apps === false
         ? h('div', { class: 'panel', id: 'apps-elsewhere' },
           h('p', {}, 'This wardn server reconciles no Apps (--role server).'),
-          h('p', { class: 'muted' }, 'Its operators reconcile the Apps; they are not listed here yet.'))
+          h('p', { class: 'muted' }, 'Its operators reconcile the Apps and report them here; none has reported any yet.'))
         : h('div', { class: 'panel' },
           h('p', {}, clusterFilter.value || phaseFilter.value ? 'No App matches these filters.' : 'No App yet.'),
           h('p', { class: 'muted' }, 'Apps come from App resources in the management cluster or from files in the --apps directory.'));

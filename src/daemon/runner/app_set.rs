@@ -271,6 +271,7 @@ impl Runner {
                 operation: None,
                 removed: None,
                 loaded: false,
+                operator: None,
             }),
         );
         None

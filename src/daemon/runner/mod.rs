@@ -21,12 +21,15 @@ mod app_set;
 mod files;
 mod intake;
 mod objects;
+mod operated;
 mod operations;
 mod pins;
 mod promotion;
 mod publish;
 mod pushes;
+mod report;
 mod resources;
+mod server_routes;
 mod shards;
 mod status_cell;
 
@@ -56,10 +59,15 @@ use crate::sources::url::SourceKey;
 use crate::store::{Store, StoreError};
 pub use app_set::{FindError, RunnerError, Upserted};
 pub use objects::ObjectHealth;
+pub use operations::server_requests;
 pub use operations::{Completed, Operation, OperationError};
 pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
 pub use pushes::Pushes;
+pub use server_routes::{
+    APPS_ROUTE, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApp, ReportedApps, ReportedStatus,
+    STATUS_ROUTE, StatusesQuery, StoredStatus, StoredStatuses,
+};
 pub use shards::ShardEntry;
 pub use status_cell::StatusCell;
 
@@ -71,6 +79,8 @@ pub enum Origin {
     File,
     /// An App custom resource in the management cluster.
     Resource,
+    /// An operator's report to this `--role server` process (see [`operated`]).
+    Operator,
 }
 
 /// Everything the runner keeps about one managed App.
@@ -99,6 +109,9 @@ struct AppRecord {
     /// Whether this process follows the App's source, renders and plans it: always unless
     /// sharded, where only the Apps routed to this replica are loaded (see [`shards`]).
     loaded: bool,
+    /// The operator that reconciles the App, for an App an operator reported to this
+    /// `--role server` process (see [`operated`]); `None`: this process reconciles it.
+    operator: Option<Box<str>>,
 }
 
 impl AppRecord {
@@ -180,6 +193,10 @@ pub struct Runner {
     /// [`Runner::current_status`]), so a replica's memory does not grow with the fleet's
     /// statuses.
     held: Mutex<std::collections::BTreeSet<String>>,
+    /// An operator's server (see [`report`]): it takes the operator's statuses, and the
+    /// statuses of clusters taken over (or of every App, at an unsharded start) are read back
+    /// from it, as a replica with a store reads them from the store.
+    server: std::sync::OnceLock<crate::server_link::ServerLink>,
 }
 
 impl Runner {
@@ -222,6 +239,7 @@ impl Runner {
             sharding: std::sync::OnceLock::new(),
             parked: Mutex::new(std::collections::BTreeSet::new()),
             held: Mutex::new(std::collections::BTreeSet::new()),
+            server: std::sync::OnceLock::new(),
         })
     }
 
@@ -294,6 +312,14 @@ impl Runner {
              wardn_status_queue_depth {}\n",
             self.publisher.depth()
         );
+        if self.server.get().is_some() {
+            runner.push_str(&format!(
+                "# HELP wardn_server_reports_refused Reports of this operator (its Apps, their statuses) its server did not take.\n\
+                 # TYPE wardn_server_reports_refused counter\n\
+                 wardn_server_reports_refused_total {}\n",
+                self.publisher.refused()
+            ));
+        }
         runner.push_str(&self.shard_metrics());
         // The runner's gauges go before the OpenMetrics end marker, if there is one.
         match text.rfind("# EOF") {
@@ -343,15 +369,16 @@ impl Runner {
     }
 
     /// The current status of App `key`, wherever it is held: this process's own (see
-    /// [`Runner::status`]), or, for an App of a cluster another replica owns, the status its
-    /// owner stored. `None` when no such App is managed.
+    /// [`Runner::status`]), or, for an App of a cluster another replica owns (or an App an
+    /// operator reconciles), the status its owner stored. `None` when no such App is managed.
     pub async fn current_status(&self, key: &str) -> Result<Option<AppStatus>, StoreError> {
         let (held, cell) = {
             let apps = self.apps.lock();
             let Some(record) = apps.get(key) else {
                 return Ok(None);
             };
-            let held = self.status_held(record.app.spec.destination.cluster_segment());
+            let held = record.operator.is_none()
+                && self.status_held(record.app.spec.destination.cluster_segment());
             (held, record.status.clone())
         };
         let store = match &self.store {
@@ -381,7 +408,9 @@ impl Runner {
             let held = self.held_clusters();
             for (key, record) in apps.iter() {
                 let cluster = record.app.spec.destination.cluster_segment();
-                if held.as_ref().is_none_or(|held| held.contains(cluster)) {
+                if record.operator.is_none()
+                    && held.as_ref().is_none_or(|held| held.contains(cluster))
+                {
                     statuses.insert(key.clone(), record.status.clone());
                 } else {
                     elsewhere.insert(key.clone());
@@ -441,6 +470,10 @@ impl Runner {
     fn recorded(&self, key: &str, mut status: AppStatus) -> Option<Change> {
         let mut apps = self.apps.lock();
         let record = apps.get_mut(key)?;
+        // An operator reconciles the App: its statuses are the operator's to write.
+        if record.operator.is_some() {
+            return None;
+        }
         // Another replica owns the App: its statuses are that replica's to write.
         if !self.owns_cluster(record.app.spec.destination.cluster_segment()) {
             drop(apps);
@@ -449,7 +482,7 @@ impl Runner {
         }
         status.observed_generation = match record.origin {
             Origin::Resource => record.app.metadata.generation,
-            Origin::File => None,
+            Origin::File | Origin::Operator => None,
         };
         let previous = record.status.read(key);
         if previous == status {

@@ -3,7 +3,8 @@
 //! approval or rejection of a Held plan. An operation on an App another replica owns is
 //! handed over to it ([`handover`]).
 
-mod handover;
+pub(super) mod handover;
+pub mod server_requests;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -346,8 +346,9 @@ impl Runner {
             apps.iter()
                 .filter_map(|(key, r)| {
                     let policy = r.app.spec.promotion.as_ref().filter(|p| p.auto_promote)?;
-                    self.owns_cluster(r.app.spec.destination.cluster_segment())
-                        .then(|| (key.clone(), policy.clone(), r.status.clone()))
+                    (r.operator.is_none()
+                        && self.owns_cluster(r.app.spec.destination.cluster_segment()))
+                    .then(|| (key.clone(), policy.clone(), r.status.clone()))
                 })
                 .collect()
         };

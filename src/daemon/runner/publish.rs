@@ -5,21 +5,24 @@
 //! reconcile pass; a failed write is logged and the next change writes the full status again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, CustomResourceExt, Resource};
+use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::Origin;
+use super::server_routes::{RemovedApp, ReportedStatus, STATUS_ROUTE};
 use crate::app::targets::TargetStatus;
 use crate::app::{App, AppStatus, Destination, Phase};
 use crate::object::owner::FIELD_MANAGER;
+use crate::server_link::ServerLink;
 use crate::store::apps::AppStatusRecord;
 use crate::store::{Store, StoreError};
 
@@ -65,6 +68,11 @@ pub(super) enum Change {
     },
     /// From now on, write the status of App resources through this management client.
     Resources(Client),
+    /// From now on, send statuses (and removals) to this wardn server instead of a store: an
+    /// operator's report ([`super::report`]).
+    Server(ServerLink),
+    /// Send again the statuses the server did not take.
+    Resend,
     /// Answer once every earlier change is written.
     Flush(oneshot::Sender<()>),
 }
@@ -87,6 +95,9 @@ pub(super) struct Publisher {
     /// Changes queued and not yet taken by the task: `/metrics` shows whether writes keep up
     /// with passes (the queue is unbounded, so passes never wait for the store).
     depth: Arc<AtomicUsize>,
+    /// Reports an operator's server did not take: statuses sent here, App lists counted by
+    /// the report task ([`Publisher::count_refused`]).
+    refused: Arc<AtomicU64>,
 }
 
 impl Publisher {
@@ -95,9 +106,14 @@ impl Publisher {
         let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
         let depth = Arc::new(AtomicUsize::new(0));
         let written = Arc::clone(&depth);
+        let refused = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&refused);
         let task = tokio::spawn(async move {
             let mut writer = Writer {
                 store,
+                server: None,
+                unsent: BTreeMap::new(),
+                refused: counted,
                 resources: None,
                 target_phases: HashMap::new(),
             };
@@ -106,7 +122,22 @@ impl Publisher {
                 writer.write(change).await;
             }
         });
-        Publisher { tx, task, depth }
+        Publisher {
+            tx,
+            task,
+            depth,
+            refused,
+        }
+    }
+
+    /// Counts one report the server did not take.
+    pub(super) fn count_refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many reports the server did not take so far.
+    pub(super) fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
     }
 
     /// Queues `change`.
@@ -166,6 +197,13 @@ struct Resources {
 /// The state of the publishing task.
 struct Writer {
     store: Option<Store>,
+    /// The server statuses go to instead of a store (an operator's).
+    server: Option<ServerLink>,
+    /// What the server did not take, by App key: the latest status, or `None` for a removal.
+    /// Sent again at [`Change::Resend`] (and dropped when a newer change of the App is sent).
+    unsent: BTreeMap<String, Option<ReportedStatus>>,
+    /// Counts the statuses the server did not take (see [`Publisher::refused`]).
+    refused: Arc<AtomicU64>,
     resources: Option<Resources>,
     /// The last phase of each target of each App resource with targets (`namespace/name` →
     /// target → phase), from which its top-level `status.phase` is derived.
@@ -251,6 +289,8 @@ impl Writer {
             Change::Flush(done) => {
                 let _ = done.send(());
             }
+            Change::Server(server) => self.server = Some(server),
+            Change::Resend => self.resend().await,
             Change::Resources(client) => {
                 let reporter = Reporter {
                     controller: FIELD_MANAGER.to_string(),
@@ -296,6 +336,10 @@ impl Writer {
             }
             Change::Removed { key } => {
                 self.drop_target_status(&key).await;
+                if self.server.is_some() {
+                    self.report(key, None).await;
+                    return;
+                }
                 let Some(store) = &self.store else { return };
                 if let Err(error) = store.delete_app_status(&key).await {
                     tracing::warn!(app = %key, %error, "cannot delete the stored App status");
@@ -332,7 +376,22 @@ impl Writer {
         }
     }
 
-    async fn store(&self, key: String, app: &App, status: Box<RawValue>) -> Result<(), StoreError> {
+    async fn store(
+        &mut self,
+        key: String,
+        app: &App,
+        status: Box<RawValue>,
+    ) -> Result<(), StoreError> {
+        if self.server.is_some() {
+            let reported = ReportedStatus {
+                cluster: app.spec.destination.cluster_segment().to_string(),
+                name: app.metadata.name.clone().unwrap_or_default(),
+                key: key.clone(),
+                status,
+            };
+            self.report(key, Some(reported)).await;
+            return Ok(());
+        }
         let Some(store) = &self.store else {
             return Ok(());
         };
@@ -348,6 +407,51 @@ impl Writer {
             tracing::warn!(app = %record.key, %error, "cannot store the App status");
         }
         stored
+    }
+
+    /// Sends App `key`'s new status (`None`: its removal) to the server; what it does not
+    /// take is kept for [`Writer::resend`].
+    async fn report(&mut self, key: String, status: Option<ReportedStatus>) {
+        let Some(server) = &self.server else { return };
+        let sent = match &status {
+            Some(status) => {
+                server
+                    .exchange::<_, IgnoredAny>(reqwest::Method::PUT, STATUS_ROUTE, Some(status))
+                    .await
+            }
+            None => {
+                let removed = RemovedApp { key: key.clone() };
+                server
+                    .exchange::<_, IgnoredAny>(
+                        reqwest::Method::DELETE,
+                        STATUS_ROUTE,
+                        Some(&removed),
+                    )
+                    .await
+            }
+        };
+        match sent {
+            Ok(_) => {
+                self.unsent.remove(&key);
+            }
+            Err(error) => {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                if self.unsent.is_empty() {
+                    tracing::warn!(app = %key, %error, "cannot report the App's status to the server; sent again after the next report of the Apps");
+                }
+                self.unsent.insert(key, status);
+            }
+        }
+    }
+
+    /// Sends again what the server did not take, oldest key first, until it refuses one.
+    async fn resend(&mut self) {
+        while let Some((key, status)) = self.unsent.pop_first() {
+            self.report(key.clone(), status).await;
+            if self.unsent.contains_key(&key) {
+                return;
+            }
+        }
     }
 
     async fn patch_status(&mut self, key: &str, app: &App, status: &AppStatus) {

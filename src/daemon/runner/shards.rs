@@ -45,7 +45,7 @@ impl Runner {
         if let (Some(store), Some(membership)) = (&self.store, self.sharding.get()) {
             let handovers = tokio::spawn(
                 Arc::clone(self)
-                    .serve_handovers(store.clone(), membership.replica_id().to_string()),
+                    .serve_handovers(Arc::new(store.clone()), membership.replica_id().to_string()),
             );
             self.tasks.lock().push(handovers);
         }
@@ -239,8 +239,12 @@ impl Runner {
 
     /// When this replica may not write for App `key` now, the owner of its cluster
     /// ([`crate::shard::View::owner`]: another replica, this one while its claim is not yet
-    /// effective, or `none`); `None` when it may.
+    /// effective, or `none`) or, on a `--role server` process, the operator that reconciles
+    /// it; `None` when it may.
     pub(super) fn elsewhere(&self, key: &str) -> Option<String> {
+        if let Some(operator) = self.operator_of(key) {
+            return Some(operator);
+        }
         let membership = self.sharding.get()?;
         let cluster = self.cluster_of(key)?;
         if membership.owns(&cluster) {
@@ -337,6 +341,17 @@ impl Runner {
                 .await;
             if let Err(e) = reloaded {
                 tracing::warn!(error = %e, "cannot reload App statuses; clusters taken over wait");
+                return (before, since);
+            }
+        } else {
+            // An operator: the statuses of the clusters it takes over are its server's.
+            let reload: BTreeSet<String> = owned
+                .iter()
+                .filter(|c| taken.contains(c.as_str()) || fresh.contains(*c))
+                .cloned()
+                .collect();
+            if let Err(e) = self.reload_from_server(&reload).await {
+                tracing::warn!(error = %e, "cannot read App statuses back from the server; clusters taken over wait");
                 return (before, since);
             }
         }

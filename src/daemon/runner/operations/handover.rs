@@ -1,8 +1,10 @@
-//! Operations across replicas (`--shards auto`): the replica an operator reached may not own
-//! the App (and, loading only its own share, has not rendered it). It records the operation
-//! in the store ([`crate::store::requests`]) and waits for the outcome; the owner polls the
-//! store every second, claims the request (one claim wins, so a plan is approved once and a
-//! sync runs once), performs it like a local one and writes the outcome back. Approvals and
+//! Operations across replicas (`--shards auto`), and from a `--role server` process to its
+//! operators: the process a person reached may not own the App (and, loading only its own
+//! share, or being a server, has not rendered it). It records the operation in the store
+//! ([`crate::store::requests`]) and waits for the outcome; the owner reads the open requests
+//! every second ([`Requests`]: the store itself, or the server's routes for an operator),
+//! claims the request (one claim wins, so a plan is approved once and a sync runs once),
+//! performs it like a local one and writes the outcome back. Approvals and
 //! rejections, diffs, syncs, refreshes, pushes (a webhook's poll), promotions, rollbacks and
 //! unpins are handed over this way. Polling rather than PostgreSQL `LISTEN/NOTIFY`: the
 //! store's `Any` driver has no listener, a second of latency is nothing next to a human's
@@ -10,6 +12,8 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
 
 use super::{Completed, Operation, OperationError};
 use crate::app::AppStatus;
@@ -107,6 +111,98 @@ struct Outcome {
     error: Option<String>,
 }
 
+/// A request no owner has claimed yet, as an owner reads it (from the store, or from a
+/// server's `GET /internal/app-requests`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OpenRequest {
+    /// The request's random id.
+    pub id: String,
+    /// The App's key (`namespace/name`).
+    pub app_key: String,
+    /// The operation (see [`encode`]).
+    pub operation: String,
+    /// The plan hash stored with it.
+    pub plan_hash: Option<String>,
+}
+
+/// Where an owner finds the operations handed to it, claims them (one claim wins) and answers
+/// them: the store (replicas of `--role all --shards auto`) or a wardn server's
+/// `/internal/app-requests` routes (operators, [`super::server_requests`]). Errors are
+/// messages for the log: the owner tries again at its next poll.
+pub(in crate::daemon::runner) trait Requests:
+    Send + Sync + 'static
+{
+    /// The requests nobody has claimed yet, oldest first.
+    fn open(&self) -> BoxFuture<'_, Result<Vec<OpenRequest>, String>>;
+    /// Claims request `id` for `replica`; false when another claimed it first.
+    fn claim<'a>(&'a self, id: &'a str, replica: &'a str) -> BoxFuture<'a, Result<bool, String>>;
+    /// Stores the outcome (JSON) of request `id`.
+    fn finish<'a>(&'a self, id: &'a str, outcome: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    /// Deletes the requests recorded more than `age` ago (no asker waits for them).
+    fn sweep(&self, age: Duration) -> BoxFuture<'_, ()>;
+}
+
+impl Requests for Store {
+    fn open(&self) -> BoxFuture<'_, Result<Vec<OpenRequest>, String>> {
+        Box::pin(async move {
+            let open = self.open_app_requests().await.map_err(|e| e.to_string())?;
+            Ok(open
+                .into_iter()
+                .map(|request| OpenRequest {
+                    id: request.id,
+                    app_key: request.app_key,
+                    operation: request.operation,
+                    plan_hash: request.plan_hash,
+                })
+                .collect())
+        })
+    }
+
+    fn claim<'a>(&'a self, id: &'a str, replica: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move {
+            self.claim_app_request(id, replica)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn finish<'a>(&'a self, id: &'a str, outcome: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.finish_app_request(id, outcome, &now_rfc3339())
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn sweep(&self, age: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(sweep_requests(self, age))
+    }
+}
+
+/// The age after which a request is deleted: its asker's deadline (`health_timeout` plus two
+/// minutes) plus [`KEEP_AFTER_DEADLINE`].
+pub(in crate::daemon::runner) fn requests_kept_for(health_timeout: Duration) -> Duration {
+    health_timeout + Duration::from_secs(120) + KEEP_AFTER_DEADLINE
+}
+
+/// Deletes the requests of `store` recorded more than `age` ago.
+pub(in crate::daemon::runner) async fn sweep_requests(store: &Store, age: Duration) {
+    let before = jiff::Timestamp::now()
+        .checked_sub(jiff::SignedDuration::try_from(age).unwrap_or(jiff::SignedDuration::MAX))
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    match store
+        .delete_app_requests_before(&crate::time::rfc3339(before))
+        .await
+    {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(
+            requests = n,
+            "deleted handed-over requests no asker waits for"
+        ),
+        Err(e) => tracing::warn!(error = %e, "cannot delete stale handed-over requests"),
+    }
+}
+
 /// Whether `operation` may be handed to the owner of its App (see [`encode`]).
 pub(super) fn can_hand_over(operation: &Operation) -> bool {
     encode(operation).is_some()
@@ -171,40 +267,22 @@ impl Runner {
         }
     }
 
-    /// Deletes the requests older than any asker's deadline plus [`KEEP_AFTER_DEADLINE`].
-    async fn sweep_requests(&self, store: &Store) {
-        let age = self.options.health_timeout + Duration::from_secs(120) + KEEP_AFTER_DEADLINE;
-        let before = jiff::Timestamp::now()
-            .checked_sub(jiff::SignedDuration::try_from(age).unwrap_or(jiff::SignedDuration::MAX))
-            .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-        match store
-            .delete_app_requests_before(&crate::time::rfc3339(before))
-            .await
-        {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(
-                requests = n,
-                "deleted handed-over requests no asker waits for"
-            ),
-            Err(e) => tracing::warn!(error = %e, "cannot delete stale handed-over requests"),
-        }
-    }
-
     /// The owner's side: every [`POLL`], claims the open requests of the Apps this replica
     /// owns, performs them and stores their outcomes. Runs until the runner stops.
     pub(in crate::daemon::runner) async fn serve_handovers(
         self: Arc<Self>,
-        store: Store,
+        requests: Arc<dyn Requests>,
         replica: String,
     ) {
         let mut ticker = tokio::time::interval(POLL);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let kept_for = requests_kept_for(self.options.health_timeout);
         for tick in 0u64.. {
             ticker.tick().await;
             if tick % SWEEP_EVERY == 0 {
-                self.sweep_requests(&store).await;
+                requests.sweep(kept_for).await;
             }
-            let open = match store.open_app_requests().await {
+            let open = match requests.open().await {
                 Ok(open) => open,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read handed-over requests");
@@ -217,7 +295,7 @@ impl Runner {
                 {
                     continue;
                 }
-                match store.claim_app_request(&request.id, &replica).await {
+                match requests.claim(&request.id, &replica).await {
                     Ok(true) => {}
                     Ok(false) => continue,
                     Err(e) => {
@@ -256,10 +334,7 @@ impl Runner {
                     },
                 };
                 let text = serde_json::to_string(&outcome).unwrap_or_default();
-                if let Err(e) = store
-                    .finish_app_request(&request.id, &text, &now_rfc3339())
-                    .await
-                {
+                if let Err(e) = requests.finish(&request.id, &text).await {
                     tracing::warn!(error = %e, request = %request.id, "cannot store the outcome");
                 }
             }

@@ -1,0 +1,156 @@
+//! The wire contract between an operator and its wardn server for the operator's reports
+//! (see [`super::report`]): the routes and their bodies, shared by the operator that sends
+//! them and the server's handlers that take them.
+
+use serde_json::value::RawValue;
+
+use crate::app::App;
+
+/// The route an operator reports its Apps to (`{operator}`: its replica id).
+pub const APPS_ROUTE: &str = "/internal/operators/{operator}/apps";
+/// The route an operator reports a status to (`PUT`), or an App's removal (`DELETE`).
+pub const STATUS_ROUTE: &str = "/internal/app-status";
+
+/// The body of [`APPS_ROUTE`]: every App the operator reconciles (targets expanded).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedApps {
+    /// The Apps.
+    pub apps: Vec<ReportedApp>,
+}
+
+/// One reported App: the App, and what expanding it set on its destination, which an App's
+/// own JSON leaves out (a target's name makes its key, `namespace/name:target`).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedApp {
+    /// The App as its resource or file defines it.
+    pub app: App,
+    /// The template its destination cluster came from, if any.
+    #[serde(default)]
+    pub cluster_template: Option<String>,
+    /// Its target, for one target of an App with `spec.targets`.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Whether it is its App's first target.
+    #[serde(default)]
+    pub primary: bool,
+}
+
+impl ReportedApp {
+    /// The report of `app`, as expanded.
+    pub fn of(app: &App) -> ReportedApp {
+        let destination = &app.spec.destination;
+        ReportedApp {
+            app: app.clone(),
+            cluster_template: destination.cluster_template.clone(),
+            target: destination.target.clone(),
+            primary: destination.primary,
+        }
+    }
+
+    /// The App as the operator holds it, expansion included.
+    pub fn into_app(self) -> App {
+        let mut app = self.app;
+        app.spec.destination.cluster_template = self.cluster_template;
+        app.spec.destination.target = self.target;
+        app.spec.destination.primary = self.primary;
+        app
+    }
+}
+
+/// The body of [`STATUS_ROUTE`]'s `PUT`: one App's new status.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedStatus {
+    /// The App's key, `namespace/name`.
+    pub key: String,
+    /// Its destination cluster segment.
+    pub cluster: String,
+    /// Its name.
+    pub name: String,
+    /// The status (JSON).
+    pub status: Box<RawValue>,
+}
+
+/// The body of [`STATUS_ROUTE`]'s `DELETE`: an App the operator no longer manages.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemovedApp {
+    /// The App's key, `namespace/name`.
+    pub key: String,
+}
+
+/// The most statuses one answer of [`STATUS_ROUTE`]'s `GET` holds.
+pub const MAX_STATUSES_PER_PAGE: u32 = 500;
+
+/// The query of [`STATUS_ROUTE`]'s `GET`: one page of the stored statuses, in key order.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusesQuery {
+    /// Only the Apps deploying to this cluster (segment).
+    pub cluster: Option<String>,
+    /// Only keys after this one (the previous page's `next`).
+    pub after: Option<String>,
+    /// At most this many (at most [`MAX_STATUSES_PER_PAGE`], the default).
+    pub limit: Option<u32>,
+}
+
+/// The answer of [`STATUS_ROUTE`]'s `GET`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct StoredStatuses {
+    /// The statuses of this page.
+    pub statuses: Vec<StoredStatus>,
+    /// The key to read the next page after; `None` on the last page.
+    pub next: Option<String>,
+}
+
+/// One stored status.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct StoredStatus {
+    /// The App's key.
+    pub key: String,
+    /// Its status (JSON).
+    pub status: Box<RawValue>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::key::app_key;
+    use crate::app::targets::expand;
+
+    /// Differential against the operator's own expansion: each target of an App with
+    /// `spec.targets`, and an App routed by a cluster template, reads back from a report's
+    /// JSON as the operator holds it (same key, target, template and primary), though the
+    /// App's own JSON leaves those out.
+    #[test]
+    fn a_reported_app_reads_back_as_the_operator_expanded_it() {
+        let yaml = "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: web\n  namespace: team\n  labels: {env: prod}\n\
+             spec:\n  source:\n    type: Directory\n    directory:\n      path: /srv\n\
+             \x20 destination: {namespace: shop}\n\
+             \x20 targets: {eu: {cluster: 'eu-{{ .metadata.labels.env }}', primary: true}, us: {cluster: us-1}}\n";
+        let app: App = serde_saphyr::from_str(yaml).unwrap();
+        let expanded = expand(&app).unwrap();
+        assert_eq!(expanded.len(), 2);
+        for app in &expanded {
+            let text = serde_json::to_string(&ReportedApp::of(app)).unwrap();
+            let back = serde_json::from_str::<ReportedApp>(&text)
+                .unwrap()
+                .into_app();
+            assert_eq!(app_key(&back), app_key(app));
+            assert_eq!(back.spec.destination.target, app.spec.destination.target);
+            assert_eq!(
+                back.spec.destination.cluster_template,
+                app.spec.destination.cluster_template
+            );
+            assert_eq!(back.spec.destination.primary, app.spec.destination.primary);
+            assert_eq!(back.spec, app.spec);
+            // The App's own JSON alone loses the target, and so the key.
+            let bare: App = serde_json::from_str(&serde_json::to_string(app).unwrap()).unwrap();
+            assert_ne!(app_key(&bare), app_key(app));
+        }
+        let keys: Vec<String> = expanded.iter().map(app_key).collect();
+        assert_eq!(keys, ["team/web:eu", "team/web:us"]);
+    }
+}

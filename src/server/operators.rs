@@ -1,0 +1,263 @@
+//! The routes operators report to (internal token only), so a `--role server` process lists
+//! their Apps and hands them the operations people ask for: each operator's Apps
+//! (`PUT /internal/operators/{operator}/apps`), their statuses (`PUT|DELETE
+//! /internal/app-status`, read back a page at a time with `GET`), and the handed-over
+//! operations it reads, claims and answers (`/internal/app-requests`), all of access
+//! [`super::Access::Operators`]. The operator's side is `crate::daemon::runner`'s report.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use super::AppState;
+use super::error::ApiError;
+use crate::app::AppStatus;
+use crate::app::key::app_key;
+use crate::daemon::runner::server_requests::{
+    Claim, Claimed, Finished, OpenRequests, is_request_id, open_requests,
+};
+use crate::daemon::runner::{
+    MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApps, ReportedStatus, StatusesQuery, StoredStatus,
+    StoredStatuses,
+};
+use crate::store::apps::AppStatusRecord;
+use crate::time::now_rfc3339;
+
+/// The largest body of these routes: ten thousand Apps reported at once, a diff of a
+/// five-thousand-object App.
+pub const MAX_BODY: usize = 64 * 1024 * 1024;
+/// The longest operator id (a Pod name is at most 253 characters).
+const MAX_OPERATOR_CHARS: usize = 253;
+
+/// `body` as `T`, or a 400 naming what is wrong with it.
+fn parse<T: DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("{what}: {e}")))
+}
+
+/// A 400 naming `field` and `reason`.
+fn invalid(field: &str, reason: impl std::fmt::Display) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, format!("{field}: {reason}"))
+}
+
+/// The middleware of [`super::Access::Operators`]: refuses the operators' reports on a
+/// process that reconciles Apps itself (`--role all`), whose statuses and operations would
+/// mix with theirs.
+pub async fn require_server_role(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    if state.reconciles_apps() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "this wardn process reconciles Apps itself (--role all): operators report to a --role server process",
+        ));
+    }
+    Ok(next.run(request).await)
+}
+
+/// Checks an operator id: a replica id (Pod name or host name and process id).
+fn check_operator(operator: &str) -> Result<(), ApiError> {
+    let valid = !operator.is_empty()
+        && operator.chars().count() <= MAX_OPERATOR_CHARS
+        && operator
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    if valid {
+        return Ok(());
+    }
+    Err(invalid(
+        "operator",
+        format!(
+            "{:?} is not a replica id (1 to {MAX_OPERATOR_CHARS} letters, digits, '-', '.' or '_')",
+            operator.chars().take(80).collect::<String>()
+        ),
+    ))
+}
+
+/// `PUT /internal/operators/{operator}/apps`: operator `operator` reconciles exactly these
+/// Apps now. Each must have a name and a valid source, and no key twice; the Apps it no
+/// longer reports stop being listed.
+pub async fn report_apps(
+    State(state): State<AppState>,
+    Path(operator): Path<String>,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    check_operator(&operator)?;
+    let report: ReportedApps = parse(&body, "body")?;
+    let mut rows: Vec<(String, String)> = Vec::with_capacity(report.apps.len());
+    let mut keys = std::collections::BTreeSet::new();
+    for (index, reported) in report.apps.into_iter().enumerate() {
+        let field = format!("apps[{index}]");
+        let text = serde_json::to_string(&reported).map_err(|e| ApiError::internal(&e))?;
+        let app = reported.into_app();
+        if app.metadata.name.as_deref().is_none_or(str::is_empty) {
+            return Err(invalid(&format!("{field}.app.metadata.name"), "required"));
+        }
+        let key = app_key(&app);
+        app.spec
+            .source
+            .validate()
+            .map_err(|e| invalid(&format!("{field} ({key})"), e))?;
+        if !keys.insert(key.clone()) {
+            return Err(invalid(&field, format!("App {key} is reported twice")));
+        }
+        rows.push((key, text));
+    }
+    let now = jiff::Timestamp::now().as_millisecond();
+    state
+        .store()
+        .report_operator_apps(&operator, &rows, now)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `PUT /internal/app-status`: an operator's App has a new status.
+pub async fn put_status(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    let reported: ReportedStatus = parse(&body, "body")?;
+    check_key(&reported.key)?;
+    if reported.cluster.is_empty() {
+        return Err(invalid("cluster", "required"));
+    }
+    serde_json::from_str::<AppStatus>(reported.status.get())
+        .map_err(|e| invalid("status", format!("not an App status: {e}")))?;
+    let record = AppStatusRecord {
+        key: reported.key,
+        cluster: reported.cluster,
+        name: reported.name,
+        status: reported.status,
+        updated_at: now_rfc3339(),
+    };
+    state.store().put_app_status(&record).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /internal/app-status[?cluster=&after=&limit=]`: a page of the stored statuses in key
+/// order, for an operator that takes clusters over or restarts.
+pub async fn statuses(
+    State(state): State<AppState>,
+    Query(query): Query<StatusesQuery>,
+) -> Result<Json<StoredStatuses>, ApiError> {
+    let limit = query.limit.unwrap_or(MAX_STATUSES_PER_PAGE);
+    if limit == 0 || limit > MAX_STATUSES_PER_PAGE {
+        return Err(invalid(
+            "limit",
+            format!("must be 1 to {MAX_STATUSES_PER_PAGE}"),
+        ));
+    }
+    let page = state
+        .store()
+        .app_statuses_page::<Box<RawValue>>(
+            query.cluster.as_deref(),
+            query.after.as_deref().unwrap_or_default(),
+            i64::from(limit),
+        )
+        .await?;
+    let next = (page.len() == limit as usize)
+        .then(|| page.last().map(|record| record.key.clone()))
+        .flatten();
+    let statuses = page
+        .into_iter()
+        .map(|record| StoredStatus {
+            key: record.key,
+            status: record.status,
+        })
+        .collect();
+    Ok(Json(StoredStatuses { statuses, next }))
+}
+
+/// `DELETE /internal/app-status`: an operator no longer manages the App.
+pub async fn delete_status(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    let removed: RemovedApp = parse(&body, "body")?;
+    check_key(&removed.key)?;
+    state.store().delete_app_status(&removed.key).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Checks an App key: `namespace/name` (a target's `namespace/name:target`).
+fn check_key(key: &str) -> Result<(), ApiError> {
+    match key.split_once('/') {
+        Some((namespace, name))
+            if !namespace.is_empty() && !name.is_empty() && key.len() <= 1024 =>
+        {
+            Ok(())
+        }
+        _ => Err(invalid("key", "expected namespace/name")),
+    }
+}
+
+/// `GET /internal/app-requests`: the operations no operator claimed yet, oldest first.
+pub async fn requests(State(state): State<AppState>) -> Result<Json<OpenRequests>, ApiError> {
+    open_requests(state.store())
+        .await
+        .map(Json)
+        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e))
+}
+
+/// The request `id` names, or a 404 (also for anything that is not a request id).
+async fn stored_request(
+    state: &AppState,
+    id: &str,
+) -> Result<crate::store::requests::AppRequest, ApiError> {
+    let not_found = || ApiError::new(StatusCode::NOT_FOUND, format!("no request {id:?}"));
+    if !is_request_id(id) {
+        return Err(not_found());
+    }
+    state.store().app_request(id).await?.ok_or_else(not_found)
+}
+
+/// `POST /internal/app-requests/{id}/claim`: claims request `id` for the operator named in
+/// the body; `{"claimed": false}` when another claimed it first.
+pub async fn claim(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Claimed>, ApiError> {
+    stored_request(&state, &id).await?;
+    let claim: Claim = parse(&body, "body")?;
+    check_operator(&claim.replica).map_err(|_| invalid("replica", "not a replica id"))?;
+    let claimed = state.store().claim_app_request(&id, &claim.replica).await?;
+    Ok(Json(Claimed { claimed }))
+}
+
+/// `PUT /internal/app-requests/{id}/outcome`: the outcome of claimed request `id` (JSON).
+/// A request nobody claimed, or one already answered, is a 409.
+pub async fn finish(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    let request = stored_request(&state, &id).await?;
+    let finished: Finished = parse(&body, "body")?;
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&finished.outcome)
+        .map_err(|e| invalid("outcome", format!("not a JSON object: {e}")))?;
+    if request.claimed_by.is_none() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("request {id} is not claimed: claim it first"),
+        ));
+    }
+    if request.outcome.is_some() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("request {id} is already answered"),
+        ));
+    }
+    state
+        .store()
+        .finish_app_request(&id, &finished.outcome, &now_rfc3339())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
