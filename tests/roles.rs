@@ -1091,6 +1091,75 @@ async fn operations_through_the_server_reach_the_operator() {
     let _ = stop.send(());
 }
 
+/// An operator's heartbeat: between reports of its Apps it sends one every 30 s naming its
+/// last report's digest; when the server no longer holds that report (here its rows are
+/// deleted from the server's database, as a new database would have none), the heartbeat is
+/// answered 409 and the operator sends its Apps again at once, so they are listed again
+/// within a period. Its `/metrics` count each kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_sends_its_apps_again_when_the_server_lost_them() {
+    let sim = common::start(&["team-a"]).await;
+    let server = server_role_with_target(&sim).await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    write_app_with_extra(work.path(), &apps, ("wardn", "plain"), "target", false);
+    let (_runner, operator, stop) = start_operator(
+        &server.base,
+        INTERNAL_TOKEN,
+        &apps,
+        &work.path().join("data"),
+        None,
+    )
+    .await;
+    let token = server.token().await;
+    let http = server.http();
+    let list = || {
+        let request = http.get(server.url("/api/v1/apps")).bearer_auth(&token);
+        async move { request.send().await.unwrap().json().await.unwrap() }
+    };
+    let listed = |count: usize| {
+        move |list: &serde_json::Value| list["apps"].as_array().is_some_and(|a| a.len() == count)
+    };
+    until_value("the App listed", list, listed(1)).await;
+    let reports = |kind: &'static str| {
+        let operator = operator.clone();
+        async move {
+            wardn_metric(
+                &format!("{operator}/metrics"),
+                &format!("wardn_server_app_reports_total{{kind=\"{kind}\"}}"),
+            )
+            .await
+            .unwrap_or_default()
+        }
+    };
+    let sent = reports("apps").await;
+    assert!(sent >= 1.0, "{sent}");
+    // The server loses the operator's report.
+    let database = server.data.path().join(wardn::store::SQLITE_FILE);
+    let pool = sqlx::sqlite::SqlitePool::connect(&format!("sqlite://{}", database.display()))
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM operator_apps")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM operators")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    until_value("the lost App no longer listed", list, listed(0)).await;
+    // Within one heartbeat period (30 s; `until_value` waits a minute) it is listed again.
+    until_value("the App listed again", list, listed(1)).await;
+    assert_eq!(reports("heartbeat_refused").await, 1.0);
+    assert_eq!(
+        reports("apps").await,
+        sent + 1.0,
+        "the Apps sent again once"
+    );
+    let _ = stop.send(());
+}
+
 /// Hostile: the routes operators report to take only what an operator sends, with the
 /// internal token, on a `--role server` process; each refusal names the field. A long run of
 /// reports (the set of Apps changing each time) leaves the server listing the last one.
@@ -1328,6 +1397,107 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
         )
         .await;
         assert_eq!(status, 204, "{text}");
+    }
+    // Heartbeats: the digest of the last report taken (the SHA-256 of its body) is 204; any
+    // other, an operator never reported, or a careless body is refused, naming why.
+    let last: Vec<serde_json::Value> = (0..(199 % 7))
+        .map(|i| app(&format!("app-199-{i}")))
+        .collect();
+    let last_body = report(serde_json::Value::Array(last));
+    let digest = wardn::daemon::runner::report_digest(last_body.as_bytes());
+    let beat = |digest: &str| serde_json::json!({ "digest": digest }).to_string();
+    let zeros = "0".repeat(64);
+    let heartbeats: Vec<(&str, &str, String, u16, &str)> = vec![
+        (
+            "/internal/operators/op-1/heartbeat",
+            INTERNAL_TOKEN,
+            beat(&digest),
+            204,
+            "",
+        ),
+        (
+            "/internal/operators/op-1/heartbeat",
+            INTERNAL_TOKEN,
+            beat(&zeros),
+            409,
+            "send the Apps again",
+        ),
+        (
+            "/internal/operators/op-2/heartbeat",
+            INTERNAL_TOKEN,
+            beat(&digest),
+            409,
+            "operator op-2",
+        ),
+        (
+            "/internal/operators/op-1/heartbeat",
+            user.as_str(),
+            beat(&digest),
+            401,
+            "",
+        ),
+        (
+            "/internal/operators/op-1/heartbeat",
+            INTERNAL_TOKEN,
+            beat(&digest.to_uppercase()),
+            400,
+            "digest",
+        ),
+        (
+            "/internal/operators/op-1/heartbeat",
+            INTERNAL_TOKEN,
+            beat("abc"),
+            400,
+            "digest",
+        ),
+        (
+            "/internal/operators/op-1/heartbeat",
+            INTERNAL_TOKEN,
+            r#"{"digest":1}"#.into(),
+            400,
+            "body",
+        ),
+        (
+            "/internal/operators/op-1/heartbeat",
+            INTERNAL_TOKEN,
+            format!(r#"{{"digest":"{digest}","apps":[]}}"#),
+            400,
+            "apps",
+        ),
+        (
+            "/internal/operators/op%2F1/heartbeat",
+            INTERNAL_TOKEN,
+            beat(&digest),
+            400,
+            "operator",
+        ),
+    ];
+    for (path, token, body, code, says) in heartbeats {
+        let (status, text) = send(&server, put.clone(), path, token, body.clone()).await;
+        assert_eq!(status, code, "{path} {body}: {text}");
+        assert!(text.contains(says), "{path} {body}: {text}");
+    }
+    let (status, text) = send(
+        &all,
+        put.clone(),
+        "/internal/operators/op-1/heartbeat",
+        INTERNAL_TOKEN,
+        beat(&digest),
+    )
+    .await;
+    assert_eq!(status, 409, "{text}");
+    assert!(text.contains("--role server"), "{text}");
+    // Long run: a thousand heartbeats in a row are each taken, and change nothing listed.
+    for round in 0..1000 {
+        let (status, text) = send(
+            &server,
+            put.clone(),
+            "/internal/operators/op-1/heartbeat",
+            INTERNAL_TOKEN,
+            beat(&digest),
+        )
+        .await;
+        assert_eq!(status, 204, "heartbeat {round}: {text}");
     }
     let token = server.token().await;
     let listed = until_value(

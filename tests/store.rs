@@ -1206,21 +1206,24 @@ async fn suite(backend: Backend<'_>) {
 }
 
 /// Apps the operators report: each operator's report replaces its rows (an App it stopped
-/// reporting goes, one another operator took over moves), the version changes with every
-/// change and not with a report that changes nothing, an operator that stops reporting has
-/// its Apps expire, and a long run of reports keeps one row per App.
+/// reporting goes, one another operator took over moves) and writes only the rows that
+/// differ; the version changes with every change and not with a report that changes nothing;
+/// a heartbeat keeps an operator listed only while it names the digest of its last report
+/// and that report has not expired; an operator that goes silent has its Apps expire; and a
+/// long run of reports and heartbeats keeps one row per App.
 async fn operator_apps(db: TestDb) {
     use wardn::store::operator_apps::REPORTED_FOR_MS;
     let store = Store::connect(&db.url).await.unwrap();
     let other = Store::connect(&db.url).await.unwrap();
     let app = |key: &str, rev: u32| (key.to_string(), format!(r#"{{"key":"{key}","rev":{rev}}}"#));
     let t0 = 5_000_000;
-    store
-        .report_operator_apps("op-a", &[app("fleet/a", 1), app("fleet/b", 1)], t0)
+    let written = store
+        .report_operator_apps("op-a", "d-a1", &[app("fleet/a", 1), app("fleet/b", 1)], t0)
         .await
         .unwrap();
+    assert_eq!(written, 2);
     other
-        .report_operator_apps("op-b", &[app("fleet/c", 1)], t0 + 10)
+        .report_operator_apps("op-b", "d-b1", &[app("fleet/c", 1)], t0 + 10)
         .await
         .unwrap();
     let rows = store.operator_apps(0).await.unwrap();
@@ -1239,28 +1242,79 @@ async fn operator_apps(db: TestDb) {
     assert_eq!(rows[0].app, r#"{"key":"fleet/a","rev":1}"#);
     let v1 = store.operator_apps_version(0).await.unwrap();
     assert_eq!(v1.reported, 3);
-    // The same report later: nothing changed, the version stays.
-    store
-        .report_operator_apps("op-a", &[app("fleet/a", 1), app("fleet/b", 1)], t0 + 1000)
+    // The same report later writes no App row, and the version stays.
+    let written = store
+        .report_operator_apps(
+            "op-a",
+            "d-a1",
+            &[app("fleet/a", 1), app("fleet/b", 1)],
+            t0 + 1000,
+        )
         .await
         .unwrap();
+    assert_eq!(written, 0);
     assert_eq!(other.operator_apps_version(0).await.unwrap(), v1);
-    // A changed App changes it; so does one that moved to another operator.
-    store
-        .report_operator_apps("op-a", &[app("fleet/a", 2), app("fleet/b", 1)], t0 + 2000)
+    // Heartbeats: the digest of the operator's last report keeps it listed; another digest,
+    // an operator never reported, or a digest of another operator's report does not.
+    assert!(
+        other
+            .operator_heartbeat("op-a", "d-a1", t0 + 1500)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !other
+            .operator_heartbeat("op-a", "d-a0", t0 + 1500)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !other
+            .operator_heartbeat("op-z", "d-a1", t0 + 1500)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !other
+            .operator_heartbeat("op-b", "d-a1", t0 + 1500)
+            .await
+            .unwrap()
+    );
+    assert_eq!(other.operator_apps_version(0).await.unwrap(), v1);
+    // A changed App changes it and is the one row written; so does one that moved to
+    // another operator.
+    let written = store
+        .report_operator_apps(
+            "op-a",
+            "d-a2",
+            &[app("fleet/a", 2), app("fleet/b", 1)],
+            t0 + 2000,
+        )
         .await
         .unwrap();
+    assert_eq!(written, 1);
     let v2 = store.operator_apps_version(0).await.unwrap();
     assert_ne!(v2, v1);
+    assert!(
+        !store
+            .operator_heartbeat("op-a", "d-a1", t0 + 2100)
+            .await
+            .unwrap()
+    );
     other
-        .report_operator_apps("op-b", &[app("fleet/b", 1), app("fleet/c", 1)], t0 + 2500)
+        .report_operator_apps(
+            "op-b",
+            "d-b2",
+            &[app("fleet/b", 1), app("fleet/c", 1)],
+            t0 + 2500,
+        )
         .await
         .unwrap();
     let v3 = store.operator_apps_version(0).await.unwrap();
     assert_ne!(v3, v2);
     // op-a no longer reports fleet/b: its report deletes only its own rows.
     store
-        .report_operator_apps("op-a", &[app("fleet/a", 2)], t0 + 3000)
+        .report_operator_apps("op-a", "d-a3", &[app("fleet/a", 2)], t0 + 3000)
         .await
         .unwrap();
     let owners: Vec<(String, String)> = store
@@ -1280,12 +1334,11 @@ async fn operator_apps(db: TestDb) {
     );
     // An empty report drops all of an operator's Apps.
     other
-        .report_operator_apps("op-b", &[], t0 + 3500)
+        .report_operator_apps("op-b", "d-b3", &[], t0 + 3500)
         .await
         .unwrap();
     assert_eq!(store.operator_apps(0).await.unwrap().len(), 1);
-    // Read from a time on: an operator not heard from is not listed, and its rows go with
-    // the next report of any operator after they expire.
+    // Read from a time on: an operator not heard from is not listed.
     assert!(store.operator_apps(t0 + 3001).await.unwrap().is_empty());
     assert_eq!(
         store
@@ -1295,21 +1348,40 @@ async fn operator_apps(db: TestDb) {
             .reported,
         0
     );
+    // A heartbeat keeps it listed; once expired, a heartbeat no longer revives it, and its
+    // rows go with the next report of any operator.
+    assert!(
+        store
+            .operator_heartbeat("op-a", "d-a3", t0 + 4000)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.operator_apps(t0 + 3001).await.unwrap().len(), 1);
+    let late = t0 + 4000 + REPORTED_FOR_MS + 1;
+    assert!(
+        !store
+            .operator_heartbeat("op-a", "d-a3", late)
+            .await
+            .unwrap()
+    );
     other
-        .report_operator_apps(
-            "op-b",
-            &[app("fleet/c", 1)],
-            t0 + 3000 + REPORTED_FOR_MS + 1,
-        )
+        .report_operator_apps("op-b", "d-b4", &[app("fleet/c", 1)], late)
         .await
         .unwrap();
     let left = store.operator_apps(0).await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].app_key, "fleet/c");
-    // Long run: a thousand reports of a hundred Apps, one changing each time, keep a hundred
-    // rows and change the version every time.
+    // Its full report brings it back.
+    store
+        .report_operator_apps("op-a", "d-a3", &[app("fleet/a", 2)], late + 1)
+        .await
+        .unwrap();
+    assert_eq!(store.operator_apps(late - 1).await.unwrap().len(), 2);
+    // Long run: a thousand reports of a hundred Apps, one changing each time, each followed
+    // by a heartbeat, write one row each, keep a hundred rows, and change the version every
+    // time.
     let mut last = store.operator_apps_version(0).await.unwrap();
-    let base = t0 + 10 * REPORTED_FOR_MS;
+    let base = late + 10 * REPORTED_FOR_MS;
     for round in 0..1000u32 {
         let apps: Vec<(String, String)> = (0..100u32)
             .map(|i| {
@@ -1319,15 +1391,40 @@ async fn operator_apps(db: TestDb) {
                 )
             })
             .collect();
-        store
-            .report_operator_apps("op-long", &apps, base + i64::from(round))
+        let digest = format!("d-long-{round}");
+        let now = base + 2 * i64::from(round);
+        let written = store
+            .report_operator_apps("op-long", &digest, &apps, now)
             .await
             .unwrap();
-        let now = store.operator_apps_version(0).await.unwrap();
-        assert_ne!(now, last, "round {round}");
-        last = now;
+        // The first report writes every row; round 1 changes app-001 alone (app-000 was 0
+        // already); from then on one App changes and the last round's goes back to 0.
+        let expected = match round {
+            0 => 100,
+            1 => 1,
+            _ => 2,
+        };
+        assert_eq!(written, expected, "round {round}");
+        assert!(
+            store
+                .operator_heartbeat("op-long", &digest, now + 1)
+                .await
+                .unwrap()
+        );
+        let version = store.operator_apps_version(0).await.unwrap();
+        assert_ne!(version, last, "round {round}");
+        last = version;
     }
-    assert_eq!(store.operator_apps(0).await.unwrap().len(), 100);
+    assert_eq!(
+        store
+            .operator_apps(base)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|r| r.operator == "op-long")
+            .count(),
+        100
+    );
     store.close().await;
     other.close().await;
 }

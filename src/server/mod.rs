@@ -546,6 +546,12 @@ pub fn route_table() -> Vec<RouteSpec> {
         ),
         route(
             Method::PUT,
+            crate::daemon::runner::HEARTBEAT_ROUTE,
+            Operators,
+            put(operators::heartbeat),
+        ),
+        route(
+            Method::PUT,
             crate::daemon::runner::STATUS_ROUTE,
             Operators,
             put(operators::put_status).layer(DefaultBodyLimit::max(operators::MAX_BODY)),

@@ -295,6 +295,9 @@ pub fn route_docs() -> Vec<RouteDoc> {
         doc(M::PUT, crate::daemon::runner::APPS_ROUTE, "The Apps an operator reconciles now, reported by the operator", "Empty; the Apps it no longer reports stop being listed.")
             .raw_body("`{\"apps\": [{\"app\": App, \"cluster_template\", \"target\", \"primary\"}, ...]}`: every App (targets expanded) the operator reconciles, with what its expansion set.")
             .empty(),
+        doc(M::PUT, crate::daemon::runner::HEARTBEAT_ROUTE, "An operator is alive and still reconciles the Apps of its last report", "Empty; 409 when the server holds another report of the operator, or none: it sends its Apps again.")
+            .raw_body("`{\"digest\"}`: the SHA-256 (hex) of the body of the operator's last report of its Apps.")
+            .empty(),
         doc(M::PUT, crate::daemon::runner::STATUS_ROUTE, "An operator's App has a new status", "Empty.")
             .raw_body("`{\"key\", \"cluster\", \"name\", \"status\"}`.")
             .empty(),

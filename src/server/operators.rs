@@ -22,8 +22,8 @@ use crate::daemon::runner::server_requests::{
     Claim, Claimed, Finished, OpenRequests, is_request_id, open_requests,
 };
 use crate::daemon::runner::{
-    MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApps, ReportedStatus, StatusesQuery, StoredStatus,
-    StoredStatuses,
+    Heartbeat, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApps, ReportedStatus, StatusesQuery,
+    StoredStatus, StoredStatuses, is_report_digest, report_digest,
 };
 use crate::store::apps::AppStatusRecord;
 use crate::time::now_rfc3339;
@@ -83,7 +83,7 @@ fn check_operator(operator: &str) -> Result<(), ApiError> {
 
 /// `PUT /internal/operators/{operator}/apps`: operator `operator` reconciles exactly these
 /// Apps now. Each must have a name and a valid source, and no key twice; the Apps it no
-/// longer reports stop being listed.
+/// longer reports stop being listed. The body's [`report_digest`] is what its heartbeats name.
 pub async fn report_apps(
     State(state): State<AppState>,
     Path(operator): Path<String>,
@@ -113,9 +113,42 @@ pub async fn report_apps(
     let now = jiff::Timestamp::now().as_millisecond();
     state
         .store()
-        .report_operator_apps(&operator, &rows, now)
+        .report_operator_apps(&operator, &report_digest(&body), &rows, now)
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `PUT /internal/operators/{operator}/heartbeat`: operator `operator` is alive and still
+/// reconciles the Apps of its report of that digest. A 409 when the server holds another
+/// report of it, or none (lost, expired, or never sent): the operator sends its Apps again.
+pub async fn heartbeat(
+    State(state): State<AppState>,
+    Path(operator): Path<String>,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    check_operator(&operator)?;
+    let heartbeat: Heartbeat = parse(&body, "body")?;
+    if !is_report_digest(&heartbeat.digest) {
+        return Err(invalid(
+            "digest",
+            "expected the SHA-256 of the last report, 64 lowercase hexadecimal digits",
+        ));
+    }
+    let now = jiff::Timestamp::now().as_millisecond();
+    if state
+        .store()
+        .operator_heartbeat(&operator, &heartbeat.digest, now)
+        .await?
+    {
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    Err(ApiError::new(
+        StatusCode::CONFLICT,
+        format!(
+            "operator {operator}: the server holds no report of digest {}: send the Apps again",
+            heartbeat.digest
+        ),
+    ))
 }
 
 /// `PUT /internal/app-status`: an operator's App has a new status.

@@ -74,7 +74,9 @@ impl TestServer {
         .await
     }
 
-    async fn start_configured(
+    /// Starts a server on `database_url` (None: SQLite) with the test options changed by
+    /// `configure`.
+    pub async fn start_configured(
         database_url: Option<String>,
         sealer: Sealer,
         data: tempfile::TempDir,

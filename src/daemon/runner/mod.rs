@@ -65,8 +65,9 @@ pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
 pub use pushes::Pushes;
 pub use server_routes::{
-    APPS_ROUTE, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApp, ReportedApps, ReportedStatus,
-    STATUS_ROUTE, StatusesQuery, StoredStatus, StoredStatuses,
+    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApp,
+    ReportedApps, ReportedStatus, STATUS_ROUTE, StatusesQuery, StoredStatus, StoredStatuses,
+    is_report_digest, report_digest,
 };
 pub use shards::ShardEntry;
 pub use status_cell::StatusCell;
@@ -197,6 +198,8 @@ pub struct Runner {
     /// statuses of clusters taken over (or of every App, at an unsharded start) are read back
     /// from it, as a replica with a store reads them from the store.
     server: std::sync::OnceLock<crate::server_link::ServerLink>,
+    /// What an operator's server took of its reports of Apps (see [`report`]).
+    reports: report::ReportCounts,
 }
 
 impl Runner {
@@ -240,6 +243,7 @@ impl Runner {
             parked: Mutex::new(std::collections::BTreeSet::new()),
             held: Mutex::new(std::collections::BTreeSet::new()),
             server: std::sync::OnceLock::new(),
+            reports: report::ReportCounts::default(),
         })
     }
 
@@ -319,6 +323,7 @@ impl Runner {
                  wardn_server_reports_refused_total {}\n",
                 self.publisher.refused()
             ));
+            runner.push_str(&self.reports.metrics_text());
         }
         runner.push_str(&self.shard_metrics());
         // The runner's gauges go before the OpenMetrics end marker, if there is one.

@@ -1,25 +1,31 @@
 //! An operator's reports to its wardn server, so the server lists the operator's Apps and
 //! people approve, sync and promote them through it: the Apps the operator reconciles
-//! (`PUT /internal/operators/{operator}/apps`, when they change and every
-//! [`REPORT_AT_LEAST_EVERY`] as a sign of life), each status change
+//! (`PUT /internal/operators/{operator}/apps` when they change; in between, every
+//! [`REPORT_AT_LEAST_EVERY`], a heartbeat naming the last report's digest as a sign of life,
+//! so an idle fleet of ten thousand Apps costs the server one row a period), each status change
 //! (`PUT /internal/app-status`, from the publishing task, see [`super::publish`]), and the
 //! operations the server hands over ([`super::operations::server_requests`]); the statuses
 //! are read back from the server when the operator starts or takes clusters over. All with the
 //! internal token, through the operator's [`ServerLink`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use reqwest::{Method, StatusCode};
+use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
-use sha2::{Digest, Sha256};
 
 use super::Runner;
 use super::operations::server_requests::ServerRequests;
 use super::publish::Change;
-use super::server_routes::{APPS_ROUTE, ReportedApp, ReportedApps, STATUS_ROUTE, StoredStatuses};
+use super::server_routes::{
+    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, ReportedApp, ReportedApps, STATUS_ROUTE,
+    StoredStatuses, report_digest,
+};
 use super::status_cell::StatusCell;
-use crate::server_link::ServerLink;
+use crate::server_link::{ExchangeError, ServerLink};
 
 /// How often the operator looks whether its Apps changed.
 const LOOK_EVERY: Duration = Duration::from_secs(2);
@@ -126,14 +132,16 @@ impl Runner {
     }
 
     /// Every [`LOOK_EVERY`], sends the reconciled Apps when they changed since the last report
-    /// the server took, or [`REPORT_AT_LEAST_EVERY`] passed. A server that cannot be reached
-    /// is logged when it starts and when it stops failing; after each report taken, statuses
-    /// that could not be sent are sent again.
+    /// the server took; otherwise every [`REPORT_AT_LEAST_EVERY`] a heartbeat naming that
+    /// report's digest, and the Apps again if the server no longer holds it. A server that
+    /// cannot be reached is logged when it starts and when it stops failing; after each report
+    /// taken, statuses that could not be sent are sent again.
     async fn report_apps(self: Arc<Self>, server: ServerLink, operator: String) {
-        let path = APPS_ROUTE.replace("{operator}", &operator);
+        let apps_path = APPS_ROUTE.replace("{operator}", &operator);
+        let heartbeat_path = HEARTBEAT_ROUTE.replace("{operator}", &operator);
         let mut ticker = tokio::time::interval(LOOK_EVERY);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut taken: Option<([u8; 32], Instant)> = None;
+        let mut taken: Option<Taken> = None;
         let mut failing = false;
         loop {
             ticker.tick().await;
@@ -148,23 +156,40 @@ impl Runner {
                     continue;
                 }
             };
-            let digest: [u8; 32] = Sha256::digest(body.get()).into();
-            if taken
-                .is_some_and(|(last, at)| last == digest && at.elapsed() < REPORT_AT_LEAST_EVERY)
-            {
-                continue;
-            }
-            let sent = server
-                .exchange::<_, serde::de::IgnoredAny>(reqwest::Method::PUT, &path, Some(&body))
-                .await;
+            let digest = report_digest(body.get().as_bytes());
+            let sent = match next_send(taken.as_ref(), &digest, Instant::now()) {
+                NextSend::Nothing => continue,
+                NextSend::Heartbeat => {
+                    let heartbeat = Heartbeat {
+                        digest: digest.clone(),
+                    };
+                    let beat = server
+                        .exchange::<_, IgnoredAny>(Method::PUT, &heartbeat_path, Some(&heartbeat))
+                        .await;
+                    match beat {
+                        Err(ExchangeError::Status { status, .. })
+                            if status == StatusCode::CONFLICT =>
+                        {
+                            tracing::info!(server = %server.base(),
+                                "the server holds no report of this operator's Apps; sending them again");
+                            self.reports.count(&self.reports.heartbeats_refused);
+                            self.send_apps(&server, &apps_path, &body).await
+                        }
+                        beat => beat.map(|_| self.reports.count(&self.reports.heartbeats)),
+                    }
+                }
+                NextSend::Apps => self.send_apps(&server, &apps_path, &body).await,
+            };
             match sent {
-                Ok(_) => {
+                Ok(()) => {
                     if failing {
                         tracing::info!(server = %server.base(), "the server takes this operator's reports again");
                         failing = false;
                     }
-                    taken = Some((digest, Instant::now()));
-                    self.publisher.send(Change::Resend);
+                    taken = Some(Taken {
+                        digest,
+                        at: Instant::now(),
+                    });
                 }
                 Err(error) => {
                     self.publisher.count_refused();
@@ -176,5 +201,137 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// Sends the Apps of `body` to `path`; once the server took them, the statuses that could
+    /// not be sent are sent again.
+    async fn send_apps(
+        &self,
+        server: &ServerLink,
+        path: &str,
+        body: &RawValue,
+    ) -> Result<(), ExchangeError> {
+        server
+            .exchange::<_, IgnoredAny>(Method::PUT, path, Some(body))
+            .await?;
+        self.reports.count(&self.reports.apps);
+        self.publisher.send(Change::Resend);
+        Ok(())
+    }
+}
+
+/// The last report of Apps the server took: its digest and when it or a heartbeat naming it
+/// was last taken.
+struct Taken {
+    digest: String,
+    at: Instant,
+}
+
+/// What an operator sends at one look.
+#[derive(Debug, PartialEq, Eq)]
+enum NextSend {
+    /// Nothing: the server holds these Apps and heard from the operator recently.
+    Nothing,
+    /// A heartbeat: the Apps are those the server holds, but [`REPORT_AT_LEAST_EVERY`] passed.
+    Heartbeat,
+    /// The Apps: none was taken yet, or they changed since.
+    Apps,
+}
+
+/// What to send at `now` when the reconciled Apps' report has digest `digest` and `taken` is
+/// the last one the server took.
+fn next_send(taken: Option<&Taken>, digest: &str, now: Instant) -> NextSend {
+    match taken {
+        Some(taken) if taken.digest == digest => {
+            if now.saturating_duration_since(taken.at) < REPORT_AT_LEAST_EVERY {
+                NextSend::Nothing
+            } else {
+                NextSend::Heartbeat
+            }
+        }
+        _ => NextSend::Apps,
+    }
+}
+
+/// How many reports and heartbeats this operator's server took, and how many heartbeats it
+/// answered with "send the Apps again" (`/metrics`).
+#[derive(Debug, Default)]
+pub(super) struct ReportCounts {
+    apps: AtomicU64,
+    heartbeats: AtomicU64,
+    heartbeats_refused: AtomicU64,
+}
+
+impl ReportCounts {
+    fn count(&self, counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts in Prometheus' text format.
+    pub(super) fn metrics_text(&self) -> String {
+        format!(
+            "# HELP wardn_server_app_reports Reports of this operator's Apps its server took: the whole list, a heartbeat naming the last one, or a heartbeat answered \"send them again\".\n\
+             # TYPE wardn_server_app_reports counter\n\
+             wardn_server_app_reports_total{{kind=\"apps\"}} {}\n\
+             wardn_server_app_reports_total{{kind=\"heartbeat\"}} {}\n\
+             wardn_server_app_reports_total{{kind=\"heartbeat_refused\"}} {}\n",
+            self.apps.load(Ordering::Relaxed),
+            self.heartbeats.load(Ordering::Relaxed),
+            self.heartbeats_refused.load(Ordering::Relaxed),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A first report, and any change, sends the Apps; the same Apps send nothing until
+    /// [`REPORT_AT_LEAST_EVERY`] passed, then a heartbeat; a thousand looks in a row of
+    /// unchanged Apps send a heartbeat only once per period.
+    #[test]
+    fn the_apps_go_when_they_change_and_a_heartbeat_when_they_do_not() {
+        let start = Instant::now();
+        let digest = report_digest(b"{\"apps\":[]}");
+        assert_eq!(next_send(None, &digest, start), NextSend::Apps);
+        let taken = Taken {
+            digest: digest.clone(),
+            at: start,
+        };
+        assert_eq!(next_send(Some(&taken), &digest, start), NextSend::Nothing);
+        let other = report_digest(b"{\"apps\":[{}]}");
+        assert_eq!(next_send(Some(&taken), &other, start), NextSend::Apps);
+        let mut taken = taken;
+        let mut heartbeats = 0;
+        for look in 1..=1000u64 {
+            let now = start + LOOK_EVERY * u32::try_from(look).unwrap();
+            match next_send(Some(&taken), &digest, now) {
+                NextSend::Nothing => {}
+                NextSend::Heartbeat => {
+                    heartbeats += 1;
+                    taken.at = now;
+                }
+                NextSend::Apps => panic!("look {look}: the Apps did not change"),
+            }
+        }
+        // 2,000 s of looks every 2 s, a heartbeat every 30 s.
+        assert_eq!(heartbeats, 2000 / REPORT_AT_LEAST_EVERY.as_secs());
+        // A clock that went backwards sends nothing rather than panicking.
+        assert_eq!(next_send(Some(&taken), &digest, start), NextSend::Nothing);
+    }
+
+    /// The digest is the hex SHA-256 of the body, as the server checks it.
+    #[test]
+    fn a_report_digest_is_the_sha256_of_the_body() {
+        let digest = report_digest(b"abc");
+        assert_eq!(
+            digest,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert!(super::super::server_routes::is_report_digest(&digest));
+        assert!(!super::super::server_routes::is_report_digest(
+            &digest.to_uppercase()
+        ));
+        assert!(!super::super::server_routes::is_report_digest(&digest[1..]));
     }
 }

@@ -8,6 +8,9 @@ use crate::app::App;
 
 /// The route an operator reports its Apps to (`{operator}`: its replica id).
 pub const APPS_ROUTE: &str = "/internal/operators/{operator}/apps";
+/// The route an operator sends a sign of life to between two reports of its Apps
+/// ([`Heartbeat`]): one row written on the server, whatever the size of its fleet.
+pub const HEARTBEAT_ROUTE: &str = "/internal/operators/{operator}/heartbeat";
 /// The route an operator reports a status to (`PUT`), or an App's removal (`DELETE`).
 pub const STATUS_ROUTE: &str = "/internal/app-status";
 
@@ -57,6 +60,29 @@ impl ReportedApp {
         app.spec.destination.primary = self.primary;
         app
     }
+}
+
+/// The digest of a report of Apps: the SHA-256 of the body sent to [`APPS_ROUTE`], in hex. The
+/// operator and the server each work it out from the same bytes, so a heartbeat names the
+/// report it vouches for without sending it again.
+pub fn report_digest(body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(body))
+}
+
+/// Whether `text` could be a [`report_digest`]: 64 lowercase hexadecimal digits.
+pub fn is_report_digest(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The body of [`HEARTBEAT_ROUTE`]: the operator still reconciles the Apps of the report whose
+/// [`report_digest`] is `digest`. The server answers 204, or 409 when it holds another report
+/// of this operator, or none: the operator then sends its Apps again.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heartbeat {
+    /// The digest of the operator's last report taken.
+    pub digest: String,
 }
 
 /// The body of [`STATUS_ROUTE`]'s `PUT`: one App's new status.
