@@ -1310,6 +1310,9 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
         ("limit=501", "limit"),
         ("limit=ten", "limit"),
         ("since=1", "since"),
+        ("key=nokey", "key"),
+        ("key=wardn%2Fapp-0001&limit=5", "key"),
+        ("key=wardn%2Fapp-0001&cluster=east", "key"),
     ] {
         let response = http
             .get(server.url(&format!("/internal/app-status?{query}")))
@@ -1376,6 +1379,23 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
     let every = read_all(None).await;
     let expected: Vec<String> = (0..1200).map(|i| format!("wardn/app-{i:04}")).collect();
     assert_eq!(every, expected);
+    // One App's status by key (a sharded operator reading a promotion's source); none for
+    // an App without one.
+    for (key, found) in [("wardn/app-0003", 1), ("wardn/app-9999", 0)] {
+        let page: serde_json::Value = http
+            .get(server.url(&format!("/internal/app-status?key={key}")))
+            .bearer_auth(INTERNAL_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let statuses = page["statuses"].as_array().unwrap();
+        assert_eq!(statuses.len(), found, "{page}");
+        assert!(statuses.iter().all(|s| s["key"] == key), "{page}");
+        assert_eq!(page["next"], serde_json::Value::Null);
+    }
     let east = read_all(Some("east")).await;
     assert_eq!(east.len(), 400);
     assert!(
@@ -1694,6 +1714,153 @@ async fn a_restarted_operator_keeps_its_held_plan_and_inventory() {
     assert_eq!(status, 200, "{body}");
     assert!(extra().is_none(), "pruned by the restarted operator");
     let _ = second_stop.send(());
+}
+
+/// A promotion through the server between Apps of two operator shards: the source deploys
+/// to one operator's cluster, the target to the other's, which holds no status of the source;
+/// the target's owner reads the source's status from the server (Synced and Healthy, its
+/// inventory naming its Deployment), reads the digest its Pods run from the source's cluster,
+/// and pins it on the target. An App that does not take promotions from the source is still
+/// refused, naming its `promotion.from`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promotion_through_the_server_crosses_operator_shards() {
+    use support::workloads::{deployed_image, pod_digests, write_workload};
+    use wardn::shard::membership::ShardConfig;
+
+    let management = common::start(&["default"]).await;
+    let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
+    let mut sims = std::collections::BTreeMap::new();
+    for name in ["east-0", "east-1"] {
+        let sim = common::start(&["team-a"]).await;
+        server
+            .registry
+            .register(
+                "tests",
+                RegisterRequest {
+                    name: name.into(),
+                    server_url: sim.cluster.url(),
+                    kubeconfig: sim.cluster.kubeconfig(),
+                    namespaces: vec!["team-a".into()],
+                    allow_insecure_tls: false,
+                },
+            )
+            .await
+            .unwrap();
+        sims.insert(name, sim);
+    }
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let repo = "ghcr.io/acme/web";
+    for (name, cluster, tag, promotion) in [
+        ("stage", "east-0", "1.28", ""),
+        (
+            "prod",
+            "east-1",
+            "1.27",
+            "  promotion:\n    from: east-0/stage\n",
+        ),
+        (
+            "other",
+            "east-1",
+            "1.0",
+            "  promotion:\n    from: east-0/elsewhere\n",
+        ),
+    ] {
+        let source = work.path().join("sources").join(name);
+        write_workload(&source, name, &format!("{repo}:{tag}"));
+        std::fs::write(
+            apps.join(format!("{name}.yaml")),
+            format!(
+                "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: {name}\n  namespace: fleet\n\
+                 spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
+                 \x20 destination:\n    cluster: {cluster}\n    namespace: team-a\n\
+                 \x20 syncPolicy:\n    automated: true\n{promotion}",
+                source.display()
+            ),
+        )
+        .unwrap();
+    }
+    let mut operators = Vec::new();
+    for id in ["op-0", "op-1"] {
+        let options = OperatorOptions {
+            management_kubeconfig: Some(management.kubeconfig.clone()),
+            shards: Some(ShardConfig {
+                renew_every: Duration::from_millis(250),
+                ..ShardConfig::new(id, "default", Duration::from_secs(3)).unwrap()
+            }),
+            ..operator_options(
+                &server.base,
+                INTERNAL_TOKEN,
+                Some(&apps),
+                &work.path().join(id),
+            )
+        };
+        operators.push(start_operator_with(options).await);
+    }
+    let token = server.token().await;
+    for path in ["/api/v1/apps/east-0/stage", "/api/v1/apps/east-1/prod"] {
+        until_app(&server, &token, path, "Synced and Healthy", |app| {
+            app["phase"] == "Synced" && app["status"]["health"] == "Healthy"
+        })
+        .await;
+    }
+    // Each cluster has its own owner, and the target's owner holds no status of the source.
+    let owner_of = |cluster: &str| {
+        operators
+            .iter()
+            .position(|(runner, _, _)| runner.sharding().is_some_and(|m| m.owns(cluster)))
+            .unwrap()
+    };
+    let (source_owner, target_owner) = (owner_of("east-0"), owner_of("east-1"));
+    assert_ne!(source_owner, target_owner, "one cluster per operator");
+    assert_eq!(
+        operators[target_owner]
+            .0
+            .status("fleet/stage")
+            .and_then(|s| s.phase),
+        None
+    );
+    let (source, target) = (&sims["east-0"].cluster, &sims["east-1"].cluster);
+    let digests = pod_digests(source, "team-a", "stage");
+    assert_eq!(digests.len(), 1, "{digests:?}");
+    let digest = digests.into_iter().next().unwrap();
+
+    let promote = |to: &str| {
+        let request = server
+            .http()
+            .post(server.url(&format!("/api/v1/apps/east-0/stage/promote?to={to}")))
+            .bearer_auth(&token)
+            .json(&serde_json::json!({}));
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let (status, body) = promote("east-1/prod").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"]["phase"], "Synced", "{body}");
+    assert_eq!(
+        body["status"]["promotedFrom"]["images"][0]["digest"],
+        digest.as_str(),
+        "{body}"
+    );
+    assert_eq!(
+        deployed_image(target, "team-a", "prod"),
+        Some(format!("{repo}@{digest}"))
+    );
+    // Hostile: a target that takes promotions from another App is refused, nothing pinned.
+    let (status, body) = promote("east-1/other").await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.to_string().contains("east-0/elsewhere"), "{body}");
+    assert_eq!(
+        deployed_image(target, "team-a", "other"),
+        Some(format!("{repo}:1.0"))
+    );
+    for (_, _, stop) in operators {
+        let _ = stop.send(());
+    }
 }
 
 /// `--role operator --shards auto` replicas behind one `--role server` process: each reports

@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use support::postgres::Postgres;
 use support::replica::Process;
 use support::running::login;
+use support::workloads::{deployed_image, pod_digests, write_workload};
 use wardn::shard::claims::CLAIMS_ANNOTATION;
 use wardn::shard::membership::{LEASE_LABEL, Membership, ShardConfig, ShardError};
 use wardn::shard::{balance, rendezvous};
@@ -1267,44 +1268,6 @@ async fn two_server_replicas_on_one_postgres_allow_only_the_documented_login_att
     }
 }
 
-/// Writes a Deployment `name` running `image` into `dir` (the source of an App).
-fn write_workload(dir: &std::path::Path, name: &str, image: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("deployment.yaml"),
-        format!(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 1\n\
-             \x20 selector:\n    matchLabels:\n      app: {name}\n  template:\n    metadata:\n      labels:\n        app: {name}\n\
-             \x20   spec:\n      containers:\n      - name: web\n        image: {image}\n"
-        ),
-    )
-    .unwrap();
-}
-
-/// The image of Deployment `name` in `cluster`'s `team`, if it exists.
-fn deployed_image(cluster: &Cluster, name: &str) -> Option<String> {
-    cluster
-        .get_object("apps/v1", "Deployment", Some("team"), name)
-        .and_then(|d| {
-            d["spec"]["template"]["spec"]["containers"][0]["image"]
-                .as_str()
-                .map(str::to_string)
-        })
-}
-
-/// The image digests the Pods labelled `app=name` in `cluster`'s `team` run.
-fn pod_digests(cluster: &Cluster, name: &str) -> BTreeSet<String> {
-    cluster
-        .list_objects("v1", "Pod")
-        .into_iter()
-        .filter(|p| p["metadata"]["namespace"] == "team" && p["metadata"]["labels"]["app"] == name)
-        .filter_map(|p| {
-            let id = p["status"]["containerStatuses"][0]["imageID"].as_str()?;
-            Some(id.rsplit('@').next()?.to_string())
-        })
-        .collect()
-}
-
 /// Promotion across replicas. The source App deploys to r0's cluster, its targets to r1's,
 /// which never renders the source: a promotion asked through r0 is handed to r1, which reads
 /// the source's running workloads from the source's cluster (through its stored inventory) and
@@ -1364,15 +1327,15 @@ async fn a_promotion_crosses_replicas_and_only_the_targets_owner_promotes() {
     until_loaded(&[("r0", &r0), ("r1", &r1)], &every_app, &expected).await;
     let (source, target) = (&clusters[&source_cluster], &clusters[&target_cluster]);
     until("stage's Pod runs a digest", || async {
-        pod_digests(source, "stage").len() == 1
+        pod_digests(source, "team", "stage").len() == 1
     })
     .await;
-    let digest = pod_digests(source, "stage").pop_first().unwrap();
+    let digest = pod_digests(source, "team", "stage").pop_first().unwrap();
     let pinned = format!("{repo}@{digest}");
 
     // autoPromote: r1, which owns `auto`, promotes it from stage's running digest.
     until("auto promoted by its owner", || async {
-        deployed_image(target, "auto").as_deref() == Some(pinned.as_str())
+        deployed_image(target, "team", "auto").as_deref() == Some(pinned.as_str())
     })
     .await;
 
@@ -1396,7 +1359,7 @@ async fn a_promotion_crosses_replicas_and_only_the_targets_owner_promotes() {
         "{body}"
     );
     assert_eq!(
-        deployed_image(target, "prod").as_deref(),
+        deployed_image(target, "team", "prod").as_deref(),
         Some(pinned.as_str())
     );
     assert_eq!(

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::clusters::registry::RegistryError;
 use crate::clusters::resolve::ResolveError;
-use crate::daemon::runner::OperationError;
+use crate::daemon::runner::{OperationError, StatusError};
 use crate::reconcile::error::ErrorClass;
 use crate::reconcile::promotion::PromoteError;
 use crate::sources::repositories::RepositoryError;
@@ -89,14 +89,23 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<StatusError> for ApiError {
+    fn from(err: StatusError) -> ApiError {
+        match err {
+            StatusError::Store(e) => ApiError::from(e),
+            server => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, server.to_string()),
+        }
+    }
+}
+
 impl From<OperationError> for ApiError {
     fn from(err: OperationError) -> ApiError {
         let status = match &err {
             OperationError::NotFound(_) | OperationError::Removed(_) => StatusCode::NOT_FOUND,
             OperationError::Task(_) | OperationError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            OperationError::Stopped | OperationError::Elsewhere { .. } => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            OperationError::Stopped
+            | OperationError::Elsewhere { .. }
+            | OperationError::Status(_) => StatusCode::SERVICE_UNAVAILABLE,
             OperationError::NotRendered(_) | OperationError::Remote { .. } => StatusCode::CONFLICT,
             // The App names a cluster that is not (or no longer) registered: the App and the
             // registry disagree, and the message names the cluster.

@@ -304,7 +304,7 @@ pub fn route_docs() -> Vec<RouteDoc> {
         doc(M::DELETE, crate::daemon::runner::STATUS_ROUTE, "An operator no longer manages an App: its status goes", "Empty.")
             .raw_body("`{\"key\"}`.")
             .empty(),
-        doc(M::GET, crate::daemon::runner::STATUS_ROUTE, "A page of the stored App statuses, for an operator taking clusters over or restarting", "`{\"statuses\": [{\"key\", \"status\"}], \"next\"}`: in key order, `next` the key to read the following page after (null on the last).")
+        doc(M::GET, crate::daemon::runner::STATUS_ROUTE, "A page of the stored App statuses, for an operator taking clusters over or restarting; with `key`, one App's (a sharded operator reading a promotion's source)", "`{\"statuses\": [{\"key\", \"status\"}], \"next\"}`: in key order, `next` the key to read the following page after (null on the last).")
             .query::<crate::daemon::runner::StatusesQuery>(),
         doc(M::GET, crate::daemon::runner::server_requests::ROUTE, "The operations handed to the operators that no operator claimed yet", "`{\"requests\": [{\"id\", \"app_key\", \"operation\", \"plan_hash\"}]}`, oldest first."),
         doc(M::POST, crate::daemon::runner::server_requests::CLAIM_ROUTE, "Claim a handed-over operation for an operator (one claim wins)", "`{\"claimed\": bool}`; 404 for no such request.")

@@ -175,11 +175,34 @@ pub async fn put_status(
 }
 
 /// `GET /internal/app-status[?cluster=&after=&limit=]`: a page of the stored statuses in key
-/// order, for an operator that takes clusters over or restarts.
+/// order, for an operator that takes clusters over or restarts; `?key=`: one App's, for a
+/// sharded operator reading the status of an App another operator reconciles (a promotion's
+/// source).
 pub async fn statuses(
     State(state): State<AppState>,
     Query(query): Query<StatusesQuery>,
 ) -> Result<Json<StoredStatuses>, ApiError> {
+    if let Some(key) = &query.key {
+        check_key(key)?;
+        if query.cluster.is_some() || query.after.is_some() || query.limit.is_some() {
+            return Err(invalid(
+                "key",
+                "reads one status: no cluster, after or limit with it",
+            ));
+        }
+        let stored = state.store().app_status::<Box<RawValue>>(key).await?;
+        let statuses = stored
+            .into_iter()
+            .map(|record| StoredStatus {
+                key: record.key,
+                status: record.status,
+            })
+            .collect();
+        return Ok(Json(StoredStatuses {
+            statuses,
+            next: None,
+        }));
+    }
     let limit = query.limit.unwrap_or(MAX_STATUSES_PER_PAGE);
     if limit == 0 || limit > MAX_STATUSES_PER_PAGE {
         return Err(invalid(

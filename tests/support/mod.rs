@@ -11,6 +11,7 @@ pub mod replica;
 pub mod rss;
 pub mod running;
 pub mod server;
+pub mod workloads;
 
 #[allow(unused_imports)]
 pub use git_repo::*;

@@ -366,7 +366,8 @@ impl Runner {
 
     /// The status of App `key` (`namespace/name`) as this process holds it: every App's
     /// unless sharded, where it holds only those of the clusters it owns or loads (the others
-    /// read as empty here; [`Runner::current_status`] reads them from the store).
+    /// read as empty here; [`Runner::current_status`] reads them from the store, or an
+    /// operator's server).
     pub fn status(&self, key: &str) -> Option<AppStatus> {
         // Cloned under the lock, parsed (if stored text) outside it.
         let cell = self.apps.lock().get(key).map(|r| r.status.clone());
@@ -375,8 +376,9 @@ impl Runner {
 
     /// The current status of App `key`, wherever it is held: this process's own (see
     /// [`Runner::status`]), or, for an App of a cluster another replica owns (or an App an
-    /// operator reconciles), the status its owner stored. `None` when no such App is managed.
-    pub async fn current_status(&self, key: &str) -> Result<Option<AppStatus>, StoreError> {
+    /// operator reconciles), the status its owner stored: in the store, or, on a sharded
+    /// operator, on its server. `None` when no such App is managed.
+    pub async fn current_status(&self, key: &str) -> Result<Option<AppStatus>, StatusError> {
         let (held, cell) = {
             let apps = self.apps.lock();
             let Some(record) = apps.get(key) else {
@@ -386,16 +388,27 @@ impl Runner {
                 && self.status_held(record.app.spec.destination.cluster_segment());
             (held, record.status.clone())
         };
-        let store = match &self.store {
-            Some(store) if !held => store,
-            _ => return Ok(Some(cell.read(key))),
+        if held {
+            return Ok(Some(cell.read(key)));
+        }
+        let stored = match (&self.store, self.server.get()) {
+            (Some(store), _) => store
+                .app_status::<Box<RawValue>>(key)
+                .await?
+                .map(|record| record.status),
+            // A sharded operator: its server stores the statuses of the other operators' Apps.
+            (None, Some(_)) => {
+                self.status_from_server(key)
+                    .await
+                    .map_err(|reason| StatusError::Server {
+                        key: key.to_string(),
+                        reason,
+                    })?
+            }
+            (None, None) => return Ok(Some(cell.read(key))),
         };
-        let stored = store.app_status::<Box<RawValue>>(key).await?;
         Ok(Some(
-            stored
-                .map(|record| StatusCell::stored(record.status))
-                .unwrap_or_default()
-                .read(key),
+            stored.map(StatusCell::stored).unwrap_or_default().read(key),
         ))
     }
 
@@ -441,7 +454,7 @@ impl Runner {
     }
 
     /// The objects App `key` manages (its current status's inventory).
-    pub async fn inventory(&self, key: &str) -> Result<Vec<ObjectRef>, StoreError> {
+    pub async fn inventory(&self, key: &str) -> Result<Vec<ObjectRef>, StatusError> {
         Ok(self
             .current_status(key)
             .await?
@@ -593,4 +606,20 @@ impl Runner {
             note,
         });
     }
+}
+
+/// Why the current status of an App ([`Runner::current_status`]) could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An operator's server did not answer with the status.
+    #[error("cannot read App {key}'s status from the wardn server: {reason}")]
+    Server {
+        /// The App's key.
+        key: String,
+        /// What failed.
+        reason: String,
+    },
 }

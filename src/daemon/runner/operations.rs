@@ -560,6 +560,9 @@ pub enum OperationError {
     /// The store failed (promotion records).
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// The current status of an App another replica or operator reconciles could not be read.
+    #[error(transparent)]
+    Status(super::StatusError),
     /// The destination cluster did not answer.
     #[error("cluster {cluster} ({server}) is unreachable: {source}")]
     Unreachable {
@@ -598,6 +601,15 @@ pub enum OperationError {
     /// The App was removed while the operation ran; it was cancelled.
     #[error("App {0} was removed; the operation was cancelled")]
     Removed(String),
+}
+
+impl From<super::StatusError> for OperationError {
+    fn from(err: super::StatusError) -> OperationError {
+        match err {
+            super::StatusError::Store(e) => OperationError::Store(e),
+            server => OperationError::Status(server),
+        }
+    }
 }
 
 /// Something to do with an App (see [`Runner::operate`]).

@@ -82,6 +82,27 @@ impl Runner {
         .await
     }
 
+    /// The status the server stores for App `key` (as text), if any: a sharded operator reads
+    /// so the status of an App another operator reconciles (a promotion's source).
+    pub(super) async fn status_from_server(
+        &self,
+        key: &str,
+    ) -> Result<Option<Box<RawValue>>, String> {
+        let Some(server) = self.server.get() else {
+            return Ok(None);
+        };
+        let encoded = utf8_percent_encode(key, NON_ALPHANUMERIC);
+        let page: StoredStatuses = server
+            .get_json(&format!("{STATUS_ROUTE}?key={encoded}"))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(page
+            .statuses
+            .into_iter()
+            .find(|stored| stored.key == key)
+            .map(|stored| stored.status))
+    }
+
     /// Takes the statuses the server stores for the Apps of `clusters` as theirs: a sharded
     /// operator that takes clusters over continues where their previous owner stopped (a Held
     /// plan stays Held, the inventory stays exact for prune).

@@ -114,6 +114,8 @@ pub const MAX_STATUSES_PER_PAGE: u32 = 500;
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusesQuery {
+    /// Only this App's status (`namespace/name`): at most one, and no other parameter.
+    pub key: Option<String>,
     /// Only the Apps deploying to this cluster (segment).
     pub cluster: Option<String>,
     /// Only keys after this one (the previous page's `next`).
