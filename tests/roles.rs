@@ -996,14 +996,34 @@ async fn operations_through_the_server_reach_the_operator() {
     )
     .await;
     assert_eq!(list["reconciles_apps"], false, "{list}");
-    // Each names the operator that reconciles it (its replica id: host name and process id).
+    // Each names the operator that reconciles it (its replica id: host name and process id),
+    // and so does `wardn apps list`.
+    let replica = format!("-{}", std::process::id());
     for app in list["apps"].as_array().unwrap() {
         let operator = app["operator"].as_str().unwrap_or_default();
-        assert!(
-            operator.ends_with(&format!("-{}", std::process::id())),
-            "{app}"
-        );
+        assert!(operator.ends_with(&replica), "{app}");
     }
+    let (base, cli_token) = (server.base.clone(), token.clone());
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wardn"))
+            .args(["apps", "list"])
+            .env("WARDN_SERVER", &base)
+            .env("WARDN_TOKEN", &cli_token)
+            .env("WARDN_CONFIG_DIR", "/nonexistent-wardn-config")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].contains("OPERATOR"), "{table}");
+    assert_eq!(
+        lines[1..].iter().filter(|l| l.contains(&replica)).count(),
+        2,
+        "{table}"
+    );
     until_value(
         "plain Synced through the server",
         || get("/api/v1/apps/target/plain"),

@@ -659,10 +659,11 @@ async fn turn_page(browser: &Browser, button: &str, from: &[i64]) -> Vec<i64> {
 }
 
 /// The Apps page of a `--role server` process says that it reconciles no Apps, rather than
-/// showing an empty fleet; a `--role all` process without Apps says it has none (the page drew
-/// nothing at all for an empty list before).
+/// showing an empty fleet, and once an operator reports one, its row and its page name the
+/// operator; a `--role all` process without Apps says it has none (the page drew nothing at
+/// all for an empty list before).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_roles_apps_page_says_its_operators_reconcile_the_apps() {
+async fn a_server_roles_apps_page_says_its_operators_reconcile_the_apps_and_names_them() {
     let server =
         support::server::TestServer::start_with_options(|options| options.reconcile_apps = false)
             .await;
@@ -673,6 +674,29 @@ async fn a_server_roles_apps_page_says_its_operators_reconcile_the_apps() {
         .wait_text("#apps-elsewhere", "reconciles no Apps (--role server)")
         .await;
     assert!(!text.contains("No App yet"), "{text}");
+    // An operator reports an App: its row names the operator, and so does its page.
+    let report = json!({"apps": [{"app": {
+        "apiVersion": "cd.wardn.space/v1alpha1", "kind": "App",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {
+            "source": {"type": "Directory", "directory": {"path": "/srv/web"}},
+            "destination": {"cluster": "east-1", "namespace": "shop"}
+        }
+    }}]});
+    let reported = reqwest::Client::new()
+        .put(server.url("/internal/operators/op-ui-1/apps"))
+        .bearer_auth(support::server::INTERNAL_TOKEN)
+        .json(&report)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reported.status(), 204);
+    browser.goto(&server.url("/ui/apps")).await;
+    browser.wait_text("#app-groups", "operator op-ui-1").await;
+    browser
+        .goto(&server.url("/ui/apps/east-1/web?namespace=shop"))
+        .await;
+    browser.wait_text("#app-operator", "op-ui-1").await;
     server.stop().await;
     let all = support::server::TestServer::start(None).await;
     log_in(&browser, &all.base).await;

@@ -178,6 +178,9 @@ pub struct AppView {
     /// The App's status.
     #[serde(default)]
     pub status: AppStatus,
+    /// On a `--role server` process, the operator (replica id) that reconciles the App.
+    #[serde(default)]
+    pub operator: Option<String>,
 }
 
 /// Checks a `CLUSTER/NAME`, `NAME` or `--cluster` value: Kubernetes-style names only, so it
@@ -259,13 +262,19 @@ fn phase_name(phase: Option<Phase>) -> String {
     phase.map_or_else(|| "Unknown".to_string(), |p| format!("{p:?}"))
 }
 
-/// The `wardn apps list` / `get` table.
+/// The `wardn apps list` / `get` table; with an OPERATOR column when operators reconcile the
+/// Apps (a `--role server` process).
 pub fn apps_table(views: &[AppView]) -> String {
-    let header = ["NAME", "CLUSTER", "PHASE", "REVISION", "MESSAGE"];
+    let operated = views.iter().any(|v| v.operator.is_some());
+    let mut header = vec!["NAME", "CLUSTER", "PHASE", "REVISION"];
+    if operated {
+        header.push("OPERATOR");
+    }
+    header.push("MESSAGE");
     let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
     for v in views {
         let name = v.name.clone().unwrap_or_default();
-        rows.push(vec![
+        let mut row = vec![
             match &v.target {
                 Some(target) => format!("{name}:{target}"),
                 None => name,
@@ -273,8 +282,12 @@ pub fn apps_table(views: &[AppView]) -> String {
             v.cluster.clone(),
             phase_name(v.status.phase),
             short_revision(v.status.revision.as_deref()),
-            v.status.message.as_deref().unwrap_or("").replace('\n', " "),
-        ]);
+        ];
+        if operated {
+            row.push(v.operator.clone().unwrap_or_default());
+        }
+        row.push(v.status.message.as_deref().unwrap_or("").replace('\n', " "));
+        rows.push(row);
     }
     table::render(&rows)
 }
@@ -605,6 +618,35 @@ mod tests {
         assert_eq!(rows[1][..3], ["shop:prod", "prod", "Held"]);
         assert_eq!(rows[2][..3], ["shop:staging", "staging", "Synced"]);
         assert_eq!(rows[3][..3], ["web", "local", "Unknown"]);
+    }
+
+    /// A server whose operators reconcile the Apps: an OPERATOR column names each one's; a
+    /// `--role all` list (no operator) keeps the columns it had.
+    #[test]
+    fn the_table_names_the_operator_of_each_app_when_operators_reconcile_them() {
+        let views: Vec<AppView> = serde_json::from_value(serde_json::json!([
+            {"name": "web", "cluster": "east-0", "operator": "op-0", "status": {"phase": "Synced", "message": "ok"}},
+            {"name": "api", "cluster": "east-1", "operator": "op-1", "status": {"phase": "Held"}},
+        ]))
+        .unwrap();
+        let rows: Vec<Vec<String>> = apps_table(&views)
+            .lines()
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect();
+        assert_eq!(
+            rows[0],
+            [
+                "NAME", "CLUSTER", "PHASE", "REVISION", "OPERATOR", "MESSAGE"
+            ]
+        );
+        assert_eq!(rows[1][4], "op-0");
+        assert_eq!(rows[1][5], "ok");
+        assert_eq!(rows[2][4], "op-1");
+        let local: Vec<AppView> = serde_json::from_value(serde_json::json!([
+            {"name": "web", "cluster": "local", "operator": null, "status": {}},
+        ]))
+        .unwrap();
+        assert!(!apps_table(&local).contains("OPERATOR"));
     }
 
     #[test]

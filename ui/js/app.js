@@ -87,6 +87,7 @@ function facts(app) {
     h('div', {}, h('dt', {}, 'Health'), h('dd', {}, badge(s.health, 'health'))),
     h('div', {}, h('dt', {}, 'Cluster'), h('dd', {}, app.cluster)),
     h('div', {}, h('dt', {}, 'Namespace'), h('dd', {}, app.destinationNamespace)),
+    app.operator ? h('div', {}, h('dt', {}, 'Operator'), h('dd', { id: 'app-operator', class: 'mono' }, app.operator)) : null,
     h('div', {}, h('dt', {}, 'Revision'), h('dd', {}, short(s.revision, 12))),
     h('div', {}, h('dt', {}, 'Synced revision'), h('dd', {}, short(s.syncedRevision, 12))),
     h('div', {}, h('dt', {}, 'Last sync'), h('dd', {}, ago(s.lastSyncedAt))),
@@ -242,8 +243,11 @@ start(async (page, me) => {
   async function loadAll() {
     current = await api('GET', appPath(app));
     polledPhase = current.phase;
-    await loadDiff();
+    // The facts first: the diff is computed by the App's cluster (or its operator) and may
+    // take a while; the approval panel waits for it (it binds the plan shown).
     drawStatus();
+    await loadDiff();
+    fill(held, heldPanel());
     const [promotions, events] = await Promise.all([
       api('GET', appPath(app, '/promotions')).catch((err) => ({ error: err.message })),
       api('GET', appPath(app, '/events')).catch((err) => ({ error: err.message })),

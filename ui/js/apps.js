@@ -1,5 +1,5 @@
 // Apps: every App grouped by destination cluster, with phase and health badges, revision
-// and last sync; filters by cluster and phase (kept in the address); polled every few
+// and last sync (and, on a --role server process, the operator reconciling each); filters by cluster and phase (kept in the address); polled every few
 // seconds and updated in place (rows keep their place and size: no layout shift).
 import { addressOf, api, appPage } from './api.js';
 import { h, fill, notice, badge, setBadge, table, td, relative, announce, abbreviate, revisionText } from './dom.js';
@@ -25,8 +25,10 @@ function appRow(app) {
   const revision = h('span', { class: 'mono' });
   const synced = h('time');
   const message = h('span', { class: 'muted' });
+  // On a --role server process: the operator (replica id) that reconciles the App.
+  const operator = h('span', { class: 'operator' });
   const row = h('tr', { 'data-app': `${app.cluster}/${addressOf(app)}` },
-    td('App', h('a', { href: pageOf(app) }, addressOf(app)), h('div', { class: 'hint' }, `${app.namespace || ''} → ${app.destinationNamespace}`)),
+    td('App', h('a', { href: pageOf(app) }, addressOf(app)), h('div', { class: 'hint' }, `${app.namespace || ''} → ${app.destinationNamespace}`, operator)),
     td('Phase', phase),
     td('Health', health),
     td('Revision', revision),
@@ -42,6 +44,7 @@ function appRow(app) {
     synced.textContent = at ? relative(at) : '—';
     if (at) synced.setAttribute('datetime', at);
     synced.title = at || 'never synced';
+    operator.textContent = next.operator ? ` · operator ${next.operator}` : '';
     message.textContent = abbreviate(next.status.message);
     message.title = next.status.message || '';
   };
