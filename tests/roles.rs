@@ -1361,9 +1361,15 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
         .await;
         assert_eq!(status, 204, "{text}");
     }
+    let internal_get = |path: String| {
+        let request = http.get(server.url(&path)).bearer_auth(INTERNAL_TOKEN);
+        async move {
+            let response = request.send().await.unwrap();
+            response.json::<serde_json::Value>().await.unwrap()
+        }
+    };
     let read_all = |cluster: Option<&'static str>| {
-        let http = http.clone();
-        let server = &server;
+        let internal_get = &internal_get;
         async move {
             let mut keys = Vec::new();
             let mut after = String::new();
@@ -1376,15 +1382,7 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
                 if let Some(cluster) = cluster {
                     path.push_str(&format!("&cluster={cluster}"));
                 }
-                let page: serde_json::Value = http
-                    .get(server.url(&path))
-                    .bearer_auth(INTERNAL_TOKEN)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let page = internal_get(path).await;
                 for status in page["statuses"].as_array().unwrap() {
                     assert_eq!(status["status"]["phase"], "Synced");
                     keys.push(status["key"].as_str().unwrap().to_string());
@@ -1402,15 +1400,7 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
     // One App's status by key (a sharded operator reading a promotion's source); none for
     // an App without one.
     for (key, found) in [("wardn/app-0003", 1), ("wardn/app-9999", 0)] {
-        let page: serde_json::Value = http
-            .get(server.url(&format!("/internal/app-status?key={key}")))
-            .bearer_auth(INTERNAL_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let page = internal_get(format!("/internal/app-status?key={key}")).await;
         let statuses = page["statuses"].as_array().unwrap();
         assert_eq!(statuses.len(), found, "{page}");
         assert!(statuses.iter().all(|s| s["key"] == key), "{page}");
@@ -1736,20 +1726,13 @@ async fn a_restarted_operator_keeps_its_held_plan_and_inventory() {
     let _ = second_stop.send(());
 }
 
-/// A promotion through the server between Apps of two operator shards: the source deploys
-/// to one operator's cluster, the target to the other's, which holds no status of the source;
-/// the target's owner reads the source's status from the server (Synced and Healthy, its
-/// inventory naming its Deployment), reads the digest its Pods run from the source's cluster,
-/// and pins it on the target. An App that does not take promotions from the source is still
-/// refused, naming its `promotion.from`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_promotion_through_the_server_crosses_operator_shards() {
-    use support::workloads::{deployed_image, pod_digests, write_workload};
-    use wardn::shard::membership::ShardConfig;
-
+/// The split install of the sharded-operator tests: a management cluster (for the Leases), a
+/// `--role server` test server, and two kubesim clusters, `east-0` and `east-1` (namespace
+/// `team-a`), registered on it.
+async fn split_fleet() -> (common::Sim, TestServer, Vec<(&'static str, common::Sim)>) {
     let management = common::start(&["default"]).await;
     let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
-    let mut sims = std::collections::BTreeMap::new();
+    let mut sims = Vec::new();
     for name in ["east-0", "east-1"] {
         let sim = common::start(&["team-a"]).await;
         server
@@ -1766,8 +1749,46 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
             )
             .await
             .unwrap();
-        sims.insert(name, sim);
+        sims.push((name, sim));
     }
+    (management, server, sims)
+}
+
+/// Operators `op-0` and `op-1` (`--shards auto`, 3 s Leases in `management`) of `server`,
+/// reading the Apps of `apps`, their data directories in `work`.
+async fn start_sharded_operators(
+    server: &TestServer,
+    management: &common::Sim,
+    apps: &Path,
+    work: &Path,
+) -> Vec<(Arc<Runner>, String, tokio::sync::oneshot::Sender<()>)> {
+    use wardn::shard::membership::ShardConfig;
+    let mut operators = Vec::new();
+    for id in ["op-0", "op-1"] {
+        let options = OperatorOptions {
+            management_kubeconfig: Some(management.kubeconfig.clone()),
+            shards: Some(ShardConfig {
+                renew_every: Duration::from_millis(250),
+                ..ShardConfig::new(id, "default", Duration::from_secs(3)).unwrap()
+            }),
+            ..operator_options(&server.base, INTERNAL_TOKEN, Some(apps), &work.join(id))
+        };
+        operators.push(start_operator_with(options).await);
+    }
+    operators
+}
+
+/// A promotion through the server between Apps of two operator shards: the source deploys
+/// to one operator's cluster, the target to the other's, which holds no status of the source;
+/// the target's owner reads the source's status from the server (Synced and Healthy, its
+/// inventory naming its Deployment), reads the digest its Pods run from the source's cluster,
+/// and pins it on the target. An App that does not take promotions from the source is still
+/// refused, naming its `promotion.from`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promotion_through_the_server_crosses_operator_shards() {
+    use support::workloads::{deployed_image, pod_digests, write_workload};
+
+    let (management, server, sims) = split_fleet().await;
     let work = tempfile::tempdir().unwrap();
     let apps = work.path().join("apps");
     std::fs::create_dir_all(&apps).unwrap();
@@ -1801,23 +1822,7 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
         )
         .unwrap();
     }
-    let mut operators = Vec::new();
-    for id in ["op-0", "op-1"] {
-        let options = OperatorOptions {
-            management_kubeconfig: Some(management.kubeconfig.clone()),
-            shards: Some(ShardConfig {
-                renew_every: Duration::from_millis(250),
-                ..ShardConfig::new(id, "default", Duration::from_secs(3)).unwrap()
-            }),
-            ..operator_options(
-                &server.base,
-                INTERNAL_TOKEN,
-                Some(&apps),
-                &work.path().join(id),
-            )
-        };
-        operators.push(start_operator_with(options).await);
-    }
+    let operators = start_sharded_operators(&server, &management, &apps, work.path()).await;
     let token = server.token().await;
     for path in ["/api/v1/apps/east-0/stage", "/api/v1/apps/east-1/prod"] {
         until_app(&server, &token, path, "Synced and Healthy", |app| {
@@ -1841,7 +1846,7 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
             .and_then(|s| s.phase),
         None
     );
-    let (source, target) = (&sims["east-0"].cluster, &sims["east-1"].cluster);
+    let (source, target) = (&sims[0].1.cluster, &sims[1].1.cluster);
     let digests = pod_digests(source, "team-a", "stage");
     assert_eq!(digests.len(), 1, "{digests:?}");
     let digest = digests.into_iter().next().unwrap();
@@ -1889,51 +1894,13 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
 /// once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_operators_each_perform_the_approvals_of_their_own_apps() {
-    use wardn::shard::membership::ShardConfig;
-
-    let management = common::start(&["default"]).await;
-    let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
-    let mut sims = Vec::new();
-    for name in ["east-0", "east-1"] {
-        let sim = common::start(&["team-a"]).await;
-        server
-            .registry
-            .register(
-                "tests",
-                RegisterRequest {
-                    name: name.into(),
-                    server_url: sim.cluster.url(),
-                    kubeconfig: sim.cluster.kubeconfig(),
-                    namespaces: vec!["team-a".into()],
-                    allow_insecure_tls: false,
-                },
-            )
-            .await
-            .unwrap();
-        sims.push((name, sim));
-    }
+    let (management, server, sims) = split_fleet().await;
     let work = tempfile::tempdir().unwrap();
     let apps = work.path().join("apps");
     for (cluster, _) in &sims {
         write_app_with_extra(work.path(), &apps, (cluster, "gated"), cluster, true);
     }
-    let mut operators = Vec::new();
-    for id in ["op-0", "op-1"] {
-        let options = OperatorOptions {
-            management_kubeconfig: Some(management.kubeconfig.clone()),
-            shards: Some(ShardConfig {
-                renew_every: Duration::from_millis(250),
-                ..ShardConfig::new(id, "default", Duration::from_secs(3)).unwrap()
-            }),
-            ..operator_options(
-                &server.base,
-                INTERNAL_TOKEN,
-                Some(&apps),
-                &work.path().join(id),
-            )
-        };
-        operators.push(start_operator_with(options).await);
-    }
+    let mut operators = start_sharded_operators(&server, &management, &apps, work.path()).await;
     let token = server.token().await;
     for (cluster, sim) in &sims {
         let path = format!("/api/v1/apps/{cluster}/gated");
