@@ -1115,7 +1115,8 @@ async fn operations_through_the_server_reach_the_operator() {
 /// last report's digest; when the server no longer holds that report (here its rows are
 /// deleted from the server's database, as a new database would have none), the heartbeat is
 /// answered 409 and the operator sends its Apps again at once, so they are listed again
-/// within a period. Its `/metrics` count each kind.
+/// within a period. Its `/metrics` count each kind. An App added or removed is reported at
+/// once, whatever the period.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_sends_its_apps_again_when_the_server_lost_them() {
     let sim = common::start(&["team-a"]).await;
@@ -1141,6 +1142,21 @@ async fn an_operator_sends_its_apps_again_when_the_server_lost_them() {
         move |list: &serde_json::Value| list["apps"].as_array().is_some_and(|a| a.len() == count)
     };
     until_value("the App listed", list, listed(1)).await;
+    // An App added, then removed, is reported at the next look (every 2 s), not at the next
+    // heartbeat (30 s): the operator encodes its report again whenever an App changed.
+    let prompt = |count: usize| async move {
+        for _ in 0..100 {
+            if listed(count)(&list().await) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{count} App(s) not listed within 10 s: {}", list().await);
+    };
+    write_app_with_extra(work.path(), &apps, ("wardn", "second"), "target", false);
+    prompt(2).await;
+    std::fs::remove_file(apps.join("wardn-second.yaml")).unwrap();
+    prompt(1).await;
     let reports = |kind: &'static str| {
         let operator = operator.clone();
         async move {
@@ -1726,6 +1742,13 @@ async fn a_restarted_operator_keeps_its_held_plan_and_inventory() {
     let _ = second_stop.send(());
 }
 
+/// `list`'s items sorted by their `operator`.
+fn sorted(list: &serde_json::Value) -> serde_json::Value {
+    let mut items = list.as_array().cloned().unwrap_or_default();
+    items.sort_by_key(|o| o["operator"].to_string());
+    serde_json::Value::Array(items)
+}
+
 /// The split install of the sharded-operator tests: a management cluster (for the Leases), a
 /// `--role server` test server, and two kubesim clusters, `east-0` and `east-1` (namespace
 /// `team-a`), registered on it.
@@ -1839,6 +1862,44 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
     };
     let (source_owner, target_owner) = (owner_of("east-0"), owner_of("east-1"));
     assert_ne!(source_owner, target_owner, "one cluster per operator");
+    // The server lists its operators with the clusters and Apps each reports.
+    let expected = |owner: usize, cluster: &str, apps: u64| serde_json::json!({"operator": format!("op-{owner}"), "clusters": [cluster], "apps": apps});
+    let expected = serde_json::json!([
+        expected(source_owner, "east-0", 1),
+        expected(target_owner, "east-1", 2)
+    ]);
+    let shards = until_value(
+        "the server lists both operators' shares",
+        || {
+            let request = server
+                .http()
+                .get(server.url("/api/v1/shards"))
+                .bearer_auth(&token);
+            async move { request.send().await.unwrap().json().await.unwrap() }
+        },
+        |shards| {
+            let listed: Vec<serde_json::Value> = shards["operators"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|mut o| {
+                    assert!(
+                        o["reported_at"].as_str().is_some_and(|t| t.ends_with('Z')),
+                        "{o}"
+                    );
+                    o.as_object_mut().map(|o| o.remove("reported_at"));
+                    o
+                })
+                .collect();
+            sorted(&serde_json::Value::Array(listed)) == sorted(&expected)
+        },
+    )
+    .await;
+    assert_eq!(
+        shards["sharded"], false,
+        "the server itself owns no cluster"
+    );
     assert_eq!(
         operators[target_owner]
             .0

@@ -1357,6 +1357,18 @@ async fn operator_apps(db: TestDb) {
             .unwrap()
     );
     assert_eq!(store.operator_apps(t0 + 3001).await.unwrap().len(), 1);
+    // Who was heard from since when, a heartbeat included.
+    assert_eq!(
+        other.operators_heard(t0 + 3001).await.unwrap(),
+        [
+            ("op-a".to_string(), t0 + 4000),
+            ("op-b".to_string(), t0 + 3500)
+        ]
+    );
+    assert_eq!(
+        other.operators_heard(t0 + 3600).await.unwrap(),
+        [("op-a".to_string(), t0 + 4000)]
+    );
     let late = t0 + 4000 + REPORTED_FOR_MS + 1;
     assert!(
         !store

@@ -177,7 +177,6 @@ fn shard_config(args: &ServeArgs) -> Result<Option<ShardConfig>, DaemonError> {
     Ok(Some(config))
 }
 
-/// `--resync-interval`, `--health-timeout`: a duration of at least one second.
 /// A `--notify-url` / `--notify-slack-url` value: `http(s)://HOST…`.
 fn notify_url(text: &str) -> Result<String, String> {
     let url = text.trim().to_string();
@@ -210,6 +209,7 @@ fn notify_targets(json: &[String], slack: &[String]) -> Vec<Target> {
         .collect()
 }
 
+/// `--resync-interval`, `--health-timeout`: a duration of at least one second.
 fn at_least_a_second(text: &str) -> Result<Duration, String> {
     let d = crate::sources::spec::parse_duration(text)?;
     if d.is_zero() {

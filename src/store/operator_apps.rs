@@ -140,6 +140,17 @@ impl Store {
         Ok(updated.rows_affected() == 1)
     }
 
+    /// The operators heard from at or after `since_ms` (a report or a heartbeat), each with
+    /// when it was last heard from, by operator id.
+    pub async fn operators_heard(&self, since_ms: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT operator, reported_ms FROM operators WHERE reported_ms >= $1 ORDER BY operator",
+        )
+        .bind(since_ms)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// The Apps of the operators heard from at or after `since_ms`, by key.
     pub async fn operator_apps(&self, since_ms: i64) -> Result<Vec<OperatorAppRow>, StoreError> {
         Ok(sqlx::query_as(

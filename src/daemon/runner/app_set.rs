@@ -175,6 +175,7 @@ impl Runner {
                 if current.app.spec.source == app.spec.source {
                     let changed = current.app.spec != app.spec;
                     current.app = app;
+                    self.app_changed();
                     current.origin = origin;
                     let rendered = current.manifests.is_some();
                     drop(apps);
@@ -219,6 +220,7 @@ impl Runner {
                 match previous {
                     Some(previous) => {
                         if let Some(record) = apps.get_mut(&key) {
+                            self.app_changed();
                             record.app = previous.app;
                             record.origin = previous.origin;
                             record.source_key = previous.source_key;
@@ -229,11 +231,18 @@ impl Runner {
                     }
                     None => {
                         apps.remove(&key);
+                        self.app_changed();
                     }
                 }
                 Err(e)
             }
         }
+    }
+
+    /// Notes that an App was added, replaced or removed (what an operator's report follows).
+    fn app_changed(&self) {
+        self.app_changes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Points App `key`'s record at a new version and source (creating the record, with any
@@ -246,6 +255,7 @@ impl Runner {
         source_key: SourceKey,
     ) -> Option<Version> {
         let mut apps = self.apps.lock();
+        self.app_changed();
         if let Some(record) = apps.get_mut(key) {
             let previous = Version {
                 app: std::mem::replace(&mut record.app, app),
@@ -367,6 +377,7 @@ impl Runner {
                 return false;
             }
             let removed = apps.remove(key);
+            self.app_changed();
             self.publisher.send(Change::Removed {
                 key: key.to_string(),
             });

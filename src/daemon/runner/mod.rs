@@ -59,6 +59,7 @@ use crate::sources::url::SourceKey;
 use crate::store::{Store, StoreError};
 pub use app_set::{FindError, RunnerError, Upserted};
 pub use objects::ObjectHealth;
+pub use operated::OperatorShare;
 pub use operations::server_requests;
 pub use operations::{Completed, Operation, OperationError};
 pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
@@ -200,6 +201,9 @@ pub struct Runner {
     server: std::sync::OnceLock<crate::server_link::ServerLink>,
     /// What an operator's server took of its reports of Apps (see [`report`]).
     reports: report::ReportCounts,
+    /// Moves whenever an App is added, replaced or removed: an operator encodes its report of
+    /// Apps again only when it moved or its share of the clusters changed (see [`report`]).
+    app_changes: std::sync::atomic::AtomicU64,
 }
 
 impl Runner {
@@ -244,6 +248,7 @@ impl Runner {
             held: Mutex::new(std::collections::BTreeSet::new()),
             server: std::sync::OnceLock::new(),
             reports: report::ReportCounts::default(),
+            app_changes: std::sync::atomic::AtomicU64::new(0),
         })
     }
 

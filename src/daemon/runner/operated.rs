@@ -5,7 +5,7 @@
 //! store, and every operation on one is handed to its operator through the store's
 //! `app_requests`, as between sharded replicas ([`super::operations`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +28,34 @@ const FULL_READ_EVERY: u64 = 30;
 /// read them through this server and do not sweep its store).
 const SWEEP_EVERY: u64 = 30;
 
+/// The share of one operator as its reports show it: the destination clusters of the Apps it
+/// reported and how many Apps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperatorShare {
+    /// The clusters (segments), sorted.
+    pub clusters: Vec<String>,
+    /// How many Apps it reconciles.
+    pub apps: usize,
+}
+
 impl Runner {
+    /// The share of each operator that reported Apps to this server, by operator id.
+    pub fn operator_shares(&self) -> BTreeMap<String, OperatorShare> {
+        let mut shares: BTreeMap<String, OperatorShare> = BTreeMap::new();
+        for record in self.apps.lock().values() {
+            let Some(operator) = record.operator.as_deref() else {
+                continue;
+            };
+            let share = shares.entry(operator.to_string()).or_default();
+            share.apps += 1;
+            let cluster = record.app.spec.destination.cluster_segment();
+            if let Err(at) = share.clusters.binary_search_by(|c| c.as_str().cmp(cluster)) {
+                share.clusters.insert(at, cluster.to_string());
+            }
+        }
+        shares
+    }
+
     /// The operator (its replica id) that reconciles App `key`, when an operator reported it
     /// to this server; `None` for an App this process reconciles, or none by that key.
     pub fn operator_of(&self, key: &str) -> Option<String> {

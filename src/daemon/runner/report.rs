@@ -140,6 +140,25 @@ impl Runner {
         self.tasks.lock().extend([handovers, reports]);
     }
 
+    /// What the report of Apps is encoded from now, but for the Apps' content ([`Look`]).
+    fn report_look(&self) -> Look {
+        let app_changes = self.app_changes.load(Ordering::Relaxed);
+        let mut owned = Vec::new();
+        if self.sharding.get().is_some() {
+            let apps = self.apps.lock();
+            let clusters: std::collections::BTreeSet<&str> = apps
+                .values()
+                .map(|r| r.app.spec.destination.cluster_segment())
+                .collect();
+            owned = clusters
+                .into_iter()
+                .filter(|cluster| self.owns_cluster(cluster))
+                .map(str::to_string)
+                .collect();
+        }
+        Look { app_changes, owned }
+    }
+
     /// The Apps this process reconciles now: all of them, or its share when sharded.
     fn reconciled_apps(&self) -> Vec<ReportedApp> {
         self.apps
@@ -166,6 +185,15 @@ impl Runner {
         let mut failing = false;
         loop {
             ticker.tick().await;
+            // Encoding ten thousand Apps takes tens of milliseconds: only when they may have
+            // changed since the last report taken, or a heartbeat is due.
+            let look = self.report_look();
+            if taken
+                .as_ref()
+                .is_some_and(|t| t.look == look && t.at.elapsed() < REPORT_AT_LEAST_EVERY)
+            {
+                continue;
+            }
             let report = ReportedApps {
                 apps: self.reconciled_apps(),
             };
@@ -179,7 +207,13 @@ impl Runner {
             };
             let digest = report_digest(body.get().as_bytes());
             let sent = match next_send(taken.as_ref(), &digest, Instant::now()) {
-                NextSend::Nothing => continue,
+                NextSend::Nothing => {
+                    // The same Apps after all (a resource's status written, say).
+                    if let Some(taken) = taken.as_mut() {
+                        taken.look = look;
+                    }
+                    continue;
+                }
                 NextSend::Heartbeat => {
                     let heartbeat = Heartbeat {
                         digest: digest.clone(),
@@ -209,6 +243,7 @@ impl Runner {
                     }
                     taken = Some(Taken {
                         digest,
+                        look,
                         at: Instant::now(),
                     });
                 }
@@ -241,11 +276,21 @@ impl Runner {
     }
 }
 
-/// The last report of Apps the server took: its digest and when it or a heartbeat naming it
-/// was last taken.
+/// The last report of Apps the server took: its digest, what it was encoded from, and when it
+/// or a heartbeat naming it was last taken.
 struct Taken {
     digest: String,
+    look: Look,
     at: Instant,
+}
+
+/// What a report of Apps is encoded from, but for the Apps' content: how many times an App
+/// was added, replaced or removed, and the clusters this process reconciles (sharded). When
+/// neither moved, the report is the one taken last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Look {
+    app_changes: u64,
+    owned: Vec<String>,
 }
 
 /// What an operator sends at one look.
@@ -317,6 +362,10 @@ mod tests {
         assert_eq!(next_send(None, &digest, start), NextSend::Apps);
         let taken = Taken {
             digest: digest.clone(),
+            look: Look {
+                app_changes: 0,
+                owned: Vec::new(),
+            },
             at: start,
         };
         assert_eq!(next_send(Some(&taken), &digest, start), NextSend::Nothing);

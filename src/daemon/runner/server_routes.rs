@@ -2,6 +2,7 @@
 //! (see [`super::report`]): the routes and their bodies, shared by the operator that sends
 //! them and the server's handlers that take them.
 
+use kube::api::ObjectMeta;
 use serde_json::value::RawValue;
 
 use crate::app::App;
@@ -41,11 +42,26 @@ pub struct ReportedApp {
 }
 
 impl ReportedApp {
-    /// The report of `app`, as expanded.
+    /// The report of `app`, as expanded: its name, namespace, labels, annotations and spec.
+    /// What an App resource carries besides (its status, resource version, managed fields)
+    /// changes with every status wardn writes to it and means nothing to the server: left
+    /// out, so a report changes only when the App does.
     pub fn of(app: &App) -> ReportedApp {
         let destination = &app.spec.destination;
+        let metadata = &app.metadata;
+        let trimmed = App {
+            metadata: ObjectMeta {
+                name: metadata.name.clone(),
+                namespace: metadata.namespace.clone(),
+                labels: metadata.labels.clone(),
+                annotations: metadata.annotations.clone(),
+                ..ObjectMeta::default()
+            },
+            spec: app.spec.clone(),
+            status: None,
+        };
         ReportedApp {
-            app: app.clone(),
+            app: trimmed,
             cluster_template: destination.cluster_template.clone(),
             target: destination.target.clone(),
             primary: destination.primary,
@@ -180,5 +196,35 @@ mod tests {
         }
         let keys: Vec<String> = expanded.iter().map(app_key).collect();
         assert_eq!(keys, ["team/web:eu", "team/web:us"]);
+    }
+
+    /// What an App resource gains from wardn's status writes (a status, a new resource
+    /// version, managed fields) leaves its report as it was; a changed label does not.
+    #[test]
+    fn a_report_changes_with_the_app_and_not_with_its_status_writes() {
+        let yaml = "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: web\n  namespace: team\n  labels: {env: prod}\n  annotations: {note: x}\n  resourceVersion: '1'\n\
+             spec:\n  source:\n    type: Directory\n    directory:\n      path: /srv\n\
+             \x20 destination: {cluster: east, namespace: shop}\n";
+        let app: App = serde_saphyr::from_str(yaml).unwrap();
+        let report = |app: &App| serde_json::to_string(&ReportedApp::of(app)).unwrap();
+        let mut written = app.clone();
+        written.metadata.resource_version = Some("2".into());
+        written.metadata.managed_fields = Some(vec![Default::default()]);
+        written.metadata.uid = Some("0f0f".into());
+        written.status = Some(Box::default());
+        assert_eq!(report(&written), report(&app));
+        let back = serde_json::from_str::<ReportedApp>(&report(&app))
+            .unwrap()
+            .into_app();
+        assert_eq!(back.metadata.labels, app.metadata.labels);
+        assert_eq!(back.metadata.annotations, app.metadata.annotations);
+        assert_eq!(back.spec, app.spec);
+        let mut relabelled = app.clone();
+        relabelled
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert("env".into(), "stage".into());
+        assert_ne!(report(&relabelled), report(&app));
     }
 }
