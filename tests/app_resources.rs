@@ -116,6 +116,28 @@ async fn app_resources_are_deployed_updated_approved_and_removed() {
         web["status"]["observedGeneration"], web["metadata"]["generation"],
         "{web}"
     );
+    // Once the resource with its status is seen again, the runner holds it without its
+    // status, managed fields and kubectl's last-applied copy (it keeps the status itself),
+    // with its uid for Events.
+    let number = |version: Option<&str>| version.and_then(|v| v.parse::<u64>().ok());
+    let written = number(web["metadata"]["resourceVersion"].as_str()).unwrap();
+    eventually("the written resource seen", || {
+        runner.app("team/web").is_some_and(|app| {
+            number(app.metadata.resource_version.as_deref()).is_some_and(|v| v >= written)
+        })
+    })
+    .await;
+    let held = runner.app("team/web").unwrap();
+    assert!(held.status.is_none(), "{held:?}");
+    assert!(held.metadata.managed_fields.is_none(), "{held:?}");
+    assert!(
+        held.metadata
+            .annotations
+            .as_ref()
+            .is_none_or(|a| !a.contains_key("kubectl.kubernetes.io/last-applied-configuration")),
+        "{held:?}"
+    );
+    assert!(held.metadata.uid.is_some(), "{held:?}");
     assert_eq!(web["status"]["cluster"], "local", "{web}");
     let listed = sim.kubectl(
         &[

@@ -152,8 +152,26 @@ async fn apply(runner: &Arc<Runner>, app: App) {
         return;
     }
     let name = app.name_any();
-    if let Err(error) = runner.upsert(app.clone(), Origin::Resource).await {
+    if let Err(error) = runner.upsert(held(&app), Origin::Resource).await {
         tracing::warn!(app = %name, %error, "invalid App resource");
         runner.report_invalid(&app, &error.to_string());
     }
+}
+
+/// `kubectl apply`'s record of the last applied object: a second copy of the App's spec.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The App resource `app` as the runner holds it: without its status (the runner keeps each
+/// App's status itself, as text), its managed fields (renewed by every status wardn writes)
+/// and `kubectl apply`'s copy of it, which nothing here reads back; its uid and resource
+/// version stay, for the Events recorded on it. In a fleet of App resources, each record held
+/// the App's whole last status (its inventory among it) a second time.
+fn held(app: &App) -> App {
+    let mut held = app.clone();
+    held.status = None;
+    held.metadata.managed_fields = None;
+    if let Some(annotations) = held.metadata.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+    held
 }
