@@ -191,13 +191,7 @@ pub async fn statuses(
             ));
         }
         let stored = state.store().app_status::<Box<RawValue>>(key).await?;
-        let statuses = stored
-            .into_iter()
-            .map(|record| StoredStatus {
-                key: record.key,
-                status: record.status,
-            })
-            .collect();
+        let statuses = stored.into_iter().map(stored_status).collect();
         return Ok(Json(StoredStatuses {
             statuses,
             next: None,
@@ -221,14 +215,16 @@ pub async fn statuses(
     let next = (page.len() == limit as usize)
         .then(|| page.last().map(|record| record.key.clone()))
         .flatten();
-    let statuses = page
-        .into_iter()
-        .map(|record| StoredStatus {
-            key: record.key,
-            status: record.status,
-        })
-        .collect();
+    let statuses = page.into_iter().map(stored_status).collect();
     Ok(Json(StoredStatuses { statuses, next }))
+}
+
+/// A stored status as the operators read it back.
+fn stored_status(record: AppStatusRecord<Box<RawValue>>) -> StoredStatus {
+    StoredStatus {
+        key: record.key,
+        status: record.status,
+    }
 }
 
 /// `DELETE /internal/app-status`: an operator no longer manages the App.

@@ -190,7 +190,7 @@ impl Runner {
             let look = self.report_look();
             if taken
                 .as_ref()
-                .is_some_and(|t| t.look == look && t.at.elapsed() < REPORT_AT_LEAST_EVERY)
+                .is_some_and(|t| t.look == look && t.fresh(Instant::now()))
             {
                 continue;
             }
@@ -284,6 +284,14 @@ struct Taken {
     at: Instant,
 }
 
+impl Taken {
+    /// Whether the server heard from this operator less than [`REPORT_AT_LEAST_EVERY`] before
+    /// `now` (a clock gone backwards counts as just heard).
+    fn fresh(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.at) < REPORT_AT_LEAST_EVERY
+    }
+}
+
 /// What a report of Apps is encoded from, but for the Apps' content: how many times an App
 /// was added, replaced or removed, and the clusters this process reconciles (sharded). When
 /// neither moved, the report is the one taken last.
@@ -309,7 +317,7 @@ enum NextSend {
 fn next_send(taken: Option<&Taken>, digest: &str, now: Instant) -> NextSend {
     match taken {
         Some(taken) if taken.digest == digest => {
-            if now.saturating_duration_since(taken.at) < REPORT_AT_LEAST_EVERY {
+            if taken.fresh(now) {
                 NextSend::Nothing
             } else {
                 NextSend::Heartbeat
