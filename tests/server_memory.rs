@@ -30,6 +30,9 @@ fn clients(net: u8, count: u8) -> Vec<Client> {
         .map(|i| {
             Client::builder()
                 .local_address(std::net::IpAddr::from([127, 0, net, i]))
+                // Below the server's idle timeout, as a well-behaved client keeps it: a pooled
+                // connection the server is closing at that moment fails the request sent on it.
+                .pool_idle_timeout(wardn::server::listener::HEADER_READ_TIMEOUT / 2)
                 .build()
                 .unwrap()
         })

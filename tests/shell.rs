@@ -34,9 +34,42 @@ struct Fixture {
     server: TestServer,
     admin: String,
     dir: tempfile::TempDir,
+    /// Held until the fixture's server and cluster are gone (fields drop in order).
+    _turn: Turn,
+}
+
+/// The memory test measures this process's resident memory, which every test of this file
+/// moves (each runs its server and cluster in this process): the others share the lock, the
+/// memory test holds it alone.
+static PROCESS_MEMORY: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// A test's hold on [`PROCESS_MEMORY`]: shared, or alone for the memory test.
+struct Turn {
+    _shared: Option<tokio::sync::RwLockReadGuard<'static, ()>>,
+    _alone: Option<tokio::sync::RwLockWriteGuard<'static, ()>>,
+}
+
+impl Turn {
+    async fn shared() -> Turn {
+        Turn {
+            _shared: Some(PROCESS_MEMORY.read().await),
+            _alone: None,
+        }
+    }
+
+    async fn alone() -> Turn {
+        Turn {
+            _shared: None,
+            _alone: Some(PROCESS_MEMORY.write().await),
+        }
+    }
 }
 
 async fn fixture() -> Fixture {
+    fixture_in(Turn::shared().await).await
+}
+
+async fn fixture_in(turn: Turn) -> Fixture {
     kubesim::install_crypto_provider();
     let cluster = Cluster::start(ClusterConfig {
         name: "staging".into(),
@@ -55,6 +88,7 @@ async fn fixture() -> Fixture {
         server,
         admin,
         dir,
+        _turn: turn,
     };
     let (status, body) = fixture.register("staging", &["demo"]).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -762,7 +796,7 @@ fn resident_kib() -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_proxied_requests_leave_files_and_memory_flat() {
-    let f = fixture().await;
+    let f = fixture_in(Turn::alone().await).await;
     let session = f.open(&f.admin, "staging").await;
     let http = f.server.http();
     let url = |path: &str| f.server.url(&format!("{}{path}", session.proxy_path));

@@ -354,10 +354,11 @@ mod tests {
     }
 
     /// Both workers free their buffers once idle (each in turn takes the queue and times out),
-    /// and a check after that allocates one again and still answers.
+    /// and a check after that allocates one again and still answers. (The idle period is long
+    /// enough that a loaded machine does not free the buffers between a check and the look.)
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn idle_workers_free_their_buffers_and_allocate_again_when_needed() {
-        let workers = Arc::new(PasswordWorkers::start(2, Duration::from_millis(200)));
+        let workers = Arc::new(PasswordWorkers::start(2, Duration::from_secs(3)));
         let stored = workers.hash("pw".into()).await.unwrap();
         let both = (0..2).map(|_| workers.verify("pw".into(), stored.clone()));
         for valid in futures_util::future::join_all(both).await {

@@ -86,8 +86,12 @@ mod tests {
     }
 
     /// Checks `assignment` covers every cluster with shares differing by at most one, each
-    /// within `[floor, ceil]` of `n / m`.
-    fn check_balanced(replicas: &[String], clusters: &[String], what: &str) {
+    /// within `[floor, ceil]` of `n / m`; returns the assignment.
+    fn check_balanced(
+        replicas: &[String],
+        clusters: &[String],
+        what: &str,
+    ) -> BTreeMap<String, String> {
         let assignment = assign(strs(replicas), strs(clusters));
         assert_eq!(
             assignment.len(),
@@ -103,6 +107,7 @@ mod tests {
                 "{what}: {replica} holds {held} of {n} over {m}"
             );
         }
+        assignment
     }
 
     #[test]
@@ -147,6 +152,11 @@ mod tests {
     /// Moves when one replica joins `before`: how many clusters change replica.
     fn moved(before: &[String], after: &[String], clusters: &[String]) -> usize {
         let old = assign(strs(before), strs(clusters));
+        changed(&old, after, clusters)
+    }
+
+    /// Clusters of `old` that move when the replicas become `after`.
+    fn changed(old: &BTreeMap<String, String>, after: &[String], clusters: &[String]) -> usize {
         let new = assign(strs(after), strs(clusters));
         clusters.iter().filter(|c| old[*c] != new[*c]).count()
     }
@@ -198,17 +208,17 @@ mod tests {
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            check_balanced(&replicas, &clusters, &format!("round {round}"));
+            let balanced = check_balanced(&replicas, &clusters, &format!("round {round}"));
             let mut reversed = replicas.clone();
             reversed.reverse();
             assert_eq!(
-                assign(strs(&replicas), strs(&clusters)),
+                balanced,
                 assign(strs(&reversed), strs(&clusters)),
                 "round {round}"
             );
             let mut after = replicas.clone();
             after.push(format!("joiner-{round}"));
-            let joined = moved(&replicas, &after, &clusters);
+            let joined = changed(&balanced, &after, &clusters);
             let bound = 2 * clusters.len() / after.len() + 3;
             assert!(
                 joined <= bound,
