@@ -63,6 +63,7 @@ fn operator_options(
         scheduling: Default::default(),
         pipeline: Default::default(),
         shards: None,
+        replica_id: None,
         git_ca_file: None,
         git_timeout: Duration::from_secs(60),
         notify: Vec::new(),
@@ -804,12 +805,24 @@ async fn operator_settings_are_checked() {
     let err = OperatorServer::bind(OperatorOptions {
         server: "http://127.0.0.1:1".into(),
         internal_token: String::new(),
-        ..options
+        ..options.clone()
     })
     .await
     .err()
     .unwrap();
     assert!(err.to_string().contains("WARDN_INTERNAL_TOKEN"), "{err}");
+    // Hostile: an id the server would list under a name no Pod can have.
+    for id in ["", "Op_1", "op 1", "-op", &"a".repeat(201)] {
+        let err = OperatorServer::bind(OperatorOptions {
+            server: "http://127.0.0.1:1".into(),
+            replica_id: Some(id.to_string()),
+            ..options.clone()
+        })
+        .await
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("--replica-id"), "{id}: {err}");
+    }
 }
 
 #[test]
@@ -1444,6 +1457,64 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
         .await;
         assert_eq!(status, 204, "{text}");
     }
+    // Another operator reads a reported App by key (a promotion's source): the last report's
+    // Apps are found as reported, an App of an earlier report is a 404 naming it, a careless
+    // query a 400 naming `key`, a user's token a 401, a `--role all` process a 409.
+    let reported = |process: &TestServer, query: &str, token: &str| {
+        let request = http
+            .get(process.url(&format!("/internal/reported-apps?{query}")))
+            .bearer_auth(token);
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let found = until_value(
+        "the last report's App readable by key",
+        || async {
+            let (status, text) = reported(&server, "key=wardn%2Fapp-199-2", INTERNAL_TOKEN).await;
+            serde_json::json!({"status": status, "text": text})
+        },
+        |answer| answer["status"] == 200,
+    )
+    .await;
+    let found: serde_json::Value = serde_json::from_str(found["text"].as_str().unwrap()).unwrap();
+    assert_eq!(found["app"]["metadata"]["name"], "app-199-2", "{found}");
+    assert_eq!(
+        found["app"]["spec"]["destination"]["cluster"], "target",
+        "{found}"
+    );
+    for (process, query, token, code, says) in [
+        (
+            &server,
+            "key=wardn%2Fapp-198-2",
+            INTERNAL_TOKEN,
+            404,
+            "App wardn/app-198-2",
+        ),
+        (&server, "key=nokey", INTERNAL_TOKEN, 400, "key"),
+        (&server, "", INTERNAL_TOKEN, 400, "key"),
+        (
+            &server,
+            "key=wardn%2Fa&cluster=east",
+            INTERNAL_TOKEN,
+            400,
+            "cluster",
+        ),
+        (&server, "key=wardn%2Fapp-199-2", user.as_str(), 401, ""),
+        (
+            &all,
+            "key=wardn%2Fapp-199-2",
+            INTERNAL_TOKEN,
+            409,
+            "--role server",
+        ),
+    ] {
+        let (status, text) = reported(process, query, token).await;
+        assert_eq!(status, code, "{query}: {text}");
+        assert!(text.contains(says), "{query}: {text}");
+    }
+
     // Heartbeats: the digest of the last report taken (the SHA-256 of its body) is 204; any
     // other, an operator never reported, or a careless body is refused, naming why.
     let last: Vec<serde_json::Value> = (0..(199 % 7))
@@ -1801,21 +1872,11 @@ async fn start_sharded_operators(
     operators
 }
 
-/// A promotion through the server between Apps of two operator shards: the source deploys
-/// to one operator's cluster, the target to the other's, which holds no status of the source;
-/// the target's owner reads the source's status from the server (Synced and Healthy, its
-/// inventory naming its Deployment), reads the digest its Pods run from the source's cluster,
-/// and pins it on the target. An App that does not take promotions from the source is still
-/// refused, naming its `promotion.from`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_promotion_through_the_server_crosses_operator_shards() {
-    use support::workloads::{deployed_image, pod_digests, write_workload};
-
-    let (management, server, sims) = split_fleet().await;
-    let work = tempfile::tempdir().unwrap();
-    let apps = work.path().join("apps");
-    std::fs::create_dir_all(&apps).unwrap();
-    let repo = "ghcr.io/acme/web";
+/// Writes the Apps of the promotion tests, each into the `--apps` directory `dir_of` names
+/// for it: `stage` on `east-0` (image 1.28), `prod` on `east-1` taking promotions from it
+/// (1.27), and `other` on `east-1` taking them from another App (1.0).
+fn write_promotion_fleet(work: &Path, dir_of: impl Fn(&str) -> std::path::PathBuf) {
+    use support::workloads::write_workload;
     for (name, cluster, tag, promotion) in [
         ("stage", "east-0", "1.28", ""),
         (
@@ -1831,8 +1892,10 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
             "  promotion:\n    from: east-0/elsewhere\n",
         ),
     ] {
-        let source = work.path().join("sources").join(name);
-        write_workload(&source, name, &format!("{repo}:{tag}"));
+        let source = work.join("sources").join(name);
+        write_workload(&source, name, &format!("{PROMOTED_REPO}:{tag}"));
+        let apps = dir_of(name);
+        std::fs::create_dir_all(&apps).unwrap();
         std::fs::write(
             apps.join(format!("{name}.yaml")),
             format!(
@@ -1845,14 +1908,133 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
         )
         .unwrap();
     }
-    let operators = start_sharded_operators(&server, &management, &apps, work.path()).await;
-    let token = server.token().await;
+}
+
+/// The image repository of [`write_promotion_fleet`]'s workloads.
+const PROMOTED_REPO: &str = "ghcr.io/acme/web";
+
+/// Waits until `stage` and `prod` of [`write_promotion_fleet`] are Synced and Healthy as
+/// `server` lists them.
+async fn until_promotion_fleet_synced(server: &TestServer, token: &str) {
     for path in ["/api/v1/apps/east-0/stage", "/api/v1/apps/east-1/prod"] {
-        until_app(&server, &token, path, "Synced and Healthy", |app| {
+        until_app(server, token, path, "Synced and Healthy", |app| {
             app["phase"] == "Synced" && app["status"]["health"] == "Healthy"
         })
         .await;
     }
+}
+
+/// Promotes `east-0/stage` into `east-1/prod` through `server`: the digest stage's Pod runs on
+/// `east-0` is pinned on prod and runs on `east-1`. Hostile: `east-1/other`, which takes
+/// promotions from another App, is refused with a 409 naming it, nothing pinned.
+async fn promote_stage_into_prod(
+    server: &TestServer,
+    token: &str,
+    sims: &[(&'static str, common::Sim)],
+) {
+    use support::workloads::{deployed_image, pod_digests};
+    let (source, target) = (&sims[0].1.cluster, &sims[1].1.cluster);
+    let digests = pod_digests(source, "team-a", "stage");
+    assert_eq!(digests.len(), 1, "{digests:?}");
+    let digest = digests.into_iter().next().unwrap();
+    let promote = |to: &str| {
+        let request = server
+            .http()
+            .post(server.url(&format!("/api/v1/apps/east-0/stage/promote?to={to}")))
+            .bearer_auth(token)
+            .json(&serde_json::json!({}));
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let (status, body) = promote("east-1/prod").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"]["phase"], "Synced", "{body}");
+    assert_eq!(
+        body["status"]["promotedFrom"]["images"][0]["digest"],
+        digest.as_str(),
+        "{body}"
+    );
+    assert_eq!(
+        deployed_image(target, "team-a", "prod"),
+        Some(format!("{PROMOTED_REPO}@{digest}"))
+    );
+    let (status, body) = promote("east-1/other").await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.to_string().contains("east-0/elsewhere"), "{body}");
+    assert_eq!(
+        deployed_image(target, "team-a", "other"),
+        Some(format!("{PROMOTED_REPO}:1.0"))
+    );
+}
+
+/// A promotion through the server between Apps of two operators that are not sharded, each
+/// reading its own `--apps`: the target's operator does not know the source App at all, and
+/// reads it and its status from the server (as the source's operator reported them), then
+/// the digest its Pods run from the source's cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() {
+    let (_management, server, sims) = split_fleet().await;
+    let work = tempfile::tempdir().unwrap();
+    let dir_of = |name: &str| match name {
+        "stage" => work.path().join("staging-apps"),
+        _ => work.path().join("production-apps"),
+    };
+    write_promotion_fleet(work.path(), dir_of);
+    let mut operators = Vec::new();
+    for (id, apps) in [("op-staging", "stage"), ("op-production", "prod")] {
+        let options = OperatorOptions {
+            replica_id: Some(id.into()),
+            ..operator_options(
+                &server.base,
+                INTERNAL_TOKEN,
+                Some(&dir_of(apps)),
+                &work.path().join(id),
+            )
+        };
+        operators.push(start_operator_with(options).await);
+    }
+    let token = server.token().await;
+    until_promotion_fleet_synced(&server, &token).await;
+    let production = &operators[1].0;
+    assert!(
+        production.app("fleet/stage").is_none(),
+        "not among its Apps"
+    );
+    let listed: serde_json::Value = server
+        .http()
+        .get(server.url("/api/v1/apps/east-0/stage"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["operator"], "op-staging", "{listed}");
+    promote_stage_into_prod(&server, &token, &sims).await;
+    for (_, _, stop) in operators {
+        let _ = stop.send(());
+    }
+}
+
+/// A promotion through the server between Apps of two operator shards: the source deploys
+/// to one operator's cluster, the target to the other's, which holds no status of the source;
+/// the target's owner reads the source's status from the server (Synced and Healthy, its
+/// inventory naming its Deployment), reads the digest its Pods run from the source's cluster,
+/// and pins it on the target. An App that does not take promotions from the source is still
+/// refused, naming its `promotion.from`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promotion_through_the_server_crosses_operator_shards() {
+    let (management, server, sims) = split_fleet().await;
+    let work = tempfile::tempdir().unwrap();
+    let apps = work.path().join("apps");
+    write_promotion_fleet(work.path(), |_| apps.clone());
+    let operators = start_sharded_operators(&server, &management, &apps, work.path()).await;
+    let token = server.token().await;
+    until_promotion_fleet_synced(&server, &token).await;
     // Each cluster has its own owner, and the target's owner holds no status of the source.
     let owner_of = |cluster: &str| {
         operators
@@ -1907,43 +2089,7 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
             .and_then(|s| s.phase),
         None
     );
-    let (source, target) = (&sims[0].1.cluster, &sims[1].1.cluster);
-    let digests = pod_digests(source, "team-a", "stage");
-    assert_eq!(digests.len(), 1, "{digests:?}");
-    let digest = digests.into_iter().next().unwrap();
-
-    let promote = |to: &str| {
-        let request = server
-            .http()
-            .post(server.url(&format!("/api/v1/apps/east-0/stage/promote?to={to}")))
-            .bearer_auth(&token)
-            .json(&serde_json::json!({}));
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            (status, response.json::<serde_json::Value>().await.unwrap())
-        }
-    };
-    let (status, body) = promote("east-1/prod").await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["status"]["phase"], "Synced", "{body}");
-    assert_eq!(
-        body["status"]["promotedFrom"]["images"][0]["digest"],
-        digest.as_str(),
-        "{body}"
-    );
-    assert_eq!(
-        deployed_image(target, "team-a", "prod"),
-        Some(format!("{repo}@{digest}"))
-    );
-    // Hostile: a target that takes promotions from another App is refused, nothing pinned.
-    let (status, body) = promote("east-1/other").await;
-    assert_eq!(status, 409, "{body}");
-    assert!(body.to_string().contains("east-0/elsewhere"), "{body}");
-    assert_eq!(
-        deployed_image(target, "team-a", "other"),
-        Some(format!("{repo}:1.0"))
-    );
+    promote_stage_into_prod(&server, &token, &sims).await;
     for (_, _, stop) in operators {
         let _ = stop.send(());
     }

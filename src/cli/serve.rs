@@ -148,7 +148,8 @@ pub struct ServeArgs {
     /// in the management cluster (`--role operator`, or `--role all` with PostgreSQL).
     #[arg(long, value_enum, default_value_t = Shards::Off, env = "WARDN_SHARDS")]
     pub shards: Shards,
-    /// With `--shards auto`: this replica's id, naming its Lease `wardn-shard-ID` (default:
+    /// With `--shards auto`: this replica's id, naming its Lease `wardn-shard-ID`; on
+    /// `--role operator`, also the id it reports its Apps to the server under (default:
     /// `POD_NAME`, else `<hostname>-<pid>`).
     #[arg(long, env = "WARDN_REPLICA_ID")]
     pub replica_id: Option<String>,
@@ -369,6 +370,7 @@ async fn run_operator(args: ServeArgs) -> Result<(), ServeError> {
         scheduling,
         pipeline,
         shards,
+        replica_id: args.replica_id,
         git_timeout: args.git.timeout(),
         git_ca_file: args.git.git_ca_file,
         notify: notify_targets(&args.notify_url, &args.notify_slack_url),

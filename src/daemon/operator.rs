@@ -57,6 +57,9 @@ pub struct OperatorOptions {
     pub pipeline: Options,
     /// `--shards auto`: this replica's Lease settings; `None`: this operator reconciles all.
     pub shards: Option<crate::shard::ShardConfig>,
+    /// The id this operator reports its Apps to the server under (`--replica-id`), when not
+    /// sharded (sharded, its Lease's id): `None` for `POD_NAME`, else host name and process id.
+    pub replica_id: Option<String>,
     /// Extra CA certificates (PEM file) trusted for `https://` Git remotes (`--git-ca-file`).
     pub git_ca_file: Option<PathBuf>,
     /// How long a Git remote may stay silent before a fetch gives up (`--git-timeout`).
@@ -114,6 +117,10 @@ impl Operator {
                 "--role operator needs WARDN_INTERNAL_TOKEN (the server's internal token)".into(),
             ));
         }
+        if let Some(id) = &options.replica_id {
+            crate::shard::membership::check_replica_id(id)
+                .map_err(|e| DaemonError::Role(e.to_string()))?;
+        }
         let throttles = Arc::new(Throttles::new(
             options.scheduling.cluster_qps,
             options.scheduling.cluster_burst,
@@ -169,9 +176,10 @@ impl Operator {
         }
         runner.start(updates);
         // The server lists this operator's Apps and hands it the operations asked for there.
-        let operator = match &membership {
-            Some(membership) => membership.replica_id().to_string(),
-            None => crate::shard::membership::default_replica_id(),
+        let operator = match (&membership, &options.replica_id) {
+            (Some(membership), _) => membership.replica_id().to_string(),
+            (None, Some(id)) => id.clone(),
+            (None, None) => crate::shard::membership::default_replica_id(),
         };
         runner.report_to(operator);
         // Pushes the server's webhook recorded: each repository polled here is polled at once.

@@ -570,6 +570,12 @@ pub fn route_table() -> Vec<RouteSpec> {
         ),
         route(
             Method::GET,
+            crate::daemon::runner::REPORTED_APP_ROUTE,
+            Operators,
+            get(operators::reported_app),
+        ),
+        route(
+            Method::GET,
             server_requests::ROUTE,
             Operators,
             get(operators::requests),

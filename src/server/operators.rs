@@ -22,8 +22,8 @@ use crate::daemon::runner::server_requests::{
     Claim, Claimed, Finished, OpenRequests, is_request_id, open_requests,
 };
 use crate::daemon::runner::{
-    Heartbeat, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApps, ReportedStatus, StatusesQuery,
-    StoredStatus, StoredStatuses, is_report_digest, report_digest,
+    Heartbeat, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApp, ReportedAppQuery, ReportedApps,
+    ReportedStatus, StatusesQuery, StoredStatus, StoredStatuses, is_report_digest, report_digest,
 };
 use crate::store::apps::AppStatusRecord;
 use crate::time::now_rfc3339;
@@ -217,6 +217,23 @@ pub async fn statuses(
         .flatten();
     let statuses = page.into_iter().map(stored_status).collect();
     Ok(Json(StoredStatuses { statuses, next }))
+}
+
+/// `GET /internal/reported-apps?key=`: App `key` as the operator that reconciles it reported
+/// it, for another operator promoting from it; a 404 naming the App when no live operator
+/// reports it.
+pub async fn reported_app(
+    State(state): State<AppState>,
+    Query(query): Query<ReportedAppQuery>,
+) -> Result<Json<ReportedApp>, ApiError> {
+    check_key(&query.key)?;
+    let app = state.runner().app(&query.key).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("App {}: no operator reports it", query.key),
+        )
+    })?;
+    Ok(Json(ReportedApp::of(&app)))
 }
 
 /// A stored status as the operators read it back.

@@ -66,9 +66,9 @@ pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
 pub use pushes::Pushes;
 pub use server_routes::{
-    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApp,
-    ReportedApps, ReportedStatus, STATUS_ROUTE, StatusesQuery, StoredStatus, StoredStatuses,
-    is_report_digest, report_digest,
+    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, MAX_STATUSES_PER_PAGE, REPORTED_APP_ROUTE, RemovedApp,
+    ReportedApp, ReportedAppQuery, ReportedApps, ReportedStatus, STATUS_ROUTE, StatusesQuery,
+    StoredStatus, StoredStatuses, is_report_digest, report_digest,
 };
 pub use shards::ShardEntry;
 pub use status_cell::StatusCell;
@@ -384,14 +384,21 @@ impl Runner {
     /// operator reconciles), the status its owner stored: in the store, or, on a sharded
     /// operator, on its server. `None` when no such App is managed.
     pub async fn current_status(&self, key: &str) -> Result<Option<AppStatus>, StatusError> {
-        let (held, cell) = {
+        let (known, held, cell) = {
             let apps = self.apps.lock();
-            let Some(record) = apps.get(key) else {
-                return Ok(None);
-            };
-            let held = record.operator.is_none()
-                && self.status_held(record.app.spec.destination.cluster_segment());
-            (held, record.status.clone())
+            match apps.get(key) {
+                Some(record) => {
+                    let held = record.operator.is_none()
+                        && self.status_held(record.app.spec.destination.cluster_segment());
+                    (true, held, record.status.clone())
+                }
+                // An operator's server knows the Apps of every operator: another's may be the
+                // source of a promotion here.
+                None if self.store.is_none() && self.server.get().is_some() => {
+                    (false, false, StatusCell::default())
+                }
+                None => return Ok(None),
+            }
         };
         if held {
             return Ok(Some(cell.read(key)));
@@ -412,6 +419,9 @@ impl Runner {
             }
             (None, None) => return Ok(Some(cell.read(key))),
         };
+        if !known && stored.is_none() {
+            return Ok(None);
+        }
         Ok(Some(
             stored.map(StatusCell::stored).unwrap_or_default().read(key),
         ))
@@ -613,7 +623,8 @@ impl Runner {
     }
 }
 
-/// Why the current status of an App ([`Runner::current_status`]) could not be read.
+/// Why the current status of an App ([`Runner::current_status`]), or an App another operator
+/// reconciles, could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
     /// The store failed.
@@ -622,6 +633,14 @@ pub enum StatusError {
     /// An operator's server did not answer with the status.
     #[error("cannot read App {key}'s status from the wardn server: {reason}")]
     Server {
+        /// The App's key.
+        key: String,
+        /// What failed.
+        reason: String,
+    },
+    /// An operator's server did not answer with the App another operator reports.
+    #[error("cannot read App {key} from the wardn server: {reason}")]
+    ServerApp {
         /// The App's key.
         key: String,
         /// What failed.

@@ -11,18 +11,19 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::Runner;
 use super::operations::{Completed, Operation, OperationError};
 use super::pins::{pinned, pins};
 use super::status_cell::StatusCell;
+use super::{Runner, StatusError};
 use crate::app::promotion::{PinnedImage, PromotedFrom};
-use crate::app::{AppStatus, Phase};
+use crate::app::{App, AppStatus, Phase};
 use crate::apply::health;
 use crate::notify::Event;
 use crate::object::ObjectRef;
 use crate::object::kinds::Resolver;
 use crate::reconcile::decide::Trigger;
 use crate::reconcile::error::ReconcileError;
+use crate::reconcile::pass::Manifests;
 use crate::reconcile::promotion::{self, PromoteError};
 use crate::render::pin_images;
 use crate::store::promotions::PromotionRecord;
@@ -222,13 +223,13 @@ impl Runner {
         id: &str,
     ) -> Result<AppStatus, OperationError> {
         let missing = |key: &str| OperationError::NotFound(key.to_string());
-        let app = self.app(source).ok_or_else(|| missing(source))?;
         let policy = self
             .app(target)
             .ok_or_else(|| missing(target))?
             .spec
             .promotion
             .unwrap_or_default();
+        let (app, manifests) = self.promotion_source(source).await?;
         let (cluster, name) = (
             app.spec.destination.cluster_segment().to_string(),
             crate::app::key::app_name(&app),
@@ -240,11 +241,6 @@ impl Runner {
             }
             .into());
         }
-        let manifests = {
-            let apps = self.apps.lock();
-            let record = apps.get(source).ok_or_else(|| missing(source))?;
-            record.manifests.clone()
-        };
         let status = self
             .current_status(source)
             .await?
@@ -290,6 +286,32 @@ impl Runner {
             promotion: Some(id.to_string()),
         };
         self.pin(target, Some(promoted)).await
+    }
+
+    /// App `source` of a promotion, with its rendered manifests when this process renders it:
+    /// a managed App, else (on an operator) the App as the operator reconciling it reported it
+    /// to their server, whose statuses the server holds too ([`Runner::current_status`]).
+    async fn promotion_source(
+        &self,
+        source: &str,
+    ) -> Result<(App, Option<Arc<Manifests>>), OperationError> {
+        let managed = self
+            .apps
+            .lock()
+            .get(source)
+            .map(|record| (record.app.clone(), record.manifests.clone()));
+        if let Some(managed) = managed {
+            return Ok(managed);
+        }
+        match self.app_from_server(source).await {
+            Ok(Some(app)) => Ok((app, None)),
+            Ok(None) => Err(OperationError::NotFound(source.to_string())),
+            Err(reason) => Err(StatusError::ServerApp {
+                key: source.to_string(),
+                reason,
+            }
+            .into()),
+        }
     }
 
     /// Pins `promoted`'s images on App `key` (refused when its render has none of them), or

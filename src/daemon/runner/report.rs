@@ -21,10 +21,11 @@ use super::Runner;
 use super::operations::server_requests::ServerRequests;
 use super::publish::Change;
 use super::server_routes::{
-    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, ReportedApp, ReportedApps, STATUS_ROUTE,
-    StoredStatuses, report_digest,
+    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, REPORTED_APP_ROUTE, ReportedApp, ReportedApps,
+    STATUS_ROUTE, StoredStatuses, report_digest,
 };
 use super::status_cell::StatusCell;
+use crate::app::App;
 use crate::server_link::{ExchangeError, ServerLink};
 
 /// How often the operator looks whether its Apps changed.
@@ -101,6 +102,27 @@ impl Runner {
             .into_iter()
             .find(|stored| stored.key == key)
             .map(|stored| stored.status))
+    }
+
+    /// App `key` as the operator that reconciles it reported it to the server; `None` when no
+    /// operator reports it, or this process has no server. An operator reads so the source of
+    /// a promotion into one of its Apps that is not among its own Apps.
+    pub(super) async fn app_from_server(&self, key: &str) -> Result<Option<App>, String> {
+        let Some(server) = self.server.get() else {
+            return Ok(None);
+        };
+        let encoded = utf8_percent_encode(key, NON_ALPHANUMERIC);
+        match server
+            .get_json::<ReportedApp>(&format!("{REPORTED_APP_ROUTE}?key={encoded}"))
+            .await
+        {
+            Ok(reported) => Ok(Some(reported.into_app())),
+            Err(ExchangeError::Status {
+                status: StatusCode::NOT_FOUND,
+                ..
+            }) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     /// Takes the statuses the server stores for the Apps of `clusters` as theirs: a sharded
