@@ -886,6 +886,12 @@ fn the_binary_refuses_inconsistent_roles() {
         operator.contains("--role operator needs --server URL"),
         "{operator}"
     );
+    let unsharded = run(&["serve", "--role", "operator", "--replica-id", "Op_1"]);
+    assert!(
+        unsharded.contains("--replica-id \"Op_1\"") && unsharded.contains("only lowercase"),
+        "{unsharded}"
+    );
+    assert!(!unsharded.contains("stack backtrace"), "{unsharded}");
     // A careless operator: settings only the server uses are refused, named, not ignored.
     for (flags, named) in [
         (

@@ -107,6 +107,10 @@ pub struct Operator {
 impl Operator {
     /// Checks the settings, loads the Apps and starts reconciling them.
     pub async fn start(options: &OperatorOptions) -> Result<Operator, DaemonError> {
+        if let Some(id) = &options.replica_id {
+            crate::shard::membership::check_replica_id(id)
+                .map_err(|e| DaemonError::Role(e.to_string()))?;
+        }
         if options.server.trim().is_empty() {
             return Err(DaemonError::Role(
                 "--role operator needs --server URL (the wardn server holding the clusters)".into(),
@@ -116,10 +120,6 @@ impl Operator {
             return Err(DaemonError::Role(
                 "--role operator needs WARDN_INTERNAL_TOKEN (the server's internal token)".into(),
             ));
-        }
-        if let Some(id) = &options.replica_id {
-            crate::shard::membership::check_replica_id(id)
-                .map_err(|e| DaemonError::Role(e.to_string()))?;
         }
         let throttles = Arc::new(Throttles::new(
             options.scheduling.cluster_qps,
