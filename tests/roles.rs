@@ -1826,12 +1826,18 @@ fn sorted(list: &serde_json::Value) -> serde_json::Value {
     serde_json::Value::Array(items)
 }
 
-/// The split install of the sharded-operator tests: a management cluster (for the Leases), a
-/// `--role server` test server, and two kubesim clusters, `east-0` and `east-1` (namespace
-/// `team-a`), registered on it.
+/// The split install of the sharded-operator tests: a management cluster (for the Leases, which
+/// the server lists too), a `--role server` test server, and two kubesim clusters, `east-0`
+/// and `east-1` (namespace `team-a`), registered on it.
 async fn split_fleet() -> (common::Sim, TestServer, Vec<(&'static str, common::Sim)>) {
     let management = common::start(&["default"]).await;
-    let server = TestServer::start_with_options(|options| options.reconcile_apps = false).await;
+    let kubeconfig = management.kubeconfig.clone();
+    let server = TestServer::start_with_options(|options| {
+        options.reconcile_apps = false;
+        options.management_kubeconfig = Some(kubeconfig);
+        options.operator_leases = Some("default".into());
+    })
+    .await;
     let mut sims = Vec::new();
     for name in ["east-0", "east-1"] {
         let sim = common::start(&["team-a"]).await;
@@ -1982,7 +1988,7 @@ async fn promote_stage_into_prod(
 /// the digest its Pods run from the source's cluster.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() {
-    let (_management, server, sims) = split_fleet().await;
+    let (management, server, sims) = split_fleet().await;
     let work = tempfile::tempdir().unwrap();
     let dir_of = |name: &str| match name {
         "stage" => work.path().join("staging-apps"),
@@ -2021,9 +2027,45 @@ async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() 
         .unwrap();
     assert_eq!(listed["operator"], "op-staging", "{listed}");
     promote_stage_into_prod(&server, &token, &sims).await;
+    // Unsharded operators hold no Lease.
+    let shards = get_shards(&server, &token).await;
+    assert_eq!(shards["replicas"], serde_json::json!([]), "{shards}");
+    let operators_listed = shards["operators"].as_array().unwrap();
+    assert_eq!(operators_listed.len(), 2, "{shards}");
+    assert!(
+        operators_listed
+            .iter()
+            .all(|o| o["lease_expires_at"].is_null() && o["reported_at"].is_string()),
+        "{shards}"
+    );
+    // Hostile: the management cluster gone, the Leases cannot be listed; the answer says so,
+    // naming their namespace, and still lists the operators from their reports.
+    management.cluster.stop().await;
+    let shards = until_value(
+        "the Leases' listing failing",
+        || get_shards(&server, &token),
+        |shards| shards["lease_error"].is_string(),
+    )
+    .await;
+    let error = shards["lease_error"].as_str().unwrap();
+    assert!(error.contains("namespace default"), "{shards}");
+    assert_eq!(shards["operators"].as_array().unwrap().len(), 2, "{shards}");
     for (_, _, stop) in operators {
         let _ = stop.send(());
     }
+}
+
+/// `GET /api/v1/shards` of `server` as a viewer with `token`.
+async fn get_shards(server: &TestServer, token: &str) -> serde_json::Value {
+    let response = server
+        .http()
+        .get(server.url("/api/v1/shards"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    response.json().await.unwrap()
 }
 
 /// A promotion through the server between Apps of two operator shards: the source deploys
@@ -2050,40 +2092,56 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
     };
     let (source_owner, target_owner) = (owner_of("east-0"), owner_of("east-1"));
     assert_ne!(source_owner, target_owner, "one cluster per operator");
-    // The server lists its operators with the clusters and Apps each reports.
+    // The server lists its operators with the clusters and Apps each reports and, read from
+    // the management cluster, each one's live Lease and the clusters it claims.
     let expected = |owner: usize, cluster: &str, apps: u64| serde_json::json!({"operator": format!("op-{owner}"), "clusters": [cluster], "apps": apps});
     let expected = serde_json::json!([
         expected(source_owner, "east-0", 1),
         expected(target_owner, "east-1", 2)
     ]);
+    let expected_replicas = serde_json::json!([
+        {"replica": "op-0", "clusters": [if source_owner == 0 { "east-0" } else { "east-1" }], "apps": if source_owner == 0 { 1 } else { 2 }},
+        {"replica": "op-1", "clusters": [if source_owner == 1 { "east-0" } else { "east-1" }], "apps": if source_owner == 1 { 1 } else { 2 }},
+    ]);
+    let live = |o: &mut serde_json::Value, field: &str| {
+        let at = o[field].as_str().map(str::parse::<jiff::Timestamp>);
+        assert!(matches!(at, Some(Ok(_))), "{field}: {o}");
+        o.as_object_mut().map(|o| o.remove(field));
+        at.and_then(Result::ok)
+    };
     let shards = until_value(
-        "the server lists both operators' shares",
-        || {
-            let request = server
-                .http()
-                .get(server.url("/api/v1/shards"))
-                .bearer_auth(&token);
-            async move { request.send().await.unwrap().json().await.unwrap() }
-        },
+        "the server lists both operators' shares and Leases",
+        || get_shards(&server, &token),
         |shards| {
-            let listed: Vec<serde_json::Value> = shards["operators"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .map(|mut o| {
-                    assert!(
-                        o["reported_at"].as_str().is_some_and(|t| t.ends_with('Z')),
-                        "{o}"
-                    );
-                    o.as_object_mut().map(|o| o.remove("reported_at"));
-                    o
-                })
-                .collect();
+            let mut listed: Vec<serde_json::Value> =
+                shards["operators"].as_array().cloned().unwrap_or_default();
+            let mut replicas: Vec<serde_json::Value> =
+                shards["replicas"].as_array().cloned().unwrap_or_default();
+            let now = jiff::Timestamp::now();
+            for operator in &mut listed {
+                live(operator, "reported_at");
+                if operator["lease_expires_at"].is_null() {
+                    return false;
+                }
+                let expires = live(operator, "lease_expires_at");
+                assert!(
+                    expires.is_some_and(|t| t > now - jiff::SignedDuration::from_secs(1)),
+                    "{shards}"
+                );
+            }
+            for replica in &mut replicas {
+                let expires = live(replica, "lease_expires_at");
+                assert!(
+                    expires.is_some_and(|t| t > now - jiff::SignedDuration::from_secs(1)),
+                    "{shards}"
+                );
+            }
             sorted(&serde_json::Value::Array(listed)) == sorted(&expected)
+                && serde_json::Value::Array(replicas) == expected_replicas
         },
     )
     .await;
+    assert!(shards.get("lease_error").is_none(), "{shards}");
     assert_eq!(
         shards["sharded"], false,
         "the server itself owns no cluster"

@@ -153,7 +153,8 @@ pub struct ServeArgs {
     /// `POD_NAME`, else `<hostname>-<pid>`).
     #[arg(long, env = "WARDN_REPLICA_ID")]
     pub replica_id: Option<String>,
-    /// With `--shards auto`: the namespace of the Leases in the management cluster.
+    /// With `--shards auto`: the namespace of the Leases in the management cluster; on
+    /// `--role server`, where it lists its sharded operators' Leases (`GET /api/v1/shards`).
     #[arg(long, default_value = "default", env = "POD_NAMESPACE")]
     pub lease_namespace: String,
     /// With `--shards auto`: how long a replica's Lease lasts without renewal (renewed every
@@ -305,6 +306,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         scheduling,
         pipeline,
         shards,
+        operator_leases: (args.role == Role::Server).then(|| args.lease_namespace.clone()),
     };
     let server = Server::bind(options, sealer).await?;
     if let Some(password) = &server.generated_admin_password {

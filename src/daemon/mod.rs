@@ -26,6 +26,7 @@ use crate::notify::Notifier;
 use crate::reconcile::pass::Options;
 use crate::reconcile::upkeep::Scheduling;
 use crate::seal::{SealError, Sealer};
+use crate::shard::observer::LeaseObserver;
 use crate::sources::git::GitSettings;
 use crate::sources::poller::{Poller, PollerConfig};
 use crate::sources::repositories::Repositories;
@@ -95,6 +96,9 @@ pub struct ServeOptions {
     pub pipeline: Options,
     /// `--shards auto`: this replica's Lease settings; `None`: one process reconciles all.
     pub shards: Option<crate::shard::ShardConfig>,
+    /// On `--role server`: the namespace of the sharded operators' Leases in the management
+    /// cluster (`--lease-namespace`), listed for `GET /api/v1/shards`; `None`: not listed.
+    pub operator_leases: Option<String>,
 }
 
 /// Local defaults: 127.0.0.1:8080, `.data`, SQLite, no Apps, no management cluster, probes
@@ -126,6 +130,7 @@ impl Default for ServeOptions {
             scheduling: Scheduling::default(),
             pipeline: Options::default(),
             shards: None,
+            operator_leases: None,
         }
     }
 }
@@ -245,6 +250,8 @@ pub struct Daemon {
     resource_declarer: Option<JoinHandle<()>>,
     /// This replica's membership of a sharded fleet (`--shards auto`).
     membership: Option<Arc<crate::shard::Membership>>,
+    /// On `--role server` with a management cluster: its sharded operators' Leases.
+    operator_leases: Option<Arc<LeaseObserver>>,
 }
 
 /// Gives the store the audit keys derived from the sealing keys and reports the chain's
@@ -361,6 +368,12 @@ impl Daemon {
             true => join_fleet(&runner, options.shards.as_ref(), management.as_ref()).await?,
             false => None,
         };
+        let operator_leases = match (&management, &options.operator_leases) {
+            (Some(found), Some(namespace)) if !options.reconcile_apps => Some(Arc::new(
+                LeaseObserver::new(found.client.clone(), namespace),
+            )),
+            _ => None,
+        };
         if options.reconcile_apps {
             // After joining the fleet: a replica restores nothing here (see Runner::restore).
             runner.restore().await?;
@@ -395,7 +408,14 @@ impl Daemon {
             declarer,
             resource_declarer,
             membership,
+            operator_leases,
         })
+    }
+
+    /// The Leases of the sharded operators of a `--role server` process (`None` elsewhere, or
+    /// without a management cluster).
+    pub fn operator_leases(&self) -> Option<&Arc<LeaseObserver>> {
+        self.operator_leases.as_ref()
     }
 
     /// The cluster registry.

@@ -76,6 +76,8 @@ pub struct AppState {
     reconciles_apps: bool,
     /// The open cluster shell sessions.
     shell_sessions: Arc<crate::shell::sessions::Sessions>,
+    /// On `--role server`: the sharded operators' Leases, listed by `GET /api/v1/shards`.
+    operator_leases: Option<Arc<crate::shard::observer::LeaseObserver>>,
 }
 
 impl AppState {
@@ -105,6 +107,7 @@ impl AppState {
             secure_cookies: false,
             reconciles_apps: true,
             shell_sessions: Arc::default(),
+            operator_leases: None,
         }
     }
 
@@ -129,6 +132,23 @@ impl AppState {
     /// Whether this process reconciles Apps.
     pub fn reconciles_apps(&self) -> bool {
         self.reconciles_apps
+    }
+
+    /// Lists the sharded operators' Leases through `leases` (`--role server` with a
+    /// management cluster), so `GET /api/v1/shards` shows their expiry and claims.
+    pub fn with_operator_leases(
+        self,
+        leases: Option<Arc<crate::shard::observer::LeaseObserver>>,
+    ) -> AppState {
+        AppState {
+            operator_leases: leases,
+            ..self
+        }
+    }
+
+    /// The sharded operators' Leases, when this process lists them.
+    pub fn operator_leases(&self) -> Option<&crate::shard::observer::LeaseObserver> {
+        self.operator_leases.as_deref()
     }
 
     /// Whether session cookies carry `Secure`.
@@ -758,6 +778,7 @@ impl Server {
             Arc::clone(daemon.repositories()),
         )
         .with_reconciled_apps(options.reconcile_apps)
+        .with_operator_leases(daemon.operator_leases().cloned())
         .with_secure_cookies(
             tls.is_some()
                 || options

@@ -229,7 +229,7 @@ pub fn route_docs() -> Vec<RouteDoc> {
         proxied(M::PUT, "Replace through the cluster shell's proxy (audited)"),
         proxied(M::PATCH, "Patch through the cluster shell's proxy (audited)"),
         proxied(M::DELETE, "Delete through the cluster shell's proxy (audited)"),
-        doc(M::GET, "/api/v1/shards", "The replicas sharing the fleet, their clusters and Lease expiry; on a `--role server` process, the operators reporting to it", "`{\"sharded\": bool, \"replica\": ID | null, \"replicas\": [{\"replica\", \"lease_expires_at\", \"clusters\", \"apps\"}], \"operators\": [{\"operator\", \"reported_at\", \"clusters\", \"apps\"}]}` (`operators` empty unless `--role server`)."),
+        doc(M::GET, "/api/v1/shards", "The replicas sharing the fleet, their clusters and Lease expiry; on a `--role server` process, the operators reporting to it and their Leases", "`{\"sharded\": bool, \"replica\": ID | null, \"replicas\": [{\"replica\", \"lease_expires_at\", \"clusters\", \"apps\"}], \"operators\": [{\"operator\", \"reported_at\", \"lease_expires_at\", \"clusters\", \"apps\"}], \"lease_error\"?: string}` (`operators` empty unless `--role server`, whose `replicas` are its sharded operators' live Leases and their claimed clusters, read from the management cluster; `lease_error` when they cannot be read)."),
         doc(M::GET, "/api/v1/audit", "One page of the audit log, filtered", "`{\"entries\": [...], \"next_before\": SEQ | null, \"head\": {\"seq\", \"hash\"} | null}`.")
             .query::<PageQuery>(),
         doc(M::GET, "/api/v1/audit/verify", "Verify the audit log's MAC chain", "`{\"intact\": true, \"entries\", \"head\", \"key\"}` or `{\"intact\": false, \"error\", \"first_bad_seq\"}`.")

@@ -184,6 +184,14 @@ pub enum ShardError {
         /// What failed.
         message: String,
     },
+    /// The management cluster refused or failed the listing of the shard Leases.
+    #[error("the shard Leases (label {LEASE_LABEL}) in namespace {namespace}: {message}")]
+    List {
+        /// The Leases' namespace.
+        namespace: String,
+        /// What failed.
+        message: String,
+    },
     /// Another live process holds this replica id.
     #[error(
         "replica id {replica}: Lease {lease} is held by another running process (instance {holder}); give each replica its own --replica-id"
@@ -834,55 +842,69 @@ impl Membership {
     async fn list(&self) -> Result<Vec<Replica>, ShardError> {
         let params = ListParams::default().labels(&format!("{LEASE_LABEL}=true"));
         let leases = self.api.list(&params).await.map_err(|e| self.error(e))?;
-        let now = Timestamp::now();
-        let stale = jiff::SignedDuration::try_from(self.config.lease_duration * 10)
+        let stale_after = jiff::SignedDuration::try_from(self.config.lease_duration * 10)
             .unwrap_or(jiff::SignedDuration::MAX);
-        let mut live = Vec::new();
-        for lease in leases.items {
-            let Some(expires) = expires_at(&lease) else {
-                continue;
-            };
-            let id = lease.spec.as_ref().and_then(|s| s.holder_identity.clone());
-            let name = lease.metadata.name.clone().unwrap_or_default();
-            match id {
-                Some(id) if expires > now && name == format!("{LEASE_PREFIX}{id}") => {
-                    let annotation =
-                        |key: &str| lease.metadata.annotations.as_ref().and_then(|a| a.get(key));
-                    let clusters = annotation(CLUSTERS_ANNOTATION)
-                        .map(|text| {
-                            claims::parse_clusters(text).unwrap_or_else(|e| {
-                                tracing::warn!(lease = %name, error = %e, "clusters unreadable: ignored");
-                                BTreeSet::new()
-                            })
-                        })
-                        .unwrap_or_default();
-                    let claims = annotation(CLAIMS_ANNOTATION)
-                        .and_then(|text| match claims::parse(text) {
-                            Ok(claims) => Some(Arc::new(claims)),
-                            Err(e) => {
-                                tracing::warn!(lease = %name, error = %e,
-                                    "claims unreadable: the replica counts as claiming its rendezvous share");
-                                None
-                            }
-                        });
-                    live.push(Replica {
-                        id,
-                        expires_at: expires,
-                        claims,
-                        clusters: Arc::new(clusters),
-                    })
-                }
-                _ if expires.checked_add(stale).is_ok_and(|t| t < now) => {
-                    if let Err(e) = self.api.delete(&name, &DeleteParams::default()).await {
-                        tracing::debug!(lease = %name, error = %e, "stale Lease not deleted");
-                    }
-                }
-                _ => {}
+        let (live, stale) = live_replicas(leases.items, Timestamp::now(), stale_after);
+        for name in stale {
+            if let Err(e) = self.api.delete(&name, &DeleteParams::default()).await {
+                tracing::debug!(lease = %name, error = %e, "stale Lease not deleted");
             }
         }
-        live.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(live)
     }
+}
+
+/// The live replicas among the shard Leases `leases` at `now`: those named after their holder
+/// (`wardn-shard-<id>`) whose `renewTime + leaseDurationSeconds` lies ahead, with the claims
+/// and clusters they publish (an unreadable annotation is logged and counts as none), sorted
+/// by id; and the names of the Leases expired for more than `stale_after` (replicas gone for
+/// good, such as replaced Pods), for their deletion.
+pub fn live_replicas(
+    leases: Vec<Lease>,
+    now: Timestamp,
+    stale_after: jiff::SignedDuration,
+) -> (Vec<Replica>, Vec<String>) {
+    let mut live = Vec::new();
+    let mut stale = Vec::new();
+    for lease in leases {
+        let Some(expires) = expires_at(&lease) else {
+            continue;
+        };
+        let id = lease.spec.as_ref().and_then(|s| s.holder_identity.clone());
+        let name = lease.metadata.name.clone().unwrap_or_default();
+        match id {
+            Some(id) if expires > now && name == format!("{LEASE_PREFIX}{id}") => {
+                let annotation =
+                    |key: &str| lease.metadata.annotations.as_ref().and_then(|a| a.get(key));
+                let clusters = annotation(CLUSTERS_ANNOTATION)
+                    .map(|text| {
+                        claims::parse_clusters(text).unwrap_or_else(|e| {
+                            tracing::warn!(lease = %name, error = %e, "clusters unreadable: ignored");
+                            BTreeSet::new()
+                        })
+                    })
+                    .unwrap_or_default();
+                let claims = annotation(CLAIMS_ANNOTATION).and_then(|text| match claims::parse(text) {
+                    Ok(claims) => Some(Arc::new(claims)),
+                    Err(e) => {
+                        tracing::warn!(lease = %name, error = %e,
+                            "claims unreadable: the replica counts as claiming its rendezvous share");
+                        None
+                    }
+                });
+                live.push(Replica {
+                    id,
+                    expires_at: expires,
+                    claims,
+                    clusters: Arc::new(clusters),
+                })
+            }
+            _ if expires.checked_add(stale_after).is_ok_and(|t| t < now) => stale.push(name),
+            _ => {}
+        }
+    }
+    live.sort_by(|a, b| a.id.cmp(&b.id));
+    (live, stale)
 }
 
 /// The renewal thread's loop: renews the Lease and lists the fleet every `renew_every` until
@@ -1122,5 +1144,71 @@ mod tests {
         let ok = ShardConfig::new("a", "wardn", Duration::from_secs(15)).unwrap();
         assert_eq!(ok.renew_every, Duration::from_secs(5));
         assert_eq!(ok.lease_name(), "wardn-shard-a");
+    }
+
+    /// A shard Lease named `name`, held by `holder`, renewed `age` seconds ago for 15 s, with
+    /// claims and clusters annotations when given.
+    fn test_lease(
+        name: &str,
+        holder: Option<&str>,
+        age: i64,
+        claims: Option<&str>,
+        clusters: Option<&str>,
+    ) -> Lease {
+        let renewed = Timestamp::now() - jiff::SignedDuration::from_secs(age);
+        let mut annotations = BTreeMap::new();
+        for (key, text) in [(CLAIMS_ANNOTATION, claims), (CLUSTERS_ANNOTATION, clusters)] {
+            if let Some(text) = text {
+                annotations.insert(key.to_string(), text.to_string());
+            }
+        }
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                annotations: Some(annotations),
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: holder.map(str::to_string),
+                lease_duration_seconds: Some(15),
+                renew_time: Some(MicroTime(renewed)),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// What every replica and a server read from the Leases: live ones named after their
+    /// holder, sorted, with their claims; hostile ones (another holder's name, no renewal, an
+    /// unreadable annotation) never taken for a replica's claims; long-expired ones listed for
+    /// deletion.
+    #[test]
+    fn live_replicas_are_the_unexpired_leases_named_after_their_holder() {
+        let mut no_spec = test_lease("wardn-shard-x", Some("x"), 0, None, None);
+        no_spec.spec = None;
+        let leases = vec![
+            test_lease("wardn-shard-f", Some("f"), 1, Some("garbage"), Some("y,x")),
+            test_lease("wardn-shard-a", Some("a"), 2, Some("east-0=100"), None),
+            test_lease("wardn-shard-b", Some("c"), 0, Some("east-1=1"), None),
+            test_lease("wardn-shard-d", Some("d"), 1_000, None, None),
+            test_lease("wardn-shard-e", Some("e"), 20, None, None),
+            test_lease("wardn-shard-n", None, 0, None, None),
+            no_spec,
+        ];
+        let (live, stale) = live_replicas(
+            leases,
+            Timestamp::now(),
+            jiff::SignedDuration::from_secs(150),
+        );
+        let ids: Vec<&str> = live.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["a", "f"]);
+        assert_eq!(
+            live[0].claims.as_deref(),
+            Some(&Claims::from([("east-0".to_string(), 100)]))
+        );
+        assert_eq!(live[1].claims, None, "unreadable claims count as none");
+        let clusters: Vec<&String> = live[1].clusters.iter().collect();
+        assert_eq!(clusters, ["x", "y"]);
+        assert!(live.iter().all(|r| r.expires_at > Timestamp::now()));
+        assert_eq!(stale, ["wardn-shard-d"]);
     }
 }

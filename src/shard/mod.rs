@@ -8,6 +8,7 @@
 pub mod balance;
 pub mod claims;
 pub mod membership;
+pub mod observer;
 pub mod rendezvous;
 
 pub use membership::{Fenced, Membership, Replica, ShardConfig, ShardError, View};

@@ -406,12 +406,7 @@ impl Runner {
                 apps: 0,
             })
             .collect();
-        let mut clusters: std::collections::BTreeMap<String, usize> = Default::default();
-        for record in self.apps.lock().values() {
-            let cluster = record.app.spec.destination.cluster_segment().to_string();
-            *clusters.entry(cluster).or_default() += 1;
-        }
-        for (cluster, apps) in clusters {
+        for (cluster, apps) in self.apps_per_cluster() {
             let Some(owner) = view.owner(&cluster) else {
                 continue;
             };
@@ -421,6 +416,17 @@ impl Runner {
             }
         }
         entries
+    }
+
+    /// How many of the Apps this process knows deploy to each destination cluster (segments):
+    /// its own, and on a `--role server` process those its operators report.
+    pub fn apps_per_cluster(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut clusters: std::collections::BTreeMap<String, usize> = Default::default();
+        for record in self.apps.lock().values() {
+            let cluster = record.app.spec.destination.cluster_segment().to_string();
+            *clusters.entry(cluster).or_default() += 1;
+        }
+        clusters
     }
 
     /// The Prometheus lines of this replica's share: owned clusters and Apps, what it loads
