@@ -2028,7 +2028,8 @@ async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() 
     assert_eq!(listed["operator"], "op-staging", "{listed}");
     promote_stage_into_prod(&server, &token, &sims).await;
     // Unsharded operators hold no Lease.
-    let shards = get_shards(&server, &token).await;
+    let http = server.http();
+    let shards = get_shards(&http, &server, &token).await;
     assert_eq!(shards["replicas"], serde_json::json!([]), "{shards}");
     let operators_listed = shards["operators"].as_array().unwrap();
     assert_eq!(operators_listed.len(), 2, "{shards}");
@@ -2043,7 +2044,7 @@ async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() 
     management.cluster.stop().await;
     let shards = until_value(
         "the Leases' listing failing",
-        || get_shards(&server, &token),
+        || get_shards(&http, &server, &token),
         |shards| shards["lease_error"].is_string(),
     )
     .await;
@@ -2055,10 +2056,9 @@ async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() 
     }
 }
 
-/// `GET /api/v1/shards` of `server` as a viewer with `token`.
-async fn get_shards(server: &TestServer, token: &str) -> serde_json::Value {
-    let response = server
-        .http()
+/// `GET /api/v1/shards` of `server` as a viewer with `token`, through `http`.
+async fn get_shards(http: &reqwest::Client, server: &TestServer, token: &str) -> serde_json::Value {
+    let response = http
         .get(server.url("/api/v1/shards"))
         .bearer_auth(token)
         .send()
@@ -2109,9 +2109,10 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
         o.as_object_mut().map(|o| o.remove(field));
         at.and_then(Result::ok)
     };
+    let http = server.http();
     let shards = until_value(
         "the server lists both operators' shares and Leases",
-        || get_shards(&server, &token),
+        || get_shards(&http, &server, &token),
         |shards| {
             let mut listed: Vec<serde_json::Value> =
                 shards["operators"].as_array().cloned().unwrap_or_default();
@@ -2142,6 +2143,18 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
     )
     .await;
     assert!(shards.get("lease_error").is_none(), "{shards}");
+    // Long run: a page polled by many viewers, 300 reads, 30 at a time; each lists both.
+    for _ in 0..10 {
+        let reads = (0..30).map(|_| get_shards(&http, &server, &token));
+        for shards in futures_util::future::join_all(reads).await {
+            assert_eq!(
+                shards["replicas"].as_array().map(Vec::len),
+                Some(2),
+                "{shards}"
+            );
+            assert!(shards.get("lease_error").is_none(), "{shards}");
+        }
+    }
     assert_eq!(
         shards["sharded"], false,
         "the server itself owns no cluster"
