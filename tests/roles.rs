@@ -1505,8 +1505,25 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
             "key=wardn%2Fa&cluster=east",
             INTERNAL_TOKEN,
             400,
-            "cluster",
+            "key",
         ),
+        (&server, "key=wardn%2Fa&name=a", INTERNAL_TOKEN, 400, "key"),
+        (&server, "name=", INTERNAL_TOKEN, 400, "key"),
+        (
+            &server,
+            "name=app-199-2&cluster=target",
+            INTERNAL_TOKEN,
+            200,
+            "\"app-199-2\"",
+        ),
+        (
+            &server,
+            "name=app-199-2&cluster=east",
+            INTERNAL_TOKEN,
+            404,
+            "app-199-2 on cluster east",
+        ),
+        (&server, "name=app-198-2", INTERNAL_TOKEN, 404, "app-198-2"),
         (&server, "key=wardn%2Fapp-199-2", user.as_str(), 401, ""),
         (
             &all,
@@ -1886,7 +1903,8 @@ async fn start_sharded_operators(
 
 /// Writes the Apps of the promotion tests, each into the `--apps` directory `dir_of` names
 /// for it: `stage` on `east-0` (image 1.28), `prod` on `east-1` taking promotions from it
-/// (1.27), and `other` on `east-1` taking them from another App (1.0).
+/// (1.27), `other` on `east-1` taking them from another App (1.0), and `canary` on `east-1`
+/// promoted from `stage` automatically (1.0).
 fn write_promotion_fleet(work: &Path, dir_of: impl Fn(&str) -> std::path::PathBuf) {
     use support::workloads::write_workload;
     for (name, cluster, tag, promotion) in [
@@ -1902,6 +1920,12 @@ fn write_promotion_fleet(work: &Path, dir_of: impl Fn(&str) -> std::path::PathBu
             "east-1",
             "1.0",
             "  promotion:\n    from: east-0/elsewhere\n",
+        ),
+        (
+            "canary",
+            "east-1",
+            "1.0",
+            "  promotion:\n    from: east-0/stage\n    autoPromote: true\n",
         ),
     ] {
         let source = work.join("sources").join(name);
@@ -1979,6 +2003,18 @@ async fn promote_stage_into_prod(
     assert_eq!(
         deployed_image(target, "team-a", "other"),
         Some(format!("{PROMOTED_REPO}:1.0"))
+    );
+    // `canary` takes the same digest on its own (`autoPromote`), by its operator.
+    let automatic = Some(format!("{PROMOTED_REPO}@{digest}"));
+    for _ in 0..600 {
+        if deployed_image(target, "team-a", "canary") == automatic {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "canary not promoted automatically: runs {:?}",
+        deployed_image(target, "team-a", "canary")
     );
 }
 
@@ -2097,11 +2133,11 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
     let expected = |owner: usize, cluster: &str, apps: u64| serde_json::json!({"operator": format!("op-{owner}"), "clusters": [cluster], "apps": apps});
     let expected = serde_json::json!([
         expected(source_owner, "east-0", 1),
-        expected(target_owner, "east-1", 2)
+        expected(target_owner, "east-1", 3)
     ]);
     let expected_replicas = serde_json::json!([
-        {"replica": "op-0", "clusters": [if source_owner == 0 { "east-0" } else { "east-1" }], "apps": if source_owner == 0 { 1 } else { 2 }},
-        {"replica": "op-1", "clusters": [if source_owner == 1 { "east-0" } else { "east-1" }], "apps": if source_owner == 1 { 1 } else { 2 }},
+        {"replica": "op-0", "clusters": [if source_owner == 0 { "east-0" } else { "east-1" }], "apps": if source_owner == 0 { 1 } else { 3 }},
+        {"replica": "op-1", "clusters": [if source_owner == 1 { "east-0" } else { "east-1" }], "apps": if source_owner == 1 { 1 } else { 3 }},
     ]);
     let live = |o: &mut serde_json::Value, field: &str| {
         let at = o[field].as_str().map(str::parse::<jiff::Timestamp>);

@@ -22,8 +22,9 @@ use crate::daemon::runner::server_requests::{
     Claim, Claimed, Finished, OpenRequests, is_request_id, open_requests,
 };
 use crate::daemon::runner::{
-    Heartbeat, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApp, ReportedAppQuery, ReportedApps,
-    ReportedStatus, StatusesQuery, StoredStatus, StoredStatuses, is_report_digest, report_digest,
+    FindError, Heartbeat, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApp, ReportedAppQuery,
+    ReportedApps, ReportedStatus, StatusesQuery, StoredStatus, StoredStatuses, is_report_digest,
+    report_digest,
 };
 use crate::store::apps::AppStatusRecord;
 use crate::time::now_rfc3339;
@@ -219,18 +220,45 @@ pub async fn statuses(
     Ok(Json(StoredStatuses { statuses, next }))
 }
 
-/// `GET /internal/reported-apps?key=`: App `key` as the operator that reconciles it reported
-/// it, for another operator promoting from it; a 404 naming the App when no live operator
-/// reports it.
+/// `GET /internal/reported-apps?key=` (or `?name=[&cluster=]`): an App as the operator that
+/// reconciles it reported it, for another operator promoting from it; a 404 naming the App
+/// when no live operator reports it, a 409 naming them when the name finds several.
 pub async fn reported_app(
     State(state): State<AppState>,
     Query(query): Query<ReportedAppQuery>,
 ) -> Result<Json<ReportedApp>, ApiError> {
-    check_key(&query.key)?;
-    let app = state.runner().app(&query.key).ok_or_else(|| {
+    let runner = state.runner();
+    let key = match (&query.key, &query.name) {
+        (Some(key), None) if query.cluster.is_none() => {
+            check_key(key)?;
+            key.clone()
+        }
+        (None, Some(name)) if !name.is_empty() => {
+            let cluster = query.cluster.as_deref();
+            runner.find(cluster, name, None).map_err(|e| match e {
+                FindError::NotFound => ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "no operator reports an App {name}{}",
+                        cluster
+                            .map(|c| format!(" on cluster {c}"))
+                            .unwrap_or_default()
+                    ),
+                ),
+                FindError::Ambiguous(keys) => ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!("{name} names several Apps: {}", keys.join(", ")),
+                ),
+            })?
+        }
+        _ => {
+            return Err(invalid("key", "give key, or name (and cluster), not both"));
+        }
+    };
+    let app = runner.app(&key).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
-            format!("App {}: no operator reports it", query.key),
+            format!("App {key}: no operator reports it"),
         )
     })?;
     Ok(Json(ReportedApp::of(&app)))

@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use super::operations::{Completed, Operation, OperationError};
 use super::pins::{pinned, pins};
 use super::status_cell::StatusCell;
-use super::{Runner, StatusError};
+use super::{FindError, Runner, StatusError};
 use crate::app::promotion::{PinnedImage, PromotedFrom};
 use crate::app::{App, AppStatus, Phase};
 use crate::apply::health;
@@ -380,8 +380,18 @@ impl Runner {
             let Ok(Some((cluster, name))) = policy.upstream() else {
                 continue;
             };
-            let Ok(source) = self.find(cluster, name, None) else {
-                continue;
+            let source = match self.find(cluster, name, None) {
+                Ok(source) => source,
+                // On an operator, the upstream may be among another operator's Apps.
+                Err(FindError::NotFound) => match self.find_on_server(cluster, name).await {
+                    Ok(Some(source)) => source,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::warn!(app = %target, error = %e, "cannot look the upstream up on the wardn server; automatic promotion waits");
+                        continue;
+                    }
+                },
+                Err(FindError::Ambiguous(_)) => continue,
             };
             let status = match self.current_status(&source).await {
                 Ok(Some(status)) => status,

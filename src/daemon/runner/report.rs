@@ -21,8 +21,8 @@ use super::Runner;
 use super::operations::server_requests::ServerRequests;
 use super::publish::Change;
 use super::server_routes::{
-    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, REPORTED_APP_ROUTE, ReportedApp, ReportedApps,
-    STATUS_ROUTE, StoredStatuses, report_digest,
+    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, REPORTED_APP_ROUTE, ReportedApp, ReportedAppQuery,
+    ReportedApps, STATUS_ROUTE, StoredStatuses, report_digest,
 };
 use super::status_cell::StatusCell;
 use crate::app::App;
@@ -108,17 +108,60 @@ impl Runner {
     /// operator reports it, or this process has no server. An operator reads so the source of
     /// a promotion into one of its Apps that is not among its own Apps.
     pub(super) async fn app_from_server(&self, key: &str) -> Result<Option<App>, String> {
+        self.reported_app(&ReportedAppQuery {
+            key: Some(key.to_string()),
+            ..ReportedAppQuery::default()
+        })
+        .await
+    }
+
+    /// The key of the App named `name` (on `cluster`) among the Apps the operators report to
+    /// this operator's server; `None` when none does (or several), or without a server. An
+    /// operator looks so for the upstream of an `autoPromote` App that is not among its own.
+    pub(super) async fn find_on_server(
+        &self,
+        cluster: Option<&str>,
+        name: &str,
+    ) -> Result<Option<String>, String> {
+        let query = ReportedAppQuery {
+            name: Some(name.to_string()),
+            cluster: cluster.map(str::to_string),
+            ..ReportedAppQuery::default()
+        };
+        Ok(self
+            .reported_app(&query)
+            .await?
+            .map(|app| crate::app::key::app_key(&app)))
+    }
+
+    /// The App `query` finds among those the operators report to the server; `None` when it
+    /// finds none, or several, or this process has no server.
+    async fn reported_app(&self, query: &ReportedAppQuery) -> Result<Option<App>, String> {
         let Some(server) = self.server.get() else {
             return Ok(None);
         };
-        let encoded = utf8_percent_encode(key, NON_ALPHANUMERIC);
+        let query: Vec<String> = [
+            ("key", &query.key),
+            ("name", &query.name),
+            ("cluster", &query.cluster),
+        ]
+        .into_iter()
+        .filter_map(|(field, value)| {
+            let value = value.as_deref()?;
+            Some(format!(
+                "{field}={}",
+                utf8_percent_encode(value, NON_ALPHANUMERIC)
+            ))
+        })
+        .collect();
+        let query = query.join("&");
         match server
-            .get_json::<ReportedApp>(&format!("{REPORTED_APP_ROUTE}?key={encoded}"))
+            .get_json::<ReportedApp>(&format!("{REPORTED_APP_ROUTE}?{query}"))
             .await
         {
             Ok(reported) => Ok(Some(reported.into_app())),
             Err(ExchangeError::Status {
-                status: StatusCode::NOT_FOUND,
+                status: StatusCode::NOT_FOUND | StatusCode::CONFLICT,
                 ..
             }) => Ok(None),
             Err(e) => Err(e.to_string()),

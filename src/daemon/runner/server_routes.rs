@@ -15,17 +15,22 @@ pub const HEARTBEAT_ROUTE: &str = "/internal/operators/{operator}/heartbeat";
 /// The route an operator reports a status to (`PUT`), or an App's removal (`DELETE`).
 pub const STATUS_ROUTE: &str = "/internal/app-status";
 
-/// The route an operator reads an App that another operator reports from (`GET ?key=`,
-/// answered with a [`ReportedApp`]): the source of a promotion into one of its Apps when the
-/// source is not among its own `--apps` (see [`ReportedAppQuery`]).
+/// The route an operator reads an App that another operator reports from (`GET ?key=`, or
+/// `?name=[&cluster=]` as `spec.promotion.from` names it; answered with a [`ReportedApp`]):
+/// the source of a promotion into one of its Apps when the source is not among its own
+/// `--apps` (see [`ReportedAppQuery`]).
 pub const REPORTED_APP_ROUTE: &str = "/internal/reported-apps";
 
-/// The query of [`REPORTED_APP_ROUTE`].
-#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// The query of [`REPORTED_APP_ROUTE`]: `key`, or `name` (and `cluster`).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportedAppQuery {
     /// The App's key (`namespace/name`, a target's `namespace/name:target`).
-    pub key: String,
+    pub key: Option<String>,
+    /// The App's name (`NAME` or `NAME:TARGET`), as a promotion's `from` names it.
+    pub name: Option<String>,
+    /// With `name`: its destination cluster (segment).
+    pub cluster: Option<String>,
 }
 
 /// The body of [`APPS_ROUTE`]: every App the operator reconciles (targets expanded).
