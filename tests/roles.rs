@@ -1538,6 +1538,138 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
         assert!(text.contains(says), "{query}: {text}");
     }
 
+    // Automatic promotions an operator records: only `wardn/autoPromote`'s, pending when
+    // posted, finished once, for the App they were posted for; each careless body named.
+    let record = |actor: &str, key: &str, outcome: &str| {
+        serde_json::json!({
+            "id": 0, "target_key": key, "target": "target/app-199-0", "source": "east/stage",
+            "revision": "", "images": [], "actor": actor,
+            "created_at": "2026-12-05T00:00:00Z", "plan_hash": "", "outcome": outcome,
+        })
+    };
+    let post = reqwest::Method::POST;
+    let auto = "wardn/autoPromote";
+    for (body, code, says) in [
+        (
+            record("alice", "wardn/app-199-0", "pending").to_string(),
+            400,
+            "actor",
+        ),
+        (
+            record(auto, "wardn/app-199-0", "Synced").to_string(),
+            400,
+            "outcome",
+        ),
+        (record(auto, "nokey", "pending").to_string(), 400, "key"),
+        ("{}".to_string(), 400, "body"),
+    ] {
+        let (status, text) = send(
+            &server,
+            post.clone(),
+            "/internal/promotions",
+            INTERNAL_TOKEN,
+            body,
+        )
+        .await;
+        assert_eq!(status, code, "{text}");
+        assert!(text.contains(says), "{says}: {text}");
+    }
+    let body = record(auto, "wardn/app-199-0", "pending").to_string();
+    let (status, text) = send(
+        &server,
+        post.clone(),
+        "/internal/promotions",
+        user.as_str(),
+        body.clone(),
+    )
+    .await;
+    assert_eq!(status, 401, "{text}");
+    let (status, text) = send(
+        &all,
+        post.clone(),
+        "/internal/promotions",
+        INTERNAL_TOKEN,
+        body.clone(),
+    )
+    .await;
+    assert_eq!(status, 409, "{text}");
+    // Long run: a hundred recorded and finished, each once; the App's history lists them all.
+    let finish = |id: i64, key: &str, outcome: &str| {
+        let mut record = record(auto, key, outcome);
+        record["id"] = id.into();
+        serde_json::json!({"record": record, "audit": format!("success id={id}")}).to_string()
+    };
+    let mut ids = std::collections::BTreeSet::new();
+    for _ in 0..100 {
+        let (status, text) = send(
+            &server,
+            post.clone(),
+            "/internal/promotions",
+            INTERNAL_TOKEN,
+            body.clone(),
+        )
+        .await;
+        assert_eq!(status, 200, "{text}");
+        let id = serde_json::from_str::<serde_json::Value>(&text).unwrap()["id"]
+            .as_i64()
+            .unwrap();
+        assert!(ids.insert(id), "{id} twice");
+        let path = format!("/internal/promotions/{id}");
+        for (body, code, says) in [
+            (
+                finish(id + 1, "wardn/app-199-0", "Synced"),
+                400,
+                "record.id",
+            ),
+            (
+                finish(id, "wardn/app-199-0", "pending"),
+                400,
+                "record.outcome",
+            ),
+            (
+                finish(id, "wardn/app-199-1", "Synced"),
+                409,
+                "not an automatic promotion",
+            ),
+            (finish(id, "wardn/app-199-0", "Synced"), 204, ""),
+            (
+                finish(id, "wardn/app-199-0", "Synced"),
+                409,
+                "finished already",
+            ),
+        ] {
+            let (status, text) = send(&server, put.clone(), &path, INTERNAL_TOKEN, body).await;
+            assert_eq!(status, code, "{says}: {text}");
+            assert!(text.contains(says), "{says}: {text}");
+        }
+    }
+    let (status, text) = send(
+        &server,
+        put.clone(),
+        "/internal/promotions/999999",
+        INTERNAL_TOKEN,
+        finish(999_999, "wardn/app-199-0", "Synced"),
+    )
+    .await;
+    assert_eq!(status, 404, "{text}");
+    let history: serde_json::Value = http
+        .get(server.url("/api/v1/apps/target/app-199-0/promotions"))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed = history["promotions"].as_array().unwrap();
+    assert_eq!(listed.len(), 100, "{history}");
+    assert!(
+        listed.iter().all(|r| r["outcome"] == "Synced"
+            && r["actor"] == auto
+            && r["target"] == "target/app-199-0"),
+        "{history}"
+    );
+
     // Heartbeats: the digest of the last report taken (the SHA-256 of its body) is 204; any
     // other, an operator never reported, or a careless body is refused, naming why.
     let last: Vec<serde_json::Value> = (0..(199 % 7))
@@ -2004,17 +2136,61 @@ async fn promote_stage_into_prod(
         deployed_image(target, "team-a", "other"),
         Some(format!("{PROMOTED_REPO}:1.0"))
     );
-    // `canary` takes the same digest on its own (`autoPromote`), by its operator.
+    // `canary` takes the same digest on its own (`autoPromote`), by its operator, recorded in
+    // the server's promotion history and audit log like a promotion asked for there.
     let automatic = Some(format!("{PROMOTED_REPO}@{digest}"));
-    for _ in 0..600 {
-        if deployed_image(target, "team-a", "canary") == automatic {
-            return;
+    let http = server.http();
+    let get = |path: &str| {
+        let request = http.get(server.url(path)).bearer_auth(token);
+        async move {
+            request
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!(
-        "canary not promoted automatically: runs {:?}",
-        deployed_image(target, "team-a", "canary")
+    };
+    let history = until_value(
+        "canary promoted automatically and its record finished",
+        || get("/api/v1/apps/east-1/canary/promotions"),
+        |history| history["promotions"][0]["outcome"] == "Synced",
+    )
+    .await;
+    assert_eq!(deployed_image(target, "team-a", "canary"), automatic);
+    let record = &history["promotions"][0];
+    assert_eq!(
+        history["promotions"].as_array().map(Vec::len),
+        Some(1),
+        "{history}"
+    );
+    assert_eq!(record["actor"], "wardn/autoPromote", "{history}");
+    assert_eq!(record["target"], "east-1/canary", "{history}");
+    assert_eq!(record["source"], "east-0/stage", "{history}");
+    assert_eq!(record["images"][0]["digest"], digest.as_str(), "{history}");
+    let id = record["id"].as_i64().unwrap();
+    assert!(id > 0, "{history}");
+    assert_eq!(
+        history["promotedFrom"]["promotion"],
+        id.to_string(),
+        "{history}"
+    );
+    let audit = get("/api/v1/audit?limit=200").await;
+    let entries: Vec<&serde_json::Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["actor"] == "wardn/autoPromote")
+        .collect();
+    assert_eq!(entries.len(), 1, "{audit}");
+    assert_eq!(entries[0]["action"], "app.promote", "{audit}");
+    assert_eq!(entries[0]["target"], "east-1/canary", "{audit}");
+    let outcome = entries[0]["outcome"].as_str().unwrap();
+    assert!(
+        outcome.starts_with(&format!("success id={id} from=east-0/stage"))
+            && outcome.contains(&digest),
+        "{outcome}"
     );
 }
 

@@ -105,7 +105,8 @@ impl From<OperationError> for ApiError {
             OperationError::Task(_) | OperationError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
             OperationError::Stopped
             | OperationError::Elsewhere { .. }
-            | OperationError::Status(_) => StatusCode::SERVICE_UNAVAILABLE,
+            | OperationError::Status(_)
+            | OperationError::Unrecorded { .. } => StatusCode::SERVICE_UNAVAILABLE,
             OperationError::NotRendered(_) | OperationError::Remote { .. } => StatusCode::CONFLICT,
             // The App names a cluster that is not (or no longer) registered: the App and the
             // registry disagree, and the message names the cluster.

@@ -595,6 +595,18 @@ pub fn route_table() -> Vec<RouteSpec> {
             get(operators::reported_app),
         ),
         route(
+            Method::POST,
+            crate::daemon::runner::PROMOTIONS_ROUTE,
+            Operators,
+            post(operators::record_promotion),
+        ),
+        route(
+            Method::PUT,
+            crate::daemon::runner::PROMOTION_ROUTE,
+            Operators,
+            put(operators::finish_promotion),
+        ),
+        route(
             Method::GET,
             server_requests::ROUTE,
             Operators,

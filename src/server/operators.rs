@@ -22,9 +22,9 @@ use crate::daemon::runner::server_requests::{
     Claim, Claimed, Finished, OpenRequests, is_request_id, open_requests,
 };
 use crate::daemon::runner::{
-    FindError, Heartbeat, MAX_STATUSES_PER_PAGE, RemovedApp, ReportedApp, ReportedAppQuery,
-    ReportedApps, ReportedStatus, StatusesQuery, StoredStatus, StoredStatuses, is_report_digest,
-    report_digest,
+    AUTO_PROMOTE_ACTOR, FindError, FinishedPromotion, Heartbeat, MAX_STATUSES_PER_PAGE,
+    NewPromotion, Promotion, RemovedApp, ReportedApp, ReportedAppQuery, ReportedApps,
+    ReportedStatus, StatusesQuery, StoredStatus, StoredStatuses, is_report_digest, report_digest,
 };
 use crate::store::apps::AppStatusRecord;
 use crate::time::now_rfc3339;
@@ -262,6 +262,97 @@ pub async fn reported_app(
         )
     })?;
     Ok(Json(ReportedApp::of(&app)))
+}
+
+/// `POST /internal/promotions`: stores the pending record of an automatic promotion an
+/// operator performs, under the server's name of its target; answers its id.
+pub async fn record_promotion(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Result<Json<NewPromotion>, ApiError> {
+    let mut record: Promotion = parse(&body, "body")?;
+    record.target = automatic_target(&state, &record)?;
+    if record.outcome != "pending" {
+        return Err(invalid("outcome", "a new promotion record is pending"));
+    }
+    let id = state.store().insert_promotion(&record).await?;
+    Ok(Json(NewPromotion { id }))
+}
+
+/// `PUT /internal/promotions/{id}`: finishes automatic promotion `id` with its outcome and
+/// writes its audit entry (`app.promote`), once: a record that is not that operator's
+/// pending automatic promotion of the App is a 409.
+pub async fn finish_promotion(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    let finished: FinishedPromotion = parse(&body, "body")?;
+    let mut record = finished.record;
+    if record.id != id {
+        return Err(invalid(
+            "record.id",
+            format!("{} is not the promotion of the path, {id}", record.id),
+        ));
+    }
+    record.target = automatic_target(&state, &record)?;
+    if record.outcome == "pending" {
+        return Err(invalid(
+            "record.outcome",
+            "a finished promotion has an outcome",
+        ));
+    }
+    let stored: Promotion = state
+        .store()
+        .promotion(id)
+        .await?
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, format!("no promotion {id}")))?;
+    if stored.actor != AUTO_PROMOTE_ACTOR || stored.target_key != record.target_key {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!(
+                "promotion {id} is not an automatic promotion of App {}",
+                record.target_key
+            ),
+        ));
+    }
+    if stored.outcome != "pending" {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("promotion {id} is finished already ({})", stored.outcome),
+        ));
+    }
+    state.store().finish_promotion(&record).await?;
+    state
+        .store()
+        .record_audit(
+            AUTO_PROMOTE_ACTOR,
+            "app.promote",
+            &record.target,
+            &finished.audit,
+            &now_rfc3339(),
+        )
+        .await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The API's name (`cluster/name`) of the target of `record`, an automatic promotion an
+/// operator performs: its actor must be [`AUTO_PROMOTE_ACTOR`] (the only promotions an
+/// operator performs on its own) and its target an App key. The server's name of the App when
+/// it lists it; the operator's otherwise (an App promoted just after it appeared, before the
+/// server took the operator's report of it).
+fn automatic_target(state: &AppState, record: &Promotion) -> Result<String, ApiError> {
+    if record.actor != AUTO_PROMOTE_ACTOR {
+        return Err(invalid(
+            "actor",
+            format!("operators record only automatic promotions ({AUTO_PROMOTE_ACTOR})"),
+        ));
+    }
+    check_key(&record.target_key)?;
+    Ok(match state.runner().app(&record.target_key) {
+        Some(_) => state.runner().address(&record.target_key),
+        None => record.target.clone(),
+    })
 }
 
 /// A stored status as the operators read it back.

@@ -9,8 +9,9 @@ use serde::de::DeserializeOwned;
 
 use super::{Store, StoreError};
 
-/// A promotion as stored.
-#[derive(Debug, Clone, PartialEq)]
+/// A promotion as stored (and as an operator sends its automatic ones to its server).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PromotionRecord<I> {
     /// The id, allocated in order.
     pub id: i64,

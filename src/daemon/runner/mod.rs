@@ -66,9 +66,10 @@ pub use promotion::{AUTO_PROMOTE_ACTOR, PinRequest, Promotion};
 use publish::{Change, PublishError, Publisher};
 pub use pushes::Pushes;
 pub use server_routes::{
-    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, MAX_STATUSES_PER_PAGE, REPORTED_APP_ROUTE, RemovedApp,
-    ReportedApp, ReportedAppQuery, ReportedApps, ReportedStatus, STATUS_ROUTE, StatusesQuery,
-    StoredStatus, StoredStatuses, is_report_digest, report_digest,
+    APPS_ROUTE, FinishedPromotion, HEARTBEAT_ROUTE, Heartbeat, MAX_STATUSES_PER_PAGE, NewPromotion,
+    PROMOTION_ROUTE, PROMOTIONS_ROUTE, REPORTED_APP_ROUTE, RemovedApp, ReportedApp,
+    ReportedAppQuery, ReportedApps, ReportedStatus, STATUS_ROUTE, StatusesQuery, StoredStatus,
+    StoredStatuses, is_report_digest, report_digest,
 };
 pub use shards::ShardEntry;
 pub use status_cell::StatusCell;

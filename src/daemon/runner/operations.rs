@@ -601,6 +601,14 @@ pub enum OperationError {
     /// The App was removed while the operation ran; it was cancelled.
     #[error("App {0} was removed; the operation was cancelled")]
     Removed(String),
+    /// An operator's server did not take the record of a promotion the operator performs.
+    #[error("promotion of App {app}: the wardn server did not record it: {reason}")]
+    Unrecorded {
+        /// The target App's key.
+        app: String,
+        /// What failed.
+        reason: String,
+    },
 }
 
 impl From<super::StatusError> for OperationError {

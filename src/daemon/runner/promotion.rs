@@ -63,18 +63,21 @@ fn pinned_words(images: &[PinnedImage]) -> String {
         .join(",")
 }
 
+/// `CLUSTER/NAME` of `app` as the API addresses it (see [`Runner::address`]).
+fn address_of(app: &App) -> String {
+    format!(
+        "{}/{}",
+        app.spec.destination.cluster_segment(),
+        crate::app::key::app_name(app)
+    )
+}
+
 impl Runner {
     /// `CLUSTER/NAME` of App `key` as the API addresses it (`CLUSTER/NAME:TARGET` for one
     /// target of an App with `spec.targets`); audit entries about the App name it.
     pub fn address(&self, key: &str) -> String {
         self.app(key)
-            .map(|app| {
-                format!(
-                    "{}/{}",
-                    app.spec.destination.cluster_segment(),
-                    crate::app::key::app_name(&app)
-                )
-            })
+            .map(|app| address_of(&app))
             .unwrap_or_else(|| key.to_string())
     }
 
@@ -91,7 +94,11 @@ impl Runner {
         let (action, source, revision, images) = match &request {
             PinRequest::Promote { source } => (
                 "app.promote",
-                self.address(source),
+                // An operator's source may be another operator's App, known to the server.
+                match self.promotion_source(source).await {
+                    Ok((app, _)) => address_of(&app),
+                    Err(_) => source.clone(),
+                },
                 String::new(),
                 Vec::new(),
             ),
@@ -114,9 +121,7 @@ impl Runner {
             plan_hash: String::new(),
             outcome: "pending".into(),
         };
-        if let Some(store) = &self.store {
-            record.id = store.insert_promotion(&record).await?;
-        }
+        record.id = self.insert_promotion(&record).await?;
         let id = record.id.to_string();
         let operation = match request {
             PinRequest::Promote { source } => Operation::Promote {
@@ -178,16 +183,49 @@ impl Runner {
             Ok(_) => format!("{audit} outcome={}", record.outcome),
             Err(e) => format!("{audit}: {e}"),
         };
-        if let Some(store) = &self.store {
-            let finished = store.finish_promotion(&record).await;
-            store
-                .record_audit(actor, action, &record.target, &audit, &now_rfc3339())
-                .await;
-            finished?;
-        }
+        self.finish_promotion(&record, action, &audit).await?;
         let status = status?;
         self.notify_current(target, Event::Promoted);
         Ok((record, status))
+    }
+
+    /// Stores the pending promotion `record` where this process keeps promotion records: its
+    /// store, or (an operator, performing an automatic promotion) its server's, so that every
+    /// promotion of a split install is in one history. Its id; 0 with neither (tests).
+    async fn insert_promotion(&self, record: &Promotion) -> Result<i64, OperationError> {
+        if let Some(store) = &self.store {
+            return Ok(store.insert_promotion(record).await?);
+        }
+        self.promotion_to_server(record)
+            .await
+            .map(|id| id.unwrap_or(0))
+            .map_err(|reason| OperationError::Unrecorded {
+                app: record.target_key.clone(),
+                reason,
+            })
+    }
+
+    /// Finishes promotion `record` where [`Runner::insert_promotion`] stored it and writes
+    /// its audit entry (`action`, outcome text `audit`).
+    async fn finish_promotion(
+        &self,
+        record: &Promotion,
+        action: &str,
+        audit: &str,
+    ) -> Result<(), OperationError> {
+        if let Some(store) = &self.store {
+            let finished = store.finish_promotion(record).await;
+            store
+                .record_audit(&record.actor, action, &record.target, audit, &now_rfc3339())
+                .await;
+            return Ok(finished?);
+        }
+        self.finished_promotion_to_server(record, audit)
+            .await
+            .map_err(|reason| OperationError::Unrecorded {
+                app: record.target_key.clone(),
+                reason,
+            })
     }
 
     /// Records on App `key`'s promotion record (when its Held plan is the promotion's) that

@@ -21,8 +21,9 @@ use super::Runner;
 use super::operations::server_requests::ServerRequests;
 use super::publish::Change;
 use super::server_routes::{
-    APPS_ROUTE, HEARTBEAT_ROUTE, Heartbeat, REPORTED_APP_ROUTE, ReportedApp, ReportedAppQuery,
-    ReportedApps, STATUS_ROUTE, StoredStatuses, report_digest,
+    APPS_ROUTE, FinishedPromotion, HEARTBEAT_ROUTE, Heartbeat, NewPromotion, PROMOTION_ROUTE,
+    PROMOTIONS_ROUTE, REPORTED_APP_ROUTE, ReportedApp, ReportedAppQuery, ReportedApps,
+    STATUS_ROUTE, StoredStatuses, report_digest,
 };
 use super::status_cell::StatusCell;
 use crate::app::App;
@@ -166,6 +167,44 @@ impl Runner {
             }) => Ok(None),
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    /// Sends the pending record of a promotion this operator performs on its own (an
+    /// automatic one) to its server, which stores it: its id there, `None` without a server.
+    pub(super) async fn promotion_to_server(
+        &self,
+        record: &super::Promotion,
+    ) -> Result<Option<i64>, String> {
+        let Some(server) = self.server.get() else {
+            return Ok(None);
+        };
+        let created: NewPromotion = server
+            .exchange(Method::POST, PROMOTIONS_ROUTE, Some(record))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Some(created.id))
+    }
+
+    /// Finishes on the server the record [`Runner::promotion_to_server`] sent, with the audit
+    /// entry's outcome text `audit` (nothing without a server, or for a record it never took).
+    pub(super) async fn finished_promotion_to_server(
+        &self,
+        record: &super::Promotion,
+        audit: &str,
+    ) -> Result<(), String> {
+        let Some(server) = self.server.get().filter(|_| record.id > 0) else {
+            return Ok(());
+        };
+        let body = FinishedPromotion {
+            record: record.clone(),
+            audit: audit.to_string(),
+        };
+        let path = PROMOTION_ROUTE.replace("{id}", &record.id.to_string());
+        server
+            .exchange::<_, IgnoredAny>(Method::PUT, &path, Some(&body))
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     /// Takes the statuses the server stores for the Apps of `clusters` as theirs: a sharded

@@ -6,6 +6,8 @@ use kube::api::ObjectMeta;
 use serde_json::value::RawValue;
 
 use crate::app::App;
+use crate::app::promotion::PinnedImage;
+use crate::store::promotions::PromotionRecord;
 
 /// The route an operator reports its Apps to (`{operator}`: its replica id).
 pub const APPS_ROUTE: &str = "/internal/operators/{operator}/apps";
@@ -31,6 +33,32 @@ pub struct ReportedAppQuery {
     pub name: Option<String>,
     /// With `name`: its destination cluster (segment).
     pub cluster: Option<String>,
+}
+
+/// The route an operator records the automatic promotions it performs at (`POST` a pending
+/// promotion record of actor `wardn/autoPromote`, answered with its [`NewPromotion`] id), so
+/// that they are in the server's promotion history and audit log as every promotion asked
+/// for there is.
+pub const PROMOTIONS_ROUTE: &str = "/internal/promotions";
+/// The route an operator finishes such a record at (`PUT` a [`FinishedPromotion`]).
+pub const PROMOTION_ROUTE: &str = "/internal/promotions/{id}";
+
+/// The answer of [`PROMOTIONS_ROUTE`]: the id the record was stored under.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewPromotion {
+    /// The record's id.
+    pub id: i64,
+}
+
+/// The body of [`PROMOTION_ROUTE`]: the record with its outcome, and its audit entry.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinishedPromotion {
+    /// The record, as the pass left it.
+    pub record: PromotionRecord<Vec<PinnedImage>>,
+    /// The audit entry's outcome text.
+    pub audit: String,
 }
 
 /// The body of [`APPS_ROUTE`]: every App the operator reconciles (targets expanded).
