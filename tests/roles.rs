@@ -2239,6 +2239,57 @@ async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() 
         .unwrap();
     assert_eq!(listed["operator"], "op-staging", "{listed}");
     promote_stage_into_prod(&server, &token, &sims).await;
+    // A promotion into an App that requires approval is Held; approved through the server,
+    // its operator applies it, and the server's record of the promotion says so.
+    let source = work.path().join("sources").join("gated");
+    support::workloads::write_workload(&source, "gated", &format!("{PROMOTED_REPO}:1.0"));
+    std::fs::write(
+        dir_of("gated").join("gated.yaml"),
+        format!(
+            "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: gated\n  namespace: fleet\n\
+             spec:\n  source:\n    type: Directory\n    directory:\n      path: {}\n\
+             \x20 destination:\n    cluster: east-1\n    namespace: team-a\n\
+             \x20 syncPolicy:\n    automated: true\n    requiresApproval: true\n\
+             \x20 promotion:\n    from: east-0/stage\n",
+            source.display()
+        ),
+    )
+    .unwrap();
+    let gated = "/api/v1/apps/east-1/gated";
+    let held = until_app(&server, &token, gated, "gated Held", |app| {
+        app["phase"] == "Held"
+    })
+    .await;
+    let (code, body) = approve(&server, &token, gated, plan_hash(&held)).await;
+    assert_eq!(code, 200, "{body}");
+    let promoted: serde_json::Value = server
+        .http()
+        .post(server.url("/api/v1/apps/east-0/stage/promote?to=east-1/gated"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(promoted["status"]["phase"], "Held", "{promoted}");
+    assert_eq!(promoted["promotion"]["outcome"], "Held", "{promoted}");
+    let (code, body) = approve(&server, &token, gated, plan_hash(&promoted)).await;
+    assert_eq!(code, 200, "{body}");
+    let history = until_app(
+        &server,
+        &token,
+        &format!("{gated}/promotions"),
+        "the promotion's approval recorded",
+        |history| history["promotions"][0]["outcome"] == "Approved: Synced",
+    )
+    .await;
+    assert_eq!(
+        history["promotions"].as_array().map(Vec::len),
+        Some(1),
+        "{history}"
+    );
     // Unsharded operators hold no Lease.
     let http = server.http();
     let shards = get_shards(&http, &server, &token).await;

@@ -119,7 +119,20 @@ impl Runner {
             if let Some(store) = &self.store
                 && handover::can_hand_over(&operation)
             {
-                return self.hand_over(store, key, &operation).await;
+                let done = self.hand_over(store, key, &operation).await;
+                // An operator holds no store: the server that handed it the decision records
+                // it on the promotion (a sharded replica records its own).
+                let verdict = match &operation {
+                    Operation::Approve(_) => Some("Approved"),
+                    Operation::Reject(_) => Some("Rejected"),
+                    _ => None,
+                };
+                if let (Some(verdict), Ok(Completed::Status(status))) = (verdict, &done)
+                    && self.operator_of(key).is_some()
+                {
+                    self.promotion_decided(key, status, verdict).await;
+                }
+                return done;
             }
             return Err(OperationError::Elsewhere {
                 app: key.to_string(),
@@ -339,7 +352,15 @@ impl Runner {
         let concluded = self.conclude(key, &p, &journal, result, started, now).await;
         if approved {
             self.notify_current(key, Event::Approved);
-            self.promotion_decided(key, "Approved").await;
+            // A pass that failed after the approval left its status too.
+            if let Some(status) = concluded
+                .as_ref()
+                .ok()
+                .cloned()
+                .or_else(|| self.status(key))
+            {
+                self.promotion_decided(key, &status, "Approved").await;
+            }
         }
         concluded
     }
@@ -364,7 +385,9 @@ impl Runner {
         let settled = self.settle(key, &previous, now, result, None);
         if rejected {
             self.notify_current(key, Event::Rejected);
-            self.promotion_decided(key, "Rejected").await;
+            if let Some(status) = settled.as_ref().ok().cloned().or_else(|| self.status(key)) {
+                self.promotion_decided(key, &status, "Rejected").await;
+            }
         }
         settled
     }

@@ -228,13 +228,12 @@ impl Runner {
             })
     }
 
-    /// Records on App `key`'s promotion record (when its Held plan is the promotion's) that
-    /// the plan was `verdict` (`Approved`, `Rejected`), with the phase it ended in.
-    pub(super) async fn promotion_decided(&self, key: &str, verdict: &str) {
+    /// Records on App `key`'s promotion record (when its Held plan was the promotion's) that
+    /// the plan was `verdict` (`Approved`, `Rejected`), with the phase `status` (the App's
+    /// after the decision) ended in. Where the promotion records are: the store of this
+    /// process, which decided, or of the server an operator's decision was handed to.
+    pub(super) async fn promotion_decided(&self, key: &str, status: &AppStatus, verdict: &str) {
         let Some(store) = &self.store else { return };
-        let Some(status) = self.status(key) else {
-            return;
-        };
         let id = status
             .promoted_from
             .as_ref()
