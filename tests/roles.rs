@@ -1652,15 +1652,13 @@ async fn the_servers_operator_routes_refuse_what_an_operator_would_not_send() {
     )
     .await;
     assert_eq!(status, 404, "{text}");
-    let history: serde_json::Value = http
-        .get(server.url("/api/v1/apps/target/app-199-0/promotions"))
-        .bearer_auth(&user)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history = get_json(
+        &http,
+        &server,
+        &user,
+        "/api/v1/apps/target/app-199-0/promotions",
+    )
+    .await;
     let listed = history["promotions"].as_array().unwrap();
     assert_eq!(listed.len(), 100, "{history}");
     assert!(
@@ -2140,21 +2138,16 @@ async fn promote_stage_into_prod(
     // the server's promotion history and audit log like a promotion asked for there.
     let automatic = Some(format!("{PROMOTED_REPO}@{digest}"));
     let http = server.http();
-    let get = |path: &str| {
-        let request = http.get(server.url(path)).bearer_auth(token);
-        async move {
-            request
-                .send()
-                .await
-                .unwrap()
-                .json::<serde_json::Value>()
-                .await
-                .unwrap()
-        }
-    };
     let history = until_value(
         "canary promoted automatically and its record finished",
-        || get("/api/v1/apps/east-1/canary/promotions"),
+        || {
+            get_json(
+                &http,
+                server,
+                token,
+                "/api/v1/apps/east-1/canary/promotions",
+            )
+        },
         |history| history["promotions"][0]["outcome"] == "Synced",
     )
     .await;
@@ -2176,7 +2169,7 @@ async fn promote_stage_into_prod(
         id.to_string(),
         "{history}"
     );
-    let audit = get("/api/v1/audit?limit=200").await;
+    let audit = get_json(&http, server, token, "/api/v1/audit?limit=200").await;
     let entries: Vec<&serde_json::Value> = audit["entries"]
         .as_array()
         .unwrap()
@@ -2227,16 +2220,7 @@ async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() 
         production.app("fleet/stage").is_none(),
         "not among its Apps"
     );
-    let listed: serde_json::Value = server
-        .http()
-        .get(server.url("/api/v1/apps/east-0/stage"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed = get_json(&server.http(), &server, &token, "/api/v1/apps/east-0/stage").await;
     assert_eq!(listed["operator"], "op-staging", "{listed}");
     promote_stage_into_prod(&server, &token, &sims).await;
     // A promotion into an App that requires approval is Held; approved through the server,
@@ -2292,7 +2276,7 @@ async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() 
     );
     // Unsharded operators hold no Lease.
     let http = server.http();
-    let shards = get_shards(&http, &server, &token).await;
+    let shards = get_json(&http, &server, &token, "/api/v1/shards").await;
     assert_eq!(shards["replicas"], serde_json::json!([]), "{shards}");
     let operators_listed = shards["operators"].as_array().unwrap();
     assert_eq!(operators_listed.len(), 2, "{shards}");
@@ -2307,7 +2291,7 @@ async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() 
     management.cluster.stop().await;
     let shards = until_value(
         "the Leases' listing failing",
-        || get_shards(&http, &server, &token),
+        || get_json(&http, &server, &token, "/api/v1/shards"),
         |shards| shards["lease_error"].is_string(),
     )
     .await;
@@ -2319,15 +2303,20 @@ async fn a_promotion_through_the_server_crosses_operators_with_their_own_apps() 
     }
 }
 
-/// `GET /api/v1/shards` of `server` as a viewer with `token`, through `http`.
-async fn get_shards(http: &reqwest::Client, server: &TestServer, token: &str) -> serde_json::Value {
+/// `GET path` of `server` with `token`, through `http`: its JSON answer, which must be a 200.
+async fn get_json(
+    http: &reqwest::Client,
+    server: &TestServer,
+    token: &str,
+    path: &str,
+) -> serde_json::Value {
     let response = http
-        .get(server.url("/api/v1/shards"))
+        .get(server.url(path))
         .bearer_auth(token)
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.status().as_u16(), 200, "{path}");
     response.json().await.unwrap()
 }
 
@@ -2375,7 +2364,7 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
     let http = server.http();
     let shards = until_value(
         "the server lists both operators' shares and Leases",
-        || get_shards(&http, &server, &token),
+        || get_json(&http, &server, &token, "/api/v1/shards"),
         |shards| {
             let mut listed: Vec<serde_json::Value> =
                 shards["operators"].as_array().cloned().unwrap_or_default();
@@ -2408,7 +2397,7 @@ async fn a_promotion_through_the_server_crosses_operator_shards() {
     assert!(shards.get("lease_error").is_none(), "{shards}");
     // Long run: a page polled by many viewers, 300 reads, 30 at a time; each lists both.
     for _ in 0..10 {
-        let reads = (0..30).map(|_| get_shards(&http, &server, &token));
+        let reads = (0..30).map(|_| get_json(&http, &server, &token, "/api/v1/shards"));
         for shards in futures_util::future::join_all(reads).await {
             assert_eq!(
                 shards["replicas"].as_array().map(Vec::len),
