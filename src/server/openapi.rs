@@ -306,6 +306,13 @@ pub fn route_docs() -> Vec<RouteDoc> {
             .empty(),
         doc(M::GET, crate::daemon::runner::STATUS_ROUTE, "A page of the stored App statuses, for an operator taking clusters over or restarting; with `key`, one App's (a sharded operator reading a promotion's source)", "`{\"statuses\": [{\"key\", \"status\"}], \"next\"}`: in key order, `next` the key to read the following page after (null on the last).")
             .query::<crate::daemon::runner::StatusesQuery>(),
+        doc(M::GET, crate::daemon::runner::REPORTED_APP_ROUTE, "An App as the operator that reconciles it reported it, for another operator promoting from it", "`{\"app\": App, \"cluster_template\", \"target\", \"primary\"}`; 404 when no operator reports it, 409 when `name` finds several Apps.")
+            .query::<crate::daemon::runner::ReportedAppQuery>(),
+        doc(M::POST, crate::daemon::runner::PROMOTIONS_ROUTE, "Record an automatic promotion an operator performs (pending)", "`{\"id\"}`: the record's id, which the operator puts in the target's `promotedFrom`.")
+            .raw_body("A promotion record (`{\"id\", \"target_key\", \"target\", \"source\", \"revision\", \"images\", \"actor\": \"wardn/autoPromote\", \"created_at\", \"plan_hash\", \"outcome\": \"pending\"}`)."),
+        doc(M::PUT, crate::daemon::runner::PROMOTION_ROUTE, "Finish an operator's automatic promotion with its outcome and audit it", "Empty; 409 when the record is not that App's pending automatic promotion.")
+            .raw_body("`{\"record\", \"audit\"}`: the record as the pass left it, and the audit entry's outcome text.")
+            .empty(),
         doc(M::GET, crate::daemon::runner::server_requests::ROUTE, "The operations handed to the operators that no operator claimed yet", "`{\"requests\": [{\"id\", \"app_key\", \"operation\", \"plan_hash\"}]}`, oldest first."),
         doc(M::POST, crate::daemon::runner::server_requests::CLAIM_ROUTE, "Claim a handed-over operation for an operator (one claim wins)", "`{\"claimed\": bool}`; 404 for no such request.")
             .raw_body("`{\"replica\"}`: the claiming operator."),
