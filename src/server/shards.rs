@@ -8,6 +8,7 @@
 //! when they cannot be read).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
@@ -39,14 +40,14 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
     if !state.reconciles_apps() {
         let leases = match state.operator_leases() {
             Some(observer) => match observer.replicas().await {
-                Ok(live) => live.as_ref().clone(),
+                Ok(live) => live,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot list the operators' Leases");
                     body.insert("lease_error".into(), json!(e.to_string()));
-                    Vec::new()
+                    Arc::default()
                 }
             },
-            None => Vec::new(),
+            None => Arc::default(),
         };
         let expiry: BTreeMap<&str, String> = leases
             .iter()

@@ -840,8 +840,11 @@ impl Membership {
     /// The live replicas: labelled Leases not expired, sorted by id. Leases expired for more
     /// than ten durations (replicas gone for good, such as replaced Pods) are deleted.
     async fn list(&self) -> Result<Vec<Replica>, ShardError> {
-        let params = ListParams::default().labels(&format!("{LEASE_LABEL}=true"));
-        let leases = self.api.list(&params).await.map_err(|e| self.error(e))?;
+        let leases = self
+            .api
+            .list(&shard_leases())
+            .await
+            .map_err(|e| self.error(e))?;
         let stale_after = jiff::SignedDuration::try_from(self.config.lease_duration * 10)
             .unwrap_or(jiff::SignedDuration::MAX);
         let (live, stale) = live_replicas(leases.items, Timestamp::now(), stale_after);
@@ -852,6 +855,11 @@ impl Membership {
         }
         Ok(live)
     }
+}
+
+/// The listing of the shard Leases: those labelled [`LEASE_LABEL`]`=true`.
+pub fn shard_leases() -> ListParams {
+    ListParams::default().labels(&format!("{LEASE_LABEL}=true"))
 }
 
 /// The live replicas among the shard Leases `leases` at `now`: those named after their holder

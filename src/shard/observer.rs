@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use kube::api::ListParams;
 
-use super::membership::{LEASE_LABEL, Replica, ShardError, live_replicas};
+use super::membership::{Replica, ShardError, live_replicas, shard_leases};
 
 /// How long one listing answers for: a page polled by many viewers lists the Leases at most
 /// once a second.
@@ -44,11 +43,14 @@ impl LeaseObserver {
         {
             return Ok(Arc::clone(replicas));
         }
-        let params = ListParams::default().labels(&format!("{LEASE_LABEL}=true"));
-        let leases = self.api.list(&params).await.map_err(|e| ShardError::List {
-            namespace: self.namespace.clone(),
-            message: e.to_string(),
-        })?;
+        let leases = self
+            .api
+            .list(&shard_leases())
+            .await
+            .map_err(|e| ShardError::List {
+                namespace: self.namespace.clone(),
+                message: e.to_string(),
+            })?;
         // Stale Leases are the replicas' own to delete.
         let (live, _) = live_replicas(leases.items, Timestamp::now(), jiff::SignedDuration::MAX);
         let live = Arc::new(live);

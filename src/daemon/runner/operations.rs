@@ -130,7 +130,7 @@ impl Runner {
                 if let (Some(verdict), Ok(Completed::Status(status))) = (verdict, &done)
                     && self.operator_of(key).is_some()
                 {
-                    self.promotion_decided(key, status, verdict).await;
+                    self.record_decision(key, status, verdict).await;
                 }
                 return done;
             }
@@ -352,15 +352,7 @@ impl Runner {
         let concluded = self.conclude(key, &p, &journal, result, started, now).await;
         if approved {
             self.notify_current(key, Event::Approved);
-            // A pass that failed after the approval left its status too.
-            if let Some(status) = concluded
-                .as_ref()
-                .ok()
-                .cloned()
-                .or_else(|| self.status(key))
-            {
-                self.promotion_decided(key, &status, "Approved").await;
-            }
+            self.promotion_decided(key, "Approved").await;
         }
         concluded
     }
@@ -385,9 +377,7 @@ impl Runner {
         let settled = self.settle(key, &previous, now, result, None);
         if rejected {
             self.notify_current(key, Event::Rejected);
-            if let Some(status) = settled.as_ref().ok().cloned().or_else(|| self.status(key)) {
-                self.promotion_decided(key, &status, "Rejected").await;
-            }
+            self.promotion_decided(key, "Rejected").await;
         }
         settled
     }

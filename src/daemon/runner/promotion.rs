@@ -63,6 +63,14 @@ fn pinned_words(images: &[PinnedImage]) -> String {
         .join(",")
 }
 
+/// The error of a promotion `record` its operator's server did not take, for its reason.
+fn unrecorded(record: &Promotion) -> impl FnOnce(String) -> OperationError + '_ {
+    |reason| OperationError::Unrecorded {
+        app: record.target_key.clone(),
+        reason,
+    }
+}
+
 /// `CLUSTER/NAME` of `app` as the API addresses it (see [`Runner::address`]).
 fn address_of(app: &App) -> String {
     format!(
@@ -199,10 +207,7 @@ impl Runner {
         self.promotion_to_server(record)
             .await
             .map(|id| id.unwrap_or(0))
-            .map_err(|reason| OperationError::Unrecorded {
-                app: record.target_key.clone(),
-                reason,
-            })
+            .map_err(unrecorded(record))
     }
 
     /// Finishes promotion `record` where [`Runner::insert_promotion`] stored it and writes
@@ -222,17 +227,22 @@ impl Runner {
         }
         self.finished_promotion_to_server(record, audit)
             .await
-            .map_err(|reason| OperationError::Unrecorded {
-                app: record.target_key.clone(),
-                reason,
-            })
+            .map_err(unrecorded(record))
     }
 
-    /// Records on App `key`'s promotion record (when its Held plan was the promotion's) that
-    /// the plan was `verdict` (`Approved`, `Rejected`), with the phase `status` (the App's
-    /// after the decision) ended in. Where the promotion records are: the store of this
-    /// process, which decided, or of the server an operator's decision was handed to.
-    pub(super) async fn promotion_decided(&self, key: &str, status: &AppStatus, verdict: &str) {
+    /// Records on App `key`'s promotion record (when its Held plan is the promotion's) that
+    /// the plan was `verdict` (`Approved`, `Rejected`), with the phase it ended in.
+    pub(super) async fn promotion_decided(&self, key: &str, verdict: &str) {
+        if let Some(status) = self.status(key) {
+            self.record_decision(key, &status, verdict).await;
+        }
+    }
+
+    /// Records on the promotion record of App `key`'s decided plan, when it was a
+    /// promotion's, that it was `verdict`, with the phase `status` (the App's after the
+    /// decision) ended in: in the store of this process, which decided it, or of the server
+    /// that handed the decision to an operator (which holds no store).
+    pub(super) async fn record_decision(&self, key: &str, status: &AppStatus, verdict: &str) {
         let Some(store) = &self.store else { return };
         let id = status
             .promoted_from
