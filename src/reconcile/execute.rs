@@ -64,7 +64,7 @@ pub(super) async fn execute(
     // wardn's own apply produced these live states from exactly these rendered objects.
     for (id, live) in &applied {
         if let Some(rendered) = digests.get(id) {
-            verified.record(id.clone(), *rendered, digest::live(live));
+            verified.record(*rendered, digest::live(live));
         }
     }
     let applied: HashMap<ObjectRef, Value> = applied.into_iter().collect();

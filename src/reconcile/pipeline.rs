@@ -66,9 +66,9 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
                 digest,
             },
         ) = (known, &state)
-            && k.verified.agrees(id, &digests[id], digest)
+            && k.verified.agrees(&digests[id], digest)
         {
-            verified.carry(k.verified, id);
+            verified.carry(k.verified, &digests[id]);
             diffs.push(Some(ObjectDiff::unchanged(
                 id.clone(),
                 resource_version.clone(),
@@ -115,8 +115,7 @@ async fn make_plan(pass: Pass<'_>) -> Result<(Planned, Resolver), ReconcileError
             });
         }
         if let Some(live) = run.agreed {
-            let id = &run.diff.object;
-            verified.record(id.clone(), digests[id], live);
+            verified.record(digests[&run.diff.object], live);
         }
         diffs[slot] = Some(run.diff);
     }

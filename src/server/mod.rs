@@ -721,25 +721,35 @@ impl Server {
     }
 }
 
-/// Sets the password of the user `admin` from `password` (creating it as an admin if missing:
-/// the break-glass way in), or generates one when the store has no user at all. Returns the
-/// generated password.
+/// The hash of the admin password the process is started with (`WARDN_ADMIN_PASSWORD`; `None`
+/// when none or empty), for [`ensure_admin`]. Made before the daemon loads its Apps: argon2
+/// holds 19 MiB while it hashes, and made on top of a fleet's freshly loaded App records it
+/// set the peak resident memory of a sharded replica (`benches/shards.rs`).
+pub fn hash_admin_password(password: Option<&str>) -> Result<Option<String>, ServeError> {
+    Ok(password
+        .filter(|p| !p.is_empty())
+        .map(auth::hash_password)
+        .transpose()?)
+}
+
+/// Sets the password of the user `admin` to the one `given` is the hash of (creating it as
+/// an admin if missing: the break-glass way in), or generates one when the store has no user
+/// at all. Returns the generated password.
 pub async fn ensure_admin(
     store: &Store,
-    password: Option<&str>,
+    given: Option<String>,
 ) -> Result<Option<String>, ServeError> {
-    let generated = match password.filter(|p| !p.is_empty()) {
-        Some(password) => {
-            let hash = auth::hash_password(password)?;
-            store
-                .upsert_user(auth::ADMIN_USER, &hash, &now_rfc3339())
-                .await?;
-            return Ok(None);
-        }
-        // Once any user exists (the admin may have renamed itself away), nothing is generated.
-        None if store.has_users().await? => return Ok(None),
-        None => auth::random_secret(18)?,
-    };
+    if let Some(hash) = given {
+        store
+            .upsert_user(auth::ADMIN_USER, &hash, &now_rfc3339())
+            .await?;
+        return Ok(None);
+    }
+    // Once any user exists (the admin may have renamed itself away), nothing is generated.
+    if store.has_users().await? {
+        return Ok(None);
+    }
+    let generated = auth::random_secret(18)?;
     let hash = auth::hash_password(&generated)?;
     store
         .upsert_user(auth::ADMIN_USER, &hash, &now_rfc3339())
@@ -771,9 +781,9 @@ impl Server {
             _ => return Err(ServeError::TlsPair),
         };
         let (listener, addr) = listen(options.listen).await?;
+        let admin_hash = hash_admin_password(options.admin_password.as_deref())?;
         let daemon = Daemon::start(&options, sealer).await?;
-        let generated_admin_password =
-            ensure_admin(daemon.store(), options.admin_password.as_deref()).await?;
+        let generated_admin_password = ensure_admin(daemon.store(), admin_hash).await?;
         let webhook = WebhookState::new(
             daemon.poller().clone(),
             Arc::new(
@@ -923,5 +933,34 @@ pub fn tune_allocator() {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
         libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_admin_password_is_hashed_only_when_given() {
+        assert_eq!(hash_admin_password(None).ok(), Some(None));
+        assert_eq!(
+            hash_admin_password(Some("")).ok(),
+            Some(None),
+            "empty: none given"
+        );
+        let hash = hash_admin_password(Some("break-glass-0123"))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        assert!(passwords::verify_with(
+            b"break-glass-0123",
+            &hash,
+            &mut Vec::new()
+        ));
+        assert!(!passwords::verify_with(
+            b"break-glass-0124",
+            &hash,
+            &mut Vec::new()
+        ));
     }
 }
