@@ -83,6 +83,21 @@ impl Workspace {
                 .to_string(),
             );
         }
+        let bench = root.join("bench-0123abcd");
+        write_executable(
+            &bench,
+            &format!("#!/bin/sh\ntouch {}/bench-ran\n", root.display()),
+        );
+        messages.push(
+            serde_json::json!({
+                "reason": "compiler-artifact",
+                "executable": bench,
+                "profile": {"test": true},
+                "manifest_path": root.join("Cargo.toml"),
+                "target": {"name": "fleet", "kind": ["bench"]},
+            })
+            .to_string(),
+        );
         let not_a_test = root.join("daemon");
         write_executable(
             &not_a_test,
@@ -103,12 +118,15 @@ impl Workspace {
         write_executable(
             &root.join("cargo"),
             &format!(
-                "#!/bin/sh\ncase \"$*\" in\n\
+                "#!/bin/sh\n\
+                 echo \"$* wrapper=$RUSTC_WORKSPACE_WRAPPER args=$CLIPPY_ARGS\" >> {cargo_log}\n\
+                 case \"$*\" in\n\
                  *--no-run*) cat {messages}; exit {build_status} ;;\n\
                  *--doc*) echo \"doc $*\" >> {log}; exit 0 ;;\n\
                  esac\nexit 99\n",
                 messages = root.join("messages").display(),
                 log = root.join("ran.log").display(),
+                cargo_log = root.join("cargo.log").display(),
             ),
         );
         Workspace { dir }
@@ -116,14 +134,31 @@ impl Workspace {
 
     /// Runs the runner with `args` and this workspace's cargo.
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with_path(args, &std::env::var("PATH").unwrap_or_default())
+    }
+
+    /// Runs the runner with `args`, this workspace's cargo and `PATH` set to `path`.
+    fn run_with_path(&self, args: &[&str], path: &str) -> Output {
         let repository = Path::new(env!("CARGO_MANIFEST_DIR"));
         Command::new("python3")
             .arg(repository.join(SCRIPT))
             .args(args)
             .env("CARGO", self.dir.path().join("cargo"))
+            .env("PATH", path)
             .env_remove("WARDN_TEST_JOBS")
+            .env_remove("RUSTC_WORKSPACE_WRAPPER")
+            .env_remove("CLIPPY_ARGS")
             .output()
             .unwrap_or_else(|e| panic!("cannot run python3 {SCRIPT}: {e}"))
+    }
+
+    /// The command lines the stand-in cargo was run with, each with the clippy variables.
+    fn cargo_calls(&self) -> Vec<String> {
+        fs::read_to_string(self.dir.path().join("cargo.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     /// The lines the binaries and the doc-test step logged.
@@ -138,6 +173,18 @@ impl Workspace {
     fn package(&self, name: &str) -> PathBuf {
         self.dir.path().join(format!("pkg-{name}"))
     }
+}
+
+/// This process's `PATH` without the directories that hold `program`.
+fn path_without(program: &str) -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| !dir.join(program).exists())
+        .collect();
+    std::env::join_paths(kept)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn transcript(output: &Output) -> String {
@@ -179,6 +226,14 @@ fn every_test_binary_runs_once_in_its_package_with_the_given_arguments() {
         !workspace.dir.path().join("daemon-ran").exists(),
         "a non-test binary ran"
     );
+    assert!(
+        !workspace.dir.path().join("bench-ran").exists(),
+        "a bench ran"
+    );
+    for call in workspace.cargo_calls() {
+        assert!(call.ends_with(" wrapper= args="), "{call}");
+        assert!(!call.contains("--all-targets"), "{call}");
+    }
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("output of alpha"), "{stdout}");
 }
@@ -264,4 +319,55 @@ fn a_careless_jobs_value_is_refused() {
         );
         assert!(workspace.ran().is_empty());
     }
+}
+
+/// `--clippy`: the build compiles every target (benches included, which then do not run)
+/// through clippy's driver with `-D warnings`, and the doc tests run under the same variables
+/// so that cargo reuses that build.
+#[test]
+fn with_clippy_every_cargo_call_lints_through_the_driver() {
+    let workspace = Workspace::new(&[Binary::passing("alpha")], 0);
+    let tools = workspace.dir.path().join("tools");
+    fs::create_dir(&tools).unwrap();
+    let driver = tools.join("clippy-driver");
+    write_executable(&driver, "#!/bin/sh\nexit 0\n");
+    let path = format!("{}:{}", tools.display(), path_without("clippy-driver"));
+    let output = workspace.run_with_path(&["--clippy"], &path);
+    assert!(output.status.success(), "{}", transcript(&output));
+
+    let calls = workspace.cargo_calls();
+    let suffix = format!(
+        " wrapper={} args=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+        driver.display()
+    );
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls[0].contains("--no-run") && calls[0].contains("--all-targets"),
+        "{calls:?}"
+    );
+    assert!(calls[1].contains("--doc"), "{calls:?}");
+    for call in &calls {
+        assert!(call.ends_with(&suffix), "{call}");
+    }
+    assert_eq!(workspace.ran().len(), 2, "{:?}", workspace.ran());
+    assert!(
+        !workspace.dir.path().join("bench-ran").exists(),
+        "a bench ran"
+    );
+}
+
+/// Without clippy's driver `--clippy` stops before building, saying what is missing.
+#[test]
+fn with_clippy_a_missing_driver_is_named_before_anything_runs() {
+    let workspace = Workspace::new(&[Binary::passing("alpha")], 0);
+    let output = workspace.run_with_path(&["--clippy"], &path_without("clippy-driver"));
+    assert!(!output.status.success(), "{}", transcript(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("clippy-driver"), "{stderr}");
+    assert!(
+        workspace.cargo_calls().is_empty(),
+        "{:?}",
+        workspace.cargo_calls()
+    );
+    assert!(workspace.ran().is_empty(), "{:?}", workspace.ran());
 }

@@ -4,11 +4,13 @@
 //! application (strategic merge and JSON 6902) all see arbitrary bytes. Any panic is a bug.
 //!
 //! Run: `RUSTC_BOOTSTRAP=1 cargo fuzz run render_tree fuzz/corpus/render_tree`
-#![no_main]
+//!
+//! `make test` compiles this file into `tests/fuzz_corpus.rs` too (hence `cfg(test)`), which
+//! replays the seed corpus through [`check`].
+#![cfg_attr(not(test), no_main)]
 
 use std::collections::BTreeMap;
 
-use libfuzzer_sys::fuzz_target;
 use wardn::render::render;
 use wardn::render::tree::{DirEntry, EntryKind, Tree, TreeError};
 
@@ -76,7 +78,8 @@ impl Tree for MemTree {
     }
 }
 
-fuzz_target!(|data: &[u8]| {
+/// The property fuzzed: rendering the tree cut from `data` never panics.
+pub fn check(data: &[u8]) {
     let names = [
         "kustomization.yaml",
         "a.yaml",
@@ -89,4 +92,7 @@ fuzz_target!(|data: &[u8]| {
         .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
         .collect();
     let _ = render(&MemTree(files), "");
-});
+}
+
+#[cfg(not(test))]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check(data));
