@@ -766,7 +766,12 @@ fn write_kustomization(dir: &std::path::Path) {
     for f in files {
         text.push_str(&format!("- {f}\n"));
     }
-    std::fs::write(dir.join("kustomization.yaml"), text).unwrap();
+    // Written aside and renamed into place, as a checkout replaces a file: a render the
+    // directory watch starts meanwhile sees the old list or the new one, never half of it (a
+    // list cut in a file name fails to render, which a loaded machine did show).
+    let staged = dir.join(".kustomization.yaml.new");
+    std::fs::write(&staged, text).unwrap();
+    std::fs::rename(staged, dir.join("kustomization.yaml")).unwrap();
 }
 
 /// The names of the ConfigMaps `PREFIX-*` on the cluster.

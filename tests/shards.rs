@@ -1310,9 +1310,22 @@ async fn a_promotion_crosses_replicas_and_only_the_targets_owner_promotes() {
     }
     let replica = |id: &str| spawn_replica(id, work.path(), &database, &mgmt.kubeconfig, &apps);
     let r0 = replica("r0");
-    let cookie = login(&r0.base, PASSWORD).await;
-    register(&r0, &cookie, &clusters).await;
     let r1 = replica("r1");
+    let cookie = login(&r0.base, PASSWORD).await;
+    // Both are members before a cluster is registered, so that the target's cluster is r1's
+    // from the start: registered first, it was r0's until r1 joined, and on a loaded machine
+    // r0 deployed there meanwhile.
+    for process in [&r0, &r1] {
+        until("both replicas are members", || async {
+            shards(process, &cookie)
+                .await
+                .into_keys()
+                .collect::<Vec<_>>()
+                == ["r0", "r1"]
+        })
+        .await;
+    }
+    register(&r0, &cookie, &clusters).await;
     for process in [&r0, &r1] {
         until("the two replicas agree on the shards", || async {
             shards(process, &cookie).await == expected

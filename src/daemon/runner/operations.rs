@@ -234,11 +234,11 @@ impl Runner {
         key: &str,
         p: &Prepared,
         journal: &Journaled<'_>,
-        result: Result<crate::reconcile::pass::Outcome, ReconcileError>,
+        mut result: Result<crate::reconcile::pass::Outcome, ReconcileError>,
         started: std::time::Instant,
         now: Timestamp,
     ) -> Result<AppStatus, OperationError> {
-        self.follow_up(key, p, &result, started);
+        self.follow_up(key, p, &mut result, started);
         self.takeovers(key, &result).await;
         let previous = journal.previous(&p.previous);
         self.settle(key, &previous, now, result.map(|o| o.status), Some(p))
@@ -298,18 +298,20 @@ impl Runner {
         prepared
     }
 
-    /// Counts a pass, schedules the next one and points the drift watches at the inventory.
+    /// Keeps the pass's agreements for the next pass (moved out of the outcome: nothing after
+    /// this reads them), counts the pass, schedules the next one and points the drift watches
+    /// at the inventory.
     fn follow_up(
         &self,
         key: &str,
         p: &Prepared,
-        result: &Result<crate::reconcile::pass::Outcome, ReconcileError>,
+        result: &mut Result<crate::reconcile::pass::Outcome, ReconcileError>,
         started: std::time::Instant,
     ) {
         if let Ok(outcome) = result
             && let Some(record) = self.apps.lock().get_mut(key)
         {
-            record.verified = Some(Arc::new(outcome.verified.clone()));
+            record.verified = Some(Arc::new(std::mem::take(&mut outcome.verified)));
         }
         self.upkeep.after_pass(
             key,
@@ -318,7 +320,7 @@ impl Runner {
                 client: &p.target.client,
                 credentials: p.credentials,
             }),
-            PassEnd::Ran(result),
+            PassEnd::Ran(&*result),
             started.elapsed(),
         );
     }
