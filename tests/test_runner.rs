@@ -42,8 +42,9 @@ fn write_executable(path: &Path, text: &str) {
 
 impl Workspace {
     /// Writes the binaries (each in a package directory of its own) and a cargo whose
-    /// `test --no-run` names them as test artifacts, besides a non-test binary that must not
-    /// run, and exits with `build_status`.
+    /// `test --no-run` names them as test artifacts, besides a bench and a non-test binary
+    /// that must not run, and exits with `build_status`. The cargo logs each of its command
+    /// lines with the clippy variables it was given.
     fn new(binaries: &[Binary], build_status: i32) -> Workspace {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
@@ -83,36 +84,32 @@ impl Workspace {
                 .to_string(),
             );
         }
-        let bench = root.join("bench-0123abcd");
-        write_executable(
-            &bench,
-            &format!("#!/bin/sh\ntouch {}/bench-ran\n", root.display()),
-        );
-        messages.push(
-            serde_json::json!({
-                "reason": "compiler-artifact",
-                "executable": bench,
-                "profile": {"test": true},
-                "manifest_path": root.join("Cargo.toml"),
-                "target": {"name": "fleet", "kind": ["bench"]},
-            })
-            .to_string(),
-        );
-        let not_a_test = root.join("daemon");
-        write_executable(
-            &not_a_test,
-            &format!("#!/bin/sh\ntouch {}/daemon-ran\n", root.display()),
-        );
-        messages.push(
-            serde_json::json!({
-                "reason": "compiler-artifact",
-                "executable": not_a_test,
-                "profile": {"test": false},
-                "manifest_path": root.join("Cargo.toml"),
-                "target": {"name": "daemon"},
-            })
-            .to_string(),
-        );
+        // Artifacts that must not run, each leaving `NAME-ran` if it does: a bench built as a
+        // test (`--all-targets`) and a binary that is not a test.
+        for (name, test, target) in [
+            (
+                "bench",
+                true,
+                serde_json::json!({"name": "fleet", "kind": ["bench"]}),
+            ),
+            ("daemon", false, serde_json::json!({"name": "daemon"})),
+        ] {
+            let executable = root.join(name);
+            write_executable(
+                &executable,
+                &format!("#!/bin/sh\ntouch {}/{name}-ran\n", root.display()),
+            );
+            messages.push(
+                serde_json::json!({
+                    "reason": "compiler-artifact",
+                    "executable": executable,
+                    "profile": {"test": test},
+                    "manifest_path": root.join("Cargo.toml"),
+                    "target": target,
+                })
+                .to_string(),
+            );
+        }
         messages.push(r#"{"reason":"build-finished","success":true}"#.into());
         fs::write(root.join("messages"), messages.join("\n") + "\n").unwrap();
         write_executable(
