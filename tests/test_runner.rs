@@ -151,16 +151,17 @@ impl Workspace {
 
     /// The command lines the stand-in cargo was run with, each with the clippy variables.
     fn cargo_calls(&self) -> Vec<String> {
-        fs::read_to_string(self.dir.path().join("cargo.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
+        self.log_lines("cargo.log")
     }
 
     /// The lines the binaries and the doc-test step logged.
     fn ran(&self) -> Vec<String> {
-        fs::read_to_string(self.dir.path().join("ran.log"))
+        self.log_lines("ran.log")
+    }
+
+    /// The lines of log `file` in the workspace (none when nothing wrote it).
+    fn log_lines(&self, file: &str) -> Vec<String> {
+        fs::read_to_string(self.dir.path().join(file))
             .unwrap_or_default()
             .lines()
             .map(str::to_string)
