@@ -849,7 +849,13 @@ async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
     })
     .await;
     let created = configmaps(&sim, "extra").len();
-    assert!(created > 0 && created < 150, "created {created}");
+    // The status says which pass failed and why (a failure before any extra ConfigMap was
+    // created showed on loaded CI runs, cause not yet known).
+    assert!(
+        created > 0 && created < 150,
+        "created {created}: {:?}",
+        runner.status(key)
+    );
     let failed = runner.status(key).unwrap();
     assert_eq!(
         failed.inventory.len(),
