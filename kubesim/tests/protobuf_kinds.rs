@@ -674,19 +674,19 @@ async fn replies_are_protobuf_when_the_client_prefers_it_and_kubectl_reads_them(
         let path = format!("{collection}/{}", obj["metadata"]["name"].as_str().unwrap());
         // The two reads must see one version of the object: kubesim's controllers write the
         // status of some kinds (a DaemonSet's) meanwhile, and on a loaded machine did.
-        let (mut bytes, mut as_json) = (Vec::new(), Value::Null);
+        let (mut decoded, mut as_json) = (Value::Null, Value::Null);
         for _ in 0..50 {
-            let (code, content_type, read) = get_protobuf(&env, &path).await;
+            let (code, content_type, bytes) = get_protobuf(&env, &path).await;
             assert_eq!(
                 (code, content_type.as_str()),
                 (200, PROTOBUF),
                 "{kind}: {}",
-                String::from_utf8_lossy(&read)
+                String::from_utf8_lossy(&bytes)
             );
-            bytes = read;
+            decoded = kubesim::protobuf::decode(&bytes).unwrap();
             as_json = get(&env, &path).await;
             let version = |obj: &Value| obj["metadata"]["resourceVersion"].clone();
-            if version(&kubesim::protobuf::decode(&bytes).unwrap()) == version(&as_json) {
+            if version(&decoded) == version(&as_json) {
                 break;
             }
         }
@@ -701,7 +701,6 @@ async fn replies_are_protobuf_when_the_client_prefers_it_and_kubectl_reads_them(
                 claim.retain(|k, _| k != "apiVersion" && k != "kind");
             }
         }
-        let decoded = kubesim::protobuf::decode(&bytes).unwrap();
         assert_same(
             &without_empty_objects(without(decoded, &["status"])),
             &without_empty_objects(without(as_json, &["status"])),
