@@ -850,7 +850,8 @@ async fn a_pass_failed_midway_orphans_nothing_after_a_revert() {
     .await;
     let created = configmaps(&sim, "extra").len();
     // The status says which pass failed and why (a failure before any extra ConfigMap was
-    // created showed on loaded CI runs, cause not yet known).
+    // created showed on loaded CI runs: the directory's walk listed it before the extra files
+    // were written and read the kustomization naming them after; walks are now checked).
     assert!(
         created > 0 && created < 150,
         "created {created}: {:?}",

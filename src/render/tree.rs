@@ -125,6 +125,18 @@ pub fn join(base: &str, path: &str) -> String {
     }
 }
 
+/// What identifies one version of a file on disk: its inode, size and modification and
+/// change times. Two equal stamps are the same content but for a rewrite of equal size within
+/// one tick of the file system's clock, which a digest check must still catch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
 /// A [`Tree`] over a local directory. Symlinks are followed only while their target stays
 /// inside the root; anything resolving outside is [`TreeError::Forbidden`].
 #[derive(Debug, Clone)]
@@ -147,6 +159,32 @@ impl DirTree {
         &self.root
     }
 
+    /// The stamp of the file at `path` (`None` when nothing is there): what a rewrite, a
+    /// rename over it or a truncation changes, so a reader can tell that a file it read is
+    /// still the file on disk without reading it again.
+    pub fn stamp(&self, path: &str) -> Result<Option<FileStamp>, TreeError> {
+        use std::os::unix::fs::MetadataExt;
+        let Some(real) = self.resolve(path)? else {
+            return Ok(None);
+        };
+        let meta = match std::fs::metadata(&real) {
+            Ok(meta) => meta,
+            Err(e) => {
+                return match read_error(path, &e) {
+                    TreeError::NotFound(_) => Ok(None),
+                    other => Err(other),
+                };
+            }
+        };
+        Ok(Some(FileStamp {
+            device: meta.dev(),
+            inode: meta.ino(),
+            size: meta.size(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        }))
+    }
+
     /// Resolves a tree path to a real path inside the root, following symlinks.
     fn resolve(&self, path: &str) -> Result<Option<PathBuf>, TreeError> {
         let joined = self.root.join(path);
@@ -167,8 +205,12 @@ impl Tree for DirTree {
         let Some(real) = self.resolve(path)? else {
             return Ok(None);
         };
-        let meta = std::fs::metadata(&real).map_err(|e| io_error(path, &e))?;
-        entry_kind(path, &meta).map(Some)
+        match std::fs::metadata(&real) {
+            Ok(meta) => entry_kind(path, &meta).map(Some),
+            // Removed since it was resolved.
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(path, &e)),
+        }
     }
 
     fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, TreeError> {
@@ -196,7 +238,7 @@ impl Tree for DirTree {
         let real = self
             .resolve(path)?
             .ok_or_else(|| TreeError::NotFound(path.to_string()))?;
-        let meta = std::fs::metadata(&real).map_err(|e| io_error(path, &e))?;
+        let meta = std::fs::metadata(&real).map_err(|e| read_error(path, &e))?;
         if entry_kind(path, &meta)? != EntryKind::File {
             return Err(io_error(path, &std::io::Error::other("is a directory")));
         }
@@ -208,7 +250,7 @@ impl Tree for DirTree {
                 limit,
             });
         }
-        std::fs::read(&real).map_err(|e| io_error(path, &e))
+        std::fs::read(&real).map_err(|e| read_error(path, &e))
     }
 
     fn real_path(&self, path: &str) -> Result<Option<String>, TreeError> {
@@ -240,6 +282,16 @@ pub(crate) fn listed_names(tree: &dyn Tree, dir: &str) -> Vec<String> {
     match tree.read_dir(dir) {
         Ok(entries) => entries.into_iter().map(|e| e.name).collect(),
         Err(e) => panic!("listing {dir}: {e}"),
+    }
+}
+
+/// A failed read of the file at `path`: [`TreeError::NotFound`] when it was removed since it
+/// was resolved, an I/O error otherwise.
+fn read_error(path: &str, error: &std::io::Error) -> TreeError {
+    if error.kind() == ErrorKind::NotFound {
+        TreeError::NotFound(path.to_string())
+    } else {
+        io_error(path, error)
     }
 }
 

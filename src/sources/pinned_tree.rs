@@ -9,18 +9,32 @@
 //! snapshot renders the new content under its own revision, so a revision never names content
 //! it does not have.
 //!
+//! A directory written to while it is walked (a checkout, or a tool writing files and then
+//! the `kustomization.yaml` naming them) could leave the walk with a listing from before the
+//! writes and files from after them: a state the directory was never in. So the walk is
+//! checked against the disk once it ends (every listing again, every file's [`FileStamp`]) and
+//! walked again until the two agree.
+//!
 //! The walk visits each real directory once: a symlink is recorded as a link to its target
 //! (hashed as such) and never followed by the walk, so a symlink loop cannot make it endless.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::render::tree::{DirEntry, DirTree, EntryKind, Tree, TreeError, join};
+use crate::render::tree::{DirEntry, DirTree, EntryKind, FileStamp, Tree, TreeError, join};
 
 /// Files over this size are pinned (and hashed) by their size only.
 const MAX_HASHED_BYTES: u64 = 64 * 1024 * 1024;
+
+/// How many walks a directory that keeps changing under them gets before it is refused (its
+/// watcher reads it again on its next change).
+const WALKS: u32 = 5;
+
+/// How long, times the walks so far, a walk that met a change waits for the writes to end.
+const SETTLE: Duration = Duration::from_millis(20);
 
 /// What a file's content was when the tree was pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +46,7 @@ enum Pin {
 }
 
 /// One entry of a recorded directory listing.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 struct Entry {
     name: String,
     kind: EntryKind,
@@ -44,10 +58,13 @@ struct Entry {
 #[derive(Debug)]
 pub struct PinnedDirTree {
     disk: DirTree,
-    /// The listing of each real directory (`""` is the root), sorted by name.
-    dirs: HashMap<String, Vec<Entry>>,
+    /// The listing of each real directory (`""` is the root), sorted by name; in path order,
+    /// so that a change is named by the outermost directory it shows in.
+    dirs: BTreeMap<String, Vec<Entry>>,
     /// The content of each real file.
     files: HashMap<String, Pin>,
+    /// Each real file's stamp, taken before its content was read.
+    stamps: HashMap<String, FileStamp>,
 }
 
 impl PinnedDirTree {
@@ -57,11 +74,39 @@ impl PinnedDirTree {
     /// A directory without symlinks hashes as `path \0 hex(sha256(content)) \n` for each
     /// file in path order; a symlink adds `path \0 ->target \n` in its place, its target
     /// being hashed where it really is.
+    ///
+    /// A walk the disk no longer agrees with when it ends is walked again, up to [`WALKS`]
+    /// times; then the directory is refused as [`TreeError::Changed`], naming a path that
+    /// changed. Blocks the calling thread meanwhile.
     pub fn pin(root: &Path) -> Result<(Self, String), TreeError> {
+        let disk = DirTree::new(root)?;
+        let mut walks = 1;
+        loop {
+            let changed = match Self::walk_once(&disk) {
+                Ok((tree, revision)) => match tree.first_change()? {
+                    None => return Ok((tree, revision)),
+                    Some(path) => path,
+                },
+                // Something listed was gone when the walk came to read it.
+                Err(TreeError::Changed { path } | TreeError::NotFound(path)) => path,
+                Err(e) => return Err(e),
+            };
+            if walks == WALKS {
+                return Err(TreeError::Changed { path: changed });
+            }
+            tracing::debug!(root = %disk.root().display(), path = %changed, walks, "directory changed while it was read; reading it again");
+            std::thread::sleep(SETTLE * walks);
+            walks += 1;
+        }
+    }
+
+    /// One walk of `disk`, with the revision it hashes to.
+    fn walk_once(disk: &DirTree) -> Result<(Self, String), TreeError> {
         let mut tree = Self {
-            disk: DirTree::new(root)?,
-            dirs: HashMap::new(),
+            disk: disk.clone(),
+            dirs: BTreeMap::new(),
             files: HashMap::new(),
+            stamps: HashMap::new(),
         };
         let mut hasher = Sha256::new();
         tree.walk("", &mut hasher)?;
@@ -73,8 +118,9 @@ impl PinnedDirTree {
         self.disk.root()
     }
 
-    /// Records the real directory `dir` and everything really under it.
-    fn walk(&mut self, dir: &str, hasher: &mut Sha256) -> Result<(), TreeError> {
+    /// The entries of the real directory `dir` as a walk records them: `.git` and whatever
+    /// resolves into it left out, each with its real path.
+    fn list(&self, dir: &str) -> Result<Vec<Entry>, TreeError> {
         let mut entries = Vec::new();
         for listed in self.disk.read_dir(dir)? {
             if dir.is_empty() && listed.name == ".git" {
@@ -84,15 +130,53 @@ impl PinnedDirTree {
             let real = self
                 .disk
                 .real_path(&path)?
-                .ok_or_else(|| TreeError::Changed { path: path.clone() })?;
+                .ok_or(TreeError::Changed { path })?;
             if real == ".git" || real.starts_with(".git/") {
                 continue;
             }
-            if real != path {
+            entries.push(Entry {
+                name: listed.name,
+                kind: listed.kind,
+                real,
+            });
+        }
+        Ok(entries)
+    }
+
+    /// The first path on which the disk no longer agrees with this walk (a directory listed
+    /// otherwise, a symlink leading elsewhere, a file with another stamp), if any.
+    fn first_change(&self) -> Result<Option<String>, TreeError> {
+        for (dir, recorded) in &self.dirs {
+            match self.list(dir) {
+                Ok(listed) if listed == *recorded => {}
+                Ok(_) | Err(TreeError::NotFound(_)) => return Ok(Some(dir.clone())),
+                Err(TreeError::Changed { path }) => return Ok(Some(path)),
+                Err(e) => return Err(e),
+            }
+        }
+        for (path, stamp) in &self.stamps {
+            if self.disk.stamp(path)? != Some(*stamp) {
+                return Ok(Some(path.clone()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Records the real directory `dir` and everything really under it.
+    fn walk(&mut self, dir: &str, hasher: &mut Sha256) -> Result<(), TreeError> {
+        let entries = self.list(dir)?;
+        for entry in &entries {
+            let path = join(dir, &entry.name);
+            let real = &entry.real;
+            if *real != path {
                 hasher.update(format!("{path}\0->{real}\n").as_bytes());
-            } else if listed.kind == EntryKind::Dir {
+            } else if entry.kind == EntryKind::Dir {
                 self.walk(&path, hasher)?;
             } else {
+                let stamp = self
+                    .disk
+                    .stamp(&path)?
+                    .ok_or_else(|| TreeError::Changed { path: path.clone() })?;
                 let pin = match self.disk.read_file(&path, MAX_HASHED_BYTES) {
                     Ok(bytes) => Pin::Sha256(Sha256::digest(&bytes).into()),
                     Err(TreeError::TooLarge { size, .. }) => Pin::Size(size),
@@ -104,12 +188,8 @@ impl PinnedDirTree {
                 };
                 hasher.update(format!("{path}\0{content}\n").as_bytes());
                 self.files.insert(path.clone(), pin);
+                self.stamps.insert(path, stamp);
             }
-            entries.push(Entry {
-                name: listed.name,
-                kind: listed.kind,
-                real,
-            });
         }
         self.dirs.insert(dir.to_string(), entries);
         Ok(())
@@ -252,6 +332,145 @@ mod tests {
         assert_eq!(tree.read_file("base/cm.yaml", 100).unwrap(), b"v: 1\n");
         let (_, now) = PinnedDirTree::pin(dir.path()).unwrap();
         assert_ne!(now, revision, "the directory did change");
+    }
+
+    #[test]
+    fn a_walk_knows_what_changed_on_disk_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "base/cm.yaml", "v: 1\n");
+        write(
+            dir.path(),
+            "kustomization.yaml",
+            "resources: [base/cm.yaml]\n",
+        );
+        let disk = DirTree::new(dir.path()).unwrap();
+        let changed = |change: &dyn Fn()| {
+            let (tree, _) = PinnedDirTree::walk_once(&disk).unwrap();
+            assert_eq!(tree.first_change().unwrap(), None);
+            change();
+            tree.first_change().unwrap()
+        };
+        let named = |path: &str| Some(path.to_string());
+        // A file added, a file rewritten (of the same size), a file renamed over, a
+        // directory removed, a symlink put where a file was.
+        assert_eq!(
+            changed(&|| write(dir.path(), "base/new.yaml", "n: 1\n")),
+            named("base")
+        );
+        assert_eq!(
+            changed(&|| write(dir.path(), "base/cm.yaml", "v: 2\n")),
+            named("base/cm.yaml")
+        );
+        assert_eq!(
+            changed(&|| {
+                write(dir.path(), "staged", "resources: [base/cm.yaml]\n");
+                std::fs::rename(
+                    dir.path().join("staged"),
+                    dir.path().join("kustomization.yaml"),
+                )
+                .unwrap();
+            }),
+            named("kustomization.yaml")
+        );
+        assert_eq!(
+            changed(&|| std::fs::remove_dir_all(dir.path().join("base")).unwrap()),
+            named("")
+        );
+        assert_eq!(
+            changed(&|| {
+                std::fs::remove_file(dir.path().join("kustomization.yaml")).unwrap();
+                std::os::unix::fs::symlink("other", dir.path().join("kustomization.yaml")).unwrap();
+                write(dir.path(), "other", "resources: []\n");
+            }),
+            named("")
+        );
+    }
+
+    /// The walk, a thousand times, beside a writer that adds a generation of files and then
+    /// renames into place a `kustomization.yaml` naming them (as a checkout does), then removes
+    /// the generation before: every pinned tree is one state the directory was in (its
+    /// kustomization names only files it has), never a listing from before a generation with
+    /// a kustomization from after it.
+    #[test]
+    fn a_thousand_walks_beside_a_writer_each_pin_one_state_of_the_directory() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let generation =
+            |g: usize| -> Vec<String> { (0..5).map(|i| format!("g{g}-{i}.yaml")).collect() };
+        let kustomization = |g: usize| {
+            let list = generation(g)
+                .iter()
+                .map(|n| format!("- {n}\n"))
+                .collect::<String>();
+            format!("resources:\n{list}")
+        };
+        let publish = |g: usize| {
+            for name in generation(g) {
+                write(&root, &name, &format!("name: {name}\n"));
+            }
+            write(&root, ".staged", &kustomization(g));
+            std::fs::rename(root.join(".staged"), root.join("kustomization.yaml")).unwrap();
+            if g > 0 {
+                for name in generation(g - 1) {
+                    std::fs::remove_file(root.join(name)).unwrap();
+                }
+            }
+        };
+        publish(0);
+        /// Stops the writer when the walks end, also by a failed assertion.
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let stop = AtomicBool::new(false);
+        let (pinned, refused) = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut g = 1;
+                while !stop.load(Ordering::Relaxed) {
+                    publish(g);
+                    g += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            });
+            let _stop = Stop(&stop);
+            let (mut pinned, mut refused) = (0, 0);
+            for walk in 0..1000 {
+                let tree = match PinnedDirTree::pin(&root) {
+                    Ok((tree, _)) => tree,
+                    Err(TreeError::Changed { .. }) => {
+                        refused += 1;
+                        continue;
+                    }
+                    Err(e) => panic!("walk {walk}: {e}"),
+                };
+                pinned += 1;
+                // The generation the pinned kustomization names (the disk has moved on since).
+                let listed = listed_names(&tree, "");
+                let named = listed
+                    .iter()
+                    .filter_map(|n| n.strip_prefix('g')?.split_once('-')?.0.parse().ok())
+                    .find(|&g| {
+                        tree.files.get("kustomization.yaml")
+                            == Some(&Pin::Sha256(Sha256::digest(kustomization(g)).into()))
+                    });
+                let Some(g) = named else {
+                    panic!(
+                        "walk {walk}: the pinned kustomization names no generation listed beside it: {listed:?}"
+                    );
+                };
+                for name in generation(g) {
+                    assert!(
+                        listed.contains(&name),
+                        "walk {walk}: generation {g} lacks {name}: {listed:?}"
+                    );
+                }
+            }
+            (pinned, refused)
+        });
+        assert!(pinned > 500, "{pinned} walks pinned, {refused} refused");
     }
 
     #[test]
