@@ -3,7 +3,9 @@
 //! (a) a no-change poll of 100 local repositories and (b) fetching one new commit in each,
 //! gix mirrors vs `git fetch` on the same mirrors in the same run; (c) a monorepo of 200 Apps
 //! where a commit touches one App: re-renders counted, time from webhook to all Apps handled;
-//! (d) RSS growth per cached repository.
+//! (d) RSS growth per cached repository; (e) a Directory source's snapshot of 1,000 files
+//! (walked, hashed and checked against the disk) vs `git add -A` + `git write-tree` of the
+//! same files into a fresh index.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -14,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use support::{Upstream, git};
 use wardn::sources::credentials::Credentials;
+use wardn::sources::directory::snapshot_directory;
 use wardn::sources::git::{GitSettings, Mirror};
 use wardn::sources::poller::{Poller, PollerConfig};
 use wardn::sources::render_cache::RenderCache;
@@ -255,6 +258,55 @@ fn bench_monorepo(root: &Path) {
     });
 }
 
+/// (e): the mean time of a Directory snapshot of 50 directories of 20 files, and of git
+/// hashing the same files into a fresh index (git's stat cache left out, as the snapshot has
+/// none), over `ROUNDS` rounds each.
+fn bench_directory(root: &Path) {
+    const ROUNDS: u32 = 20;
+    let dir = root.join("directory-source");
+    for d in 0..50 {
+        let sub = dir.join(format!("app-{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        let mut resources = String::from("resources:\n");
+        for f in 0..19 {
+            std::fs::write(
+                sub.join(format!("cm-{f}.yaml")),
+                format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{d}-{f}\ndata:\n  key: value-{f}\n"),
+            )
+            .unwrap();
+            resources.push_str(&format!("- cm-{f}.yaml\n"));
+        }
+        std::fs::write(sub.join("kustomization.yaml"), resources).unwrap();
+    }
+    git(&dir, &["init", "-q"]);
+    let start = Instant::now();
+    let mut revision = String::new();
+    for _ in 0..ROUNDS {
+        revision = snapshot_directory(&dir).unwrap().revision;
+    }
+    let snapshot = start.elapsed() / ROUNDS;
+    let index = root.join("directory-source.index");
+    let start = Instant::now();
+    for _ in 0..ROUNDS {
+        let _ = std::fs::remove_file(&index);
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("git add -A && git write-tree >/dev/null")
+            .current_dir(&dir)
+            .env("GIT_INDEX_FILE", &index)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let git_hash = start.elapsed() / ROUNDS;
+    println!(
+        "(e) Directory snapshot of 1,000 files: {:.1} ms ({revision}); git add -A + write-tree into a fresh index: {:.1} ms (ratio {:.2})",
+        snapshot.as_secs_f64() * 1000.0,
+        git_hash.as_secs_f64() * 1000.0,
+        ratio(snapshot, git_hash)
+    );
+}
+
 fn main() {
     let root = tempfile::tempdir().unwrap();
     println!(
@@ -263,4 +315,5 @@ fn main() {
     );
     bench_polls(root.path());
     bench_monorepo(root.path());
+    bench_directory(root.path());
 }
