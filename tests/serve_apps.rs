@@ -461,6 +461,24 @@ async fn the_apps_directory_is_watched_for_added_changed_invalid_and_deleted_fil
     std::fs::remove_file(apps.join("broken.yaml")).unwrap();
     eventually("no errors", || runner.file_errors().is_empty()).await;
 
+    // A save in progress that left the file empty (truncated, written later) keeps the App
+    // and its status: emptying a file is not how its Apps are deleted.
+    std::fs::File::create(apps.join("watched.yaml")).unwrap();
+    eventually("the emptied file reported", || {
+        runner
+            .file_errors()
+            .iter()
+            .any(|e| e.contains("watched.yaml") && e.contains("defines no App now"))
+    })
+    .await;
+    assert_eq!(runner.keys(), ["wardn/watched"], "the App is kept");
+    assert!(
+        runner.status("wardn/watched").is_some(),
+        "its status is kept"
+    );
+    std::fs::write(apps.join("watched.yaml"), app_yaml("watched", &two, false)).unwrap();
+    eventually("the saved file read", || runner.file_errors().is_empty()).await;
+
     // Deleted: no longer managed; its objects stay.
     std::fs::remove_file(apps.join("watched.yaml")).unwrap();
     eventually("removed", || runner.keys().is_empty()).await;

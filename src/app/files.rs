@@ -47,6 +47,17 @@ pub enum AppsDirError {
         #[source]
         source: notify::Error,
     },
+    /// A file that defined Apps holds none now: an empty file is what a save in progress
+    /// (truncated, not written yet) looks like, so its Apps are kept until it is deleted.
+    #[error(
+        "{path}: defines no App now (a save in progress?); its {apps} App(s) keep running until it defines them again or is deleted"
+    )]
+    Emptied {
+        /// The file.
+        path: PathBuf,
+        /// How many Apps it defined before.
+        apps: usize,
+    },
     /// Two documents define the same App.
     #[error("App {namespace}/{name} is defined twice: in {first} and {second}")]
     Duplicate {
@@ -317,15 +328,25 @@ impl Reload {
 
 impl AppsDir {
     /// Re-reads `dir`: a valid file replaces its Apps, an invalid one keeps its previous Apps
-    /// and is reported, a deleted file's Apps are removed. Fails only when `dir` itself cannot
-    /// be listed.
+    /// and is reported (as does one that defined Apps and is empty now: a save in progress),
+    /// a deleted file's Apps are removed. Fails only when `dir` itself cannot be listed.
     pub fn reload(&mut self, dir: &Path) -> Result<Reload, AppsDirError> {
         let mut reload = Reload::default();
         let mut files: BTreeMap<PathBuf, Vec<Defined>> = BTreeMap::new();
         // Where each freshly read file is in `reload.files`.
         let mut fresh: BTreeMap<PathBuf, usize> = BTreeMap::new();
         for path in app_files(dir)? {
-            match load_file(&path) {
+            let previous = self.files.get(&path).map_or(0, Vec::len);
+            let loaded = load_file(&path).and_then(|apps| {
+                if apps.is_empty() && previous > 0 {
+                    return Err(AppsDirError::Emptied {
+                        path: path.clone(),
+                        apps: previous,
+                    });
+                }
+                Ok(apps)
+            });
+            match loaded {
                 Ok(apps) => {
                     files.insert(path.clone(), apps.iter().map(Defined::of).collect());
                     fresh.insert(path.clone(), reload.files.len());
@@ -531,6 +552,59 @@ spec:
             [("org-my-org".to_string(), "my-app-staging".to_string())]
         );
         assert!(watched.reload(&dir.path().join("missing")).is_err());
+    }
+
+    /// A file that defined Apps and reads empty (or as comments only) is a save in progress:
+    /// its Apps are kept and the file is reported until it defines them again or is deleted.
+    /// A file that never defined an App may be empty.
+    #[test]
+    fn an_emptied_file_keeps_its_apps_until_it_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.yaml");
+        let mut watched = AppsDir::default();
+        std::fs::write(&file, STAGING).unwrap();
+        std::fs::write(dir.path().join("empty.yaml"), "").unwrap();
+        let first = watched.reload(dir.path()).unwrap();
+        assert!(first.errors.is_empty(), "{:?}", first.errors);
+        assert_eq!(first.upsert_count(), 1);
+
+        // A thousand saves, each read while the file was empty and once written: the App is
+        // never removed, and the same definition saved again is nothing to do.
+        for round in 0..1_000 {
+            let emptied = ["", "# saving\n", "---\n"][round % 3];
+            std::fs::write(&file, emptied).unwrap();
+            let reload = watched.reload(dir.path()).unwrap();
+            assert!(
+                reload.removals.is_empty(),
+                "round {round}: {:?}",
+                reload.removals
+            );
+            assert_eq!(reload.upsert_count(), 0, "round {round}");
+            let errors: Vec<String> = reload.errors.iter().map(ToString::to_string).collect();
+            assert_eq!(errors.len(), 1, "round {round}: {errors:?}");
+            assert!(
+                errors[0].contains("a.yaml") && errors[0].contains("its 1 App(s) keep running"),
+                "round {round}: {errors:?}"
+            );
+            std::fs::write(&file, STAGING).unwrap();
+            let saved = watched.reload(dir.path()).unwrap();
+            assert!(
+                saved.errors.is_empty() && saved.removals.is_empty(),
+                "round {round}"
+            );
+            assert_eq!(saved.upsert_count(), 0, "round {round}");
+        }
+
+        // Deleting the file (emptied or not) removes them.
+        std::fs::write(&file, "").unwrap();
+        watched.reload(dir.path()).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        let removed = watched.reload(dir.path()).unwrap();
+        assert!(removed.errors.is_empty(), "{:?}", removed.errors);
+        assert_eq!(
+            removed.removals,
+            [("org-my-org".to_string(), "my-app-staging".to_string())]
+        );
     }
 
     /// An App the daemon could not start is forgotten: the next reload offers it again (once),
