@@ -106,7 +106,7 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Serve(_)) {
-        die_quietly_on_closed_pipe();
+        die_quietly_on_closed_output();
     }
     // `wardn render` logs nothing and speaks no TLS: without a log subscriber and a crypto
     // provider, their code and data stay out of its memory (it is measured against kustomize).
@@ -183,14 +183,44 @@ fn install_crypto_provider() {
 }
 
 /// A client command whose output goes to a closed pipe (`wardn clusters list | head -1`) ends
-/// quietly, as other command-line tools do, instead of panicking in `println!`: Rust ignores
-/// SIGPIPE by default, which turns the closed pipe into a write error. The daemon keeps
-/// ignoring it (a client hanging up must never end the server).
-fn die_quietly_on_closed_pipe() {
+/// quietly, as other command-line tools do, instead of panicking in `println!` (Rust ignores
+/// SIGPIPE, which turns the closed pipe into a write error). Only a closed standard output or
+/// error does: a pipe to a child process that exited early (an ssh command that refused the
+/// connection before reading gix's request) stays a write error the command reports, where
+/// SIGPIPE's default disposition killed the command with status 141 and no message. The daemon
+/// keeps ignoring SIGPIPE (a client hanging up must never end the server).
+fn die_quietly_on_closed_output() {
     #[cfg(unix)]
-    // SAFETY: called at start-up, before any thread is spawned, to restore the default
-    // disposition of one signal; no handler code is involved.
+    // SAFETY: called at start-up, before any thread is spawned; the handler calls only
+    // async-signal-safe functions.
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(
+            libc::SIGPIPE,
+            on_sigpipe as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+}
+
+/// SIGPIPE's handler for client commands: when standard output or error is a pipe whose
+/// reader is gone, dies of SIGPIPE as the default disposition would; otherwise returns, and
+/// the write that raised it fails with `EPIPE`.
+#[cfg(unix)]
+extern "C" fn on_sigpipe(_: libc::c_int) {
+    let mut outputs = [1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: poll, signal and raise are async-signal-safe; `outputs` outlives the call.
+    unsafe {
+        let ready = libc::poll(outputs.as_mut_ptr(), 2, 0);
+        if ready > 0
+            && outputs
+                .iter()
+                .any(|output| output.revents & (libc::POLLERR | libc::POLLHUP) != 0)
+        {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::raise(libc::SIGPIPE);
+        }
     }
 }
