@@ -228,6 +228,32 @@ async fn declared_clusters_join_the_registry_and_follow_their_file() {
         text.contains("cluster.declare") && text.contains("cluster.undeclare"),
         "{text}"
     );
+
+    // A file that no longer parses changes nothing and says why under declarationErrors.
+    std::fs::write(&file, "kind: [").unwrap();
+    eventually("the unreadable file reported", async || {
+        let clusters = list().await;
+        names(&clusters) == ["api-one", "prod"]
+            && clusters["declarationErrors"]
+                .to_string()
+                .contains("clusters.yaml (document 1)")
+    })
+    .await;
+    // Emptied, as a save in progress leaves it: the first reading keeps the clusters and
+    // says so; the next one that finds the file empty too removes them.
+    std::fs::write(&file, "").unwrap();
+    eventually("the emptied file held", async || {
+        let clusters = list().await;
+        names(&clusters) == ["api-one", "prod"]
+            && clusters["declarationErrors"]
+                .to_string()
+                .contains("declares no cluster now (a save in progress?)")
+    })
+    .await;
+    eventually("the emptied file applied", async || {
+        names(&list().await) == ["api-one"]
+    })
+    .await;
     let _ = stop.send(());
     task.await.unwrap().unwrap();
 }

@@ -22,6 +22,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
@@ -31,11 +32,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::registry::{Registry, RegistryError};
+use crate::render::tree::FileStamp;
 use crate::store::clusters::ClusterRecord;
 use crate::time::now_rfc3339;
 
 /// The `apiVersion` of a `Cluster` document.
 pub const API_VERSION: &str = "cd.wardn.space/v1alpha1";
+
+/// How long a `--clusters` file must stay unchanged (content, inode, size and times) before a
+/// reading of it is used: a file saved in place is empty, then partly written, for a moment,
+/// and a declaration cut short can still be valid (one cut before its `namespaces` allows
+/// every namespace).
+pub const SETTLE: Duration = Duration::from_millis(250);
+
+/// How many readings a `--clusters` file that keeps changing gets, [`SETTLE`] apart.
+const READINGS: u32 = 5;
 
 /// Why a clusters file or a declared cluster's credentials cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +93,17 @@ pub enum DeclaredError {
         /// The cluster.
         cluster: String,
         /// The time allowed (the probe timeout).
-        after: std::time::Duration,
+        after: Duration,
+    },
+    /// The file kept changing: no two readings [`SETTLE`] apart agreed.
+    #[error(
+        "{path}: kept changing for {waited:?} (being written?); read again at the next reading"
+    )]
+    Unsettled {
+        /// The file.
+        path: PathBuf,
+        /// How long it was read for.
+        waited: Duration,
     },
     /// No management cluster to read Secrets from.
     #[error(
@@ -227,17 +248,53 @@ impl Outcome {
 /// either `spec.secretRef` or both `spec.tokenRef` and `spec.caRef`; a name declared twice is
 /// refused. Errors name the file, the document and the field.
 pub fn read_file(path: &Path) -> Result<Vec<Declaration>, DeclaredError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DeclaredError::Io {
+    let (_, text) = read_stamped(path)?;
+    parse(path, &text)
+}
+
+/// Reads `path` as [`read_file`] does, once two readings `settle` apart agree (the same text,
+/// and the file's [`FileStamp`] unchanged between them): a reading taken while the file was
+/// being saved in place is never used, unless the writer stopped half-way for longer than
+/// `settle`. A file that keeps changing for [`READINGS`] readings is [`DeclaredError::Unsettled`].
+pub async fn read_settled(
+    path: &Path,
+    settle: Duration,
+) -> Result<Vec<Declaration>, DeclaredError> {
+    let mut reading = read_stamped(path)?;
+    for _ in 1..READINGS {
+        tokio::time::sleep(settle).await;
+        let next = read_stamped(path)?;
+        if next == reading {
+            return parse(path, &next.1);
+        }
+        reading = next;
+    }
+    Err(DeclaredError::Unsettled {
+        path: path.to_path_buf(),
+        waited: settle * READINGS,
+    })
+}
+
+/// The file's stamp, taken before its text is read, and the text.
+fn read_stamped(path: &Path) -> Result<(FileStamp, String), DeclaredError> {
+    let io = |source| DeclaredError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let stamp = FileStamp::of(&std::fs::metadata(path).map_err(io)?);
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    Ok((stamp, text))
+}
+
+/// The `Cluster` documents of `text`, read from `path` (see [`read_file`]).
+fn parse(path: &Path, text: &str) -> Result<Vec<Declaration>, DeclaredError> {
     let invalid = |document, reason: String| DeclaredError::Invalid {
         path: path.to_path_buf(),
         document,
         reason,
     };
     let documents: Vec<Value> =
-        serde_saphyr::from_multiple(&text).map_err(|e| invalid(1, e.to_string()))?;
+        serde_saphyr::from_multiple(text).map_err(|e| invalid(1, e.to_string()))?;
     let mut names = BTreeSet::new();
     let mut declarations = Vec::new();
     for (index, document) in documents.iter().enumerate().filter(|(_, d)| !d.is_null()) {
@@ -377,25 +434,60 @@ impl Registry {
             ticker.tick().await;
             if let Err(error) = self.declare_from(&file, management.as_ref()).await {
                 tracing::warn!(%error, "--clusters file not applied; the declared clusters stay as they were");
+                self.declaration_problems
+                    .write()
+                    .insert(file.display().to_string(), vec![error.to_string()]);
             }
         }
     }
 
-    /// Brings the clusters declared in `file` in line with its current text (see
-    /// [`Registry::declare`]). Returns one message per declaration that could not be applied;
-    /// a file that cannot be read changes nothing.
+    /// Brings the clusters declared in `file` in line with its current text, once it has
+    /// settled ([`read_settled`], then [`Registry::declare`]). Returns one message per
+    /// declaration that could not be applied; a file that cannot be read changes nothing, and
+    /// neither does the first reading that finds no cluster in a file that declared some (a
+    /// save in progress; the next reading that finds it empty too removes them).
     pub async fn declare_from(
         &self,
         file: &Path,
         management: Option<&Client>,
     ) -> Result<Vec<String>, DeclaredError> {
-        let declarations = read_file(file)?;
+        let declarations = read_settled(file, SETTLE).await?;
         let source = file.display().to_string();
+        if !declarations.is_empty() {
+            self.emptied_files.lock().remove(&source);
+        } else if let Some(held) = self.hold_emptied(&source).await? {
+            tracing::warn!(source, problem = %held, "declared clusters kept");
+            self.declaration_problems
+                .write()
+                .insert(source, vec![held.clone()]);
+            return Ok(vec![held]);
+        }
         let entries = declarations.into_iter().map(Ok).collect();
         let outcomes = self
             .declare(&source, &format!("file:{source}"), entries, management)
             .await?;
         Ok(outcomes.into_iter().filter_map(|o| o.problem).collect())
+    }
+
+    /// Whether a reading of file `source` that declares no cluster is held back: the first
+    /// such reading of a file that declared clusters is taken for a save in progress (the file
+    /// truncated and not written yet) and changes nothing; the next reading that still finds
+    /// it empty removes them. The message saying so, or `None` to go on.
+    async fn hold_emptied(&self, source: &str) -> Result<Option<String>, DeclaredError> {
+        let declared = self
+            .store
+            .list_clusters()
+            .await
+            .map_err(RegistryError::from)?
+            .iter()
+            .filter(|r| r.declared_in.as_deref() == Some(source))
+            .count();
+        if declared == 0 || !self.emptied_files.lock().insert(source.to_string()) {
+            return Ok(None);
+        }
+        Ok(Some(format!(
+            "{source}: declares no cluster now (a save in progress?); its {declared} cluster(s) stay registered unless the next reading finds it empty too"
+        )))
     }
 
     /// Brings the clusters `source` declares in line with `entries`: each declaration whose
@@ -617,5 +709,64 @@ mod tests {
             let error = read(&text).unwrap_err();
             assert!(error.contains(want), "{want}: {error}");
         }
+    }
+
+    /// A declaration with its allowlist last, and the same document cut before the allowlist
+    /// as a save in progress leaves it: still valid, and allowing every namespace.
+    fn saved_and_cut() -> (String, String) {
+        let cut = "apiVersion: cd.wardn.space/v1alpha1\nkind: Cluster\nmetadata: {name: prod}\n\
+            spec:\n  server: https://prod.internal:6443\n  secretRef: {name: prod-credentials}\n";
+        (format!("{cut}  namespaces: [shop]\n"), cut.to_string())
+    }
+
+    /// A thousand saves in place, each read first while the file held the cut document, then
+    /// while it held a longer cut one (both valid, allowing every namespace): every reading
+    /// waits for two readings a settle period apart to agree and returns the saved
+    /// allowlist, wherever within the period each write lands. (Time is paused: the test's
+    /// sleeps and the reader's are ordered by the clock alone.)
+    #[tokio::test(start_paused = true)]
+    async fn a_thousand_saves_in_progress_are_never_read_cut_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clusters.yaml");
+        let (saved, cut) = saved_and_cut();
+        assert!(read(&cut).unwrap()[0].spec.namespaces.is_empty());
+        for save in 0..1_000u32 {
+            std::fs::write(&path, &cut).unwrap();
+            let reading = tokio::spawn({
+                let path = path.clone();
+                async move { read_settled(&path, SETTLE).await }
+            });
+            tokio::time::sleep(SETTLE * (1 + save % 9) / 10).await;
+            std::fs::write(&path, format!("{cut}  # saving\n")).unwrap();
+            tokio::time::sleep(SETTLE).await;
+            std::fs::write(&path, &saved).unwrap();
+            let declared = reading.await.unwrap().unwrap();
+            assert_eq!(declared[0].spec.namespaces, ["shop"], "save {save}");
+        }
+    }
+
+    /// A file written more often than the settle period is refused, naming it, after
+    /// [`READINGS`] readings.
+    #[tokio::test(start_paused = true)]
+    async fn a_file_that_keeps_changing_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clusters.yaml");
+        let (saved, _) = saved_and_cut();
+        std::fs::write(&path, &saved).unwrap();
+        let reading = tokio::spawn({
+            let path = path.clone();
+            async move { read_settled(&path, SETTLE).await }
+        });
+        let mut saves = 0;
+        while !reading.is_finished() {
+            tokio::time::sleep(SETTLE * 2 / 5).await;
+            saves += 1;
+            std::fs::write(&path, format!("# save {saves}\n{saved}")).unwrap();
+        }
+        let error = reading.await.unwrap().unwrap_err().to_string();
+        assert!(
+            error.contains("clusters.yaml: kept changing for 1.25s"),
+            "{error}"
+        );
     }
 }

@@ -2,12 +2,12 @@
 //! validated, sealed and audited; the registrations and status board the API answers from,
 //! kept in step with the store (the prober, [`super::probes`], fills the board).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -263,6 +263,9 @@ pub struct Registry {
     /// Why declarations were not applied, by source (the `--clusters` file, the namespace of
     /// `Cluster` resources), as of each source's last reading.
     pub(super) declaration_problems: RwLock<BTreeMap<String, Vec<String>>>,
+    /// The `--clusters` files whose last reading found no cluster after they had declared
+    /// some (see [`Registry::hold_emptied`]).
+    pub(super) emptied_files: Mutex<BTreeSet<String>>,
     /// Every registration by name, loaded from the store on first use, then kept in step by
     /// register, update and remove (after their store writes).
     board: tokio::sync::OnceCell<RwLock<BTreeMap<String, Registered>>>,
@@ -284,6 +287,7 @@ impl Registry {
             store,
             sealer,
             declaration_problems: RwLock::default(),
+            emptied_files: Mutex::default(),
             board: tokio::sync::OnceCell::new(),
             board_changes: AtomicU64::new(0),
             statuses: Statuses::default(),

@@ -137,6 +137,20 @@ pub struct FileStamp {
     changed: (i64, i64),
 }
 
+impl FileStamp {
+    /// The stamp of the file `meta` describes.
+    pub fn of(meta: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            device: meta.dev(),
+            inode: meta.ino(),
+            size: meta.size(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
 /// A [`Tree`] over a local directory. Symlinks are followed only while their target stays
 /// inside the root; anything resolving outside is [`TreeError::Forbidden`].
 #[derive(Debug, Clone)]
@@ -163,7 +177,6 @@ impl DirTree {
     /// rename over it or a truncation changes, so a reader can tell that a file it read is
     /// still the file on disk without reading it again.
     pub fn stamp(&self, path: &str) -> Result<Option<FileStamp>, TreeError> {
-        use std::os::unix::fs::MetadataExt;
         let Some(real) = self.resolve(path)? else {
             return Ok(None);
         };
@@ -176,13 +189,7 @@ impl DirTree {
                 };
             }
         };
-        Ok(Some(FileStamp {
-            device: meta.dev(),
-            inode: meta.ino(),
-            size: meta.size(),
-            modified: (meta.mtime(), meta.mtime_nsec()),
-            changed: (meta.ctime(), meta.ctime_nsec()),
-        }))
+        Ok(Some(FileStamp::of(&meta)))
     }
 
     /// Resolves a tree path to a real path inside the root, following symlinks.
