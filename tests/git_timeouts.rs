@@ -409,6 +409,29 @@ fn the_git_timeout_flag_is_checked() {
     }
 }
 
+/// An executable shell script `name` in `dir` running `body`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+/// An `--apps` directory in `dir` with one App, `wardn/over-ssh`, whose source is fetched over
+/// `ssh://` (port 2222).
+fn ssh_app(dir: &Path) -> PathBuf {
+    let apps = dir.join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    std::fs::write(
+        apps.join("app.yaml"),
+        "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: over-ssh\n  namespace: wardn\n\
+         spec:\n  source:\n    type: Git\n    git:\n      repoURL: ssh://git@git.example.com:2222/org/app.git\n      branch: main\n\
+         \x20 destination:\n    namespace: team-a\n",
+    )
+    .unwrap();
+    apps
+}
+
 /// The ssh command line, end to end: `wardn generate rbac` fetches an App's `ssh://` source
 /// through `GIT_SSH_COMMAND` (here a script that records its arguments and fails), which gets
 /// its own options first, then batch mode and the limits of the default `--git-timeout`, then
@@ -418,25 +441,15 @@ fn the_git_timeout_flag_is_checked() {
 fn ssh_runs_git_ssh_command_with_batch_mode_and_the_limits() {
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("ssh-args.log");
-    let fake = tmp.path().join("fake-ssh");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> {}; done\necho 'fake ssh: no' >&2\nexit 255\n",
+    let fake = script(
+        tmp.path(),
+        "fake-ssh",
+        &format!(
+            "for a in \"$@\"; do printf '%s\\n' \"$a\" >> {}; done\necho 'fake ssh: no' >&2\nexit 255",
             log.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let apps = tmp.path().join("apps");
-    std::fs::create_dir_all(&apps).unwrap();
-    std::fs::write(
-        apps.join("app.yaml"),
-        "apiVersion: cd.wardn.space/v1alpha1\nkind: App\nmetadata:\n  name: over-ssh\n  namespace: wardn\n\
-         spec:\n  source:\n    type: Git\n    git:\n      repoURL: ssh://git@git.example.com:2222/org/app.git\n      branch: main\n\
-         \x20 destination:\n    namespace: team-a\n",
-    )
-    .unwrap();
+    );
+    let apps = ssh_app(tmp.path());
     let output = Command::new(env!("CARGO_BIN_EXE_wardn"))
         .args(["generate", "rbac", "--apps"])
         .arg(&apps)
@@ -483,4 +496,36 @@ fn ssh_runs_git_ssh_command_with_batch_mode_and_the_limits() {
         ],
         "{args:?}"
     );
+}
+
+/// A pipe to a child process that exits before reading is a write error the command reports,
+/// not a silent death: `wardn generate rbac` fetching an `ssh://` source through an ssh command
+/// that refuses at once (before reading gix's request) exits 1 naming the App, every one of
+/// fifty times (it was killed by SIGPIPE, status 141 and no message, whenever gix wrote its
+/// request after the ssh command had exited).
+#[test]
+fn an_ssh_command_that_exits_at_once_is_an_error_not_a_silent_death() {
+    let tmp = tempfile::tempdir().unwrap();
+    let refuse = script(
+        tmp.path(),
+        "refusing-ssh",
+        "echo 'ssh: refused' >&2\nexit 255",
+    );
+    let apps = ssh_app(tmp.path());
+    for round in 0..50 {
+        let output = Command::new(env!("CARGO_BIN_EXE_wardn"))
+            .args(["generate", "rbac", "--apps"])
+            .arg(&apps)
+            .arg("--out")
+            .arg(tmp.path().join("out"))
+            .env("GIT_SSH_COMMAND", &refuse)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "round {round}: {output:?}");
+        assert!(
+            stderr.contains("App wardn/over-ssh") && stderr.contains("error: "),
+            "round {round}: {stderr}"
+        );
+    }
 }
