@@ -547,9 +547,14 @@ impl Mirror {
                     message: describe(&e),
                 }
             } else {
+                let mut message = describe(&e);
+                if self.url.scheme == Scheme::Ssh && transport::ended_early(&e) {
+                    message.push_str(": ");
+                    message.push_str(transport::SSH_ENDED);
+                }
                 GitError::Unreachable {
                     url: self.url.fetch_url.clone(),
-                    message: describe(&e),
+                    message,
                 }
             }
         };

@@ -34,6 +34,23 @@ use super::credentials::Credentials;
 /// The default limit on a Git remote's silence: as Flux's `GitRepository.spec.timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What an ssh fetch that ended where an answer was due adds to its error: the ssh command
+/// exited, and gix (0.90) waits only 5 ms after ssh's output ends for the stderr line that
+/// says why (`Connection to … timed out`), so on a loaded machine the reason is often lost
+/// and the error is only `failed to fill whole buffer`. gix writes ssh's other lines to
+/// wardn's standard error.
+pub const SSH_ENDED: &str =
+    "the ssh command ended without answering (what it said is on wardn's standard error)";
+
+/// Whether `error` comes from a transport stream that ended where more was due (an ssh
+/// command that exited; see [`SSH_ENDED`]).
+pub fn ended_early(error: &gix::Error) -> bool {
+    error.iter_errors().any(|e| {
+        e.downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::UnexpectedEof)
+    })
+}
+
 /// The port of `git://` remotes that name none.
 const GIT_DAEMON_PORT: u16 = 9418;
 
