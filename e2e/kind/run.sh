@@ -27,7 +27,7 @@ trap cleanup EXIT INT TERM
 image=()
 [ -n "${KIND_NODE_IMAGE:-}" ] && image=(--image "$KIND_NODE_IMAGE")
 for name in "$mgmt" "$target"; do
-  kind get clusters 2>/dev/null | grep -qx "$name" \
+  grep -qx -- "$name" <<<"$(kind get clusters 2>/dev/null)" \
     || kind create cluster --name "$name" "${image[@]}" --wait 180s
   # The API server on 127.0.0.1 (the default), reachable by wardn serve on this machine.
   kind get kubeconfig --name "$name" > "$dir/$name.kubeconfig"

@@ -27,9 +27,9 @@ esac
 # The namespace the Apps deploy to exists on the target (kind clusters start without it).
 target get namespace "$E2E_NAMESPACE" >/dev/null 2>&1 || target create namespace "$E2E_NAMESPACE" >/dev/null
 for _ in $(seq 60); do
-  "$WARDN" clusters list | grep -Eq "^$E2E_CLUSTER +connected" && break
+  grep -Eq "^$E2E_CLUSTER +connected" <<<"$("$WARDN" clusters list)" && break
   sleep 1
 done
-"$WARDN" clusters list | grep -Eq "^$E2E_CLUSTER +connected" \
+grep -Eq "^$E2E_CLUSTER +connected" <<<"$("$WARDN" clusters list)" \
   || fail "cluster $E2E_CLUSTER is not connected: $("$WARDN" clusters list)"
 say "ok"

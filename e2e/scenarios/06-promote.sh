@@ -93,5 +93,5 @@ grep -q '"error":"[^"]*refused' "$E2E_WORK/api.json" \
 # Troubleshooting: "Sync fails with 403 namespace errors".
 apply_app my-app-outside production
 out=$("$WARDN" apps sync production/my-app-outside 2>&1) && fail "a sync outside the allowlist succeeded: $out"
-echo "$out" | grep -q 403 || fail "expected a 403, got: $out"
+grep -q 403 <<<"$out" || fail "expected a 403, got: $out"
 say "ok"

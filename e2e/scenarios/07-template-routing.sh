@@ -9,7 +9,7 @@ expect_code 0 "$WARDN" apps sync "$E2E_CLUSTER/e2e-routed" --wait --timeout 5m >
 routed=$(target get configmap e2e-routed-config -n "$E2E_NAMESPACE" -o jsonpath='{.data.routed}')
 [ "$routed" = by-template ] || fail "e2e-routed-config says '$routed'"
 shown=$("$WARDN" apps get "$E2E_CLUSTER/e2e-routed" -o json)
-echo "$shown" | grep -q '"clusterTemplate": "{{ if eq' \
+grep -q '"clusterTemplate": "{{ if eq' <<<"$shown" \
   || fail "the App does not show its cluster template: $shown"
 
 # Declared without apply_app: it is known under the cluster its template resolved to.
@@ -22,12 +22,12 @@ fi
 shown=""
 for _ in $(seq 120); do
   shown=$("$WARDN" apps get elsewhere-cluster/e2e-misrouted -o json 2>&1) \
-    && echo "$shown" | grep -q '"phase": "Failed"' && break
+    && grep -q '"phase": "Failed"' <<<"$shown" && break
   shown="not Failed: $shown"
   sleep 0.5
 done
 case "$shown" in "not Failed: "*) fail "e2e-misrouted is $shown" ;; esac
-echo "$shown" | grep -q 'elsewhere-cluster\\" is not registered' \
+grep -q 'elsewhere-cluster\\" is not registered' <<<"$shown" \
   || fail "the failure does not name the unregistered cluster: $shown"
 if target get configmap e2e-misrouted-config -n "$E2E_NAMESPACE" >/dev/null 2>&1; then
   fail "a misrouted App wrote to the target cluster"
