@@ -33,6 +33,9 @@ pub struct TestServer {
     pub data: tempfile::TempDir,
     /// The PEM of the CA that signed the server's certificate, when it serves https.
     pub ca: Option<String>,
+    /// One client for every request of the test (trusting `ca` when there is one): a client
+    /// holds a connection pool and, with a CA, parses its roots, so it is built once.
+    http: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -99,6 +102,13 @@ impl TestServer {
             .tls_cert
             .as_ref()
             .and_then(|cert| std::fs::read_to_string(cert.with_file_name("ca.pem")).ok());
+        let http = match &ca {
+            Some(pem) => reqwest::Client::builder()
+                .tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem.as_bytes()).unwrap())
+                .build()
+                .unwrap(),
+            None => reqwest::Client::new(),
+        };
         let server = Server::bind(options, sealer).await.unwrap();
         let base = format!("{}://{}", server.scheme(), server.addr);
         let registry = Arc::clone(server.registry());
@@ -118,6 +128,7 @@ impl TestServer {
             state,
             data,
             ca,
+            http,
             shutdown: Some(tx),
             task: Some(task),
         }
@@ -151,15 +162,10 @@ impl TestServer {
         .await
     }
 
-    /// An HTTP client for this server (trusting its CA when it serves https).
+    /// An HTTP client for this server (trusting its CA when it serves https): the test's one
+    /// client, shared (cloning it shares its connection pool).
     pub fn http(&self) -> reqwest::Client {
-        match &self.ca {
-            Some(pem) => reqwest::Client::builder()
-                .tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem.as_bytes()).unwrap())
-                .build()
-                .unwrap(),
-            None => reqwest::Client::new(),
-        }
+        self.http.clone()
     }
 
     /// Logs in as admin and returns the session cookie (`wardn_session=…`).
