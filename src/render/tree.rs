@@ -180,16 +180,12 @@ impl DirTree {
         let Some(real) = self.resolve(path)? else {
             return Ok(None);
         };
-        let meta = match std::fs::metadata(&real) {
-            Ok(meta) => meta,
-            Err(e) => {
-                return match read_error(path, &e) {
-                    TreeError::NotFound(_) => Ok(None),
-                    other => Err(other),
-                };
-            }
-        };
-        Ok(Some(FileStamp::of(&meta)))
+        match std::fs::metadata(&real) {
+            Ok(meta) => Ok(Some(FileStamp::of(&meta))),
+            // Removed since it was resolved.
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(path, &e)),
+        }
     }
 
     /// Resolves a tree path to a real path inside the root, following symlinks.
